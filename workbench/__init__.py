@@ -1,0 +1,17 @@
+"""BGT probing workbench: what does a sentence encoder actually encode?
+
+    import workbench as wb
+    enc = wb.untrained_encoder("random-transformer", pair="en-fr")
+    wb.probe(enc, "punct_num")          # ProbeResult(accuracy, ci, majority, ...)
+    wb.evaluate(enc, "sts")             # tidy DataFrame, Pearson per STS dataset and year
+    wb.report(df, "reports/x.html")     # self-contained HTML + CSV/JSON
+"""
+from .encoders import Encoder, untrained_encoder
+from .evaluation import evaluate
+from .figures import report
+from .probing.build import build_task
+from .probing.probe import ProbeResult, probe, probe_all
+from .probing.tasks import get_task, task_names
+
+__all__ = ["Encoder", "untrained_encoder", "evaluate", "report", "build_task", "ProbeResult", "probe",
+           "probe_all", "get_task", "task_names"]

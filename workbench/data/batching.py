@@ -1,0 +1,103 @@
+"""Token-budget batches with length bucketing, and collation into padded tensors (BGT_SPEC §1.3–1.4).
+
+As in fairseq: an example's size is ``max(len_en, len_xx)``; a batch holds as many examples of similar length
+as fit in ``max_len_in_batch * n_examples <= max_tokens``, rounded down to a multiple of 8 when above 8.
+Order: a seeded permutation, stable-sorted by foreign then English length; the batches themselves are shuffled
+per epoch. Padding is on the right (mean pooling masks it, so this matches fairseq's left padding).
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .tokenizer import PAD
+
+log = logging.getLogger(__name__)
+
+SEM_SIDES = ("example", "microbatch")
+
+
+def token_batches(len_en: Sequence[int], len_xx: Sequence[int], max_tokens: int, seed: int = 1,
+                  epoch: int = 0, multiple: int = 8) -> list[np.ndarray]:
+    """Index arrays of batches whose padded size ``max(len) * n`` never exceeds ``max_tokens``.
+
+    Examples longer than ``max_tokens`` by themselves cannot be batched: they are dropped and counted in the
+    log. Deterministic in ``(lengths, max_tokens, seed, epoch)``.
+    """
+    sizes = np.maximum(np.asarray(len_en), np.asarray(len_xx))
+    rng = np.random.default_rng([seed, epoch])
+    order = rng.permutation(len(sizes))
+    order = order[np.argsort(np.asarray(len_xx)[order], kind="stable")]
+    order = order[np.argsort(np.asarray(len_en)[order], kind="stable")]
+    too_long = sizes[order] > max_tokens
+    if too_long.any():
+        log.warning("dropped %d of %d examples longer than max_tokens=%d", too_long.sum(), len(sizes), max_tokens)
+        order = order[~too_long]
+    batches, start = [], 0
+    while start < len(order):
+        longest, end = 0, start
+        while end < len(order):
+            longest_if_added = max(longest, sizes[order[end]])
+            if longest_if_added * (end - start + 1) > max_tokens:
+                break
+            longest, end = longest_if_added, end + 1
+        n = end - start
+        if n > multiple:
+            n -= n % multiple
+        batches.append(order[start:start + n])
+        start += n
+    return [batches[i] for i in rng.permutation(len(batches))]
+
+
+@dataclass
+class Batch:
+    """One micro-batch. ``en``/``xx``: (B, T) token ids, right-padded with PAD, EOS-terminated.
+
+    ``sem_en``: (B,) bool, True where the semantic encoder's generative path reads the English side.
+    """
+
+    en: torch.Tensor
+    xx: torch.Tensor
+    sem_en: torch.Tensor
+    index: np.ndarray
+
+    @property
+    def n_tokens(self) -> int:
+        return int((self.en != PAD).sum() + (self.xx != PAD).sum())
+
+    def to(self, device) -> "Batch":
+        return Batch(self.en.to(device), self.xx.to(device), self.sem_en.to(device), self.index)
+
+
+def pad(sequences: Sequence[Sequence[int]]) -> torch.Tensor:
+    """Right-pad id lists into a (B, T) LongTensor."""
+    width = max(len(s) for s in sequences)
+    out = torch.full((len(sequences), width), PAD, dtype=torch.long)
+    for i, s in enumerate(sequences):
+        out[i, : len(s)] = torch.as_tensor(s, dtype=torch.long)
+    return out
+
+
+def semantic_side(batch_size: int, sem_side: str = "example", step: int = 0) -> torch.Tensor:
+    """Which examples feed English to the semantic encoder's generative path.
+
+    ``"example"`` alternates within the batch (even positions English, odd foreign): the 50/50 mix the code
+    gets per update, without needing accumulation. ``"microbatch"`` reproduces the code: the whole
+    micro-batch takes one side, English on even ``step`` (the forward-call counter), foreign on odd.
+    """
+    if sem_side == "example":
+        return torch.arange(batch_size) % 2 == 0
+    if sem_side == "microbatch":
+        return torch.full((batch_size,), step % 2 == 0)
+    raise ValueError(f"unknown sem_side {sem_side!r}; valid: {', '.join(SEM_SIDES)}")
+
+
+def collate(ids_en: Sequence[Sequence[int]], ids_xx: Sequence[Sequence[int]], index: np.ndarray,
+            sem_side: str = "example", step: int = 0) -> Batch:
+    """Gather the examples ``index`` into a :class:`Batch`."""
+    return Batch(pad([ids_en[i] for i in index]), pad([ids_xx[i] for i in index]),
+                 semantic_side(len(index), sem_side, step), np.asarray(index))

@@ -1,0 +1,158 @@
+"""Fetching the public data for users outside this environment (the shared data makes it unnecessary here).
+
+- :func:`download`: HTTP(S) download with resume (``Range``), an optional sha256 check, a progress bar and an
+  atomic final rename; a ``.part`` file survives an interruption and the next call continues it.
+- :func:`opus_moses_to_tsv`: an OPUS "moses" zip (two line-aligned files) to ``parallel/en-XX.tsv.gz``.
+- :func:`sts_archive_to_tsv`: an official SemEval STS test archive to ``eval/sts/STSyy/<dataset>.tsv``.
+"""
+from __future__ import annotations
+
+import gzip
+import hashlib
+import logging
+import os
+import urllib.error
+import urllib.request
+import zipfile
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from ..errors import DataFormatError, WorkbenchError
+from .sts import STS_DATASETS
+
+log = logging.getLogger(__name__)
+
+OPUS_URL = "https://object.pouta.csc.fi/OPUS-{corpus}/{version}/moses/{pair}.txt.zip"
+STS_URLS = {
+    2012: "http://ixa2.si.ehu.es/stswiki/images/4/40/STS2012-en-test.zip",
+    2013: "http://ixa2.si.ehu.es/stswiki/images/2/2f/STS2013-en-test.zip",
+    2014: "http://ixa2.si.ehu.es/stswiki/images/8/8c/STS2014-en-test.zip",
+    2015: "http://ixa2.si.ehu.es/stswiki/images/d/da/STS2015-en-test.zip",
+    2016: "http://ixa2.si.ehu.es/stswiki/images/9/98/STS2016-en-test.zip",
+}
+
+
+def sha256_of(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def download(url: str, dest: str | Path, sha256: str | None = None, show_progress: bool = True,
+             timeout: float = 60.0) -> Path:
+    """Download ``url`` to ``dest`` unless a verified copy is already there; resume a partial download."""
+    dest = Path(dest)
+    if dest.is_file() and (sha256 is None or sha256_of(dest) == sha256):
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    part = dest.with_name(dest.name + ".part")
+    offset = part.stat().st_size if part.is_file() else 0
+    request = urllib.request.Request(url, headers={"Range": f"bytes={offset}-"} if offset else {})
+    try:
+        response = urllib.request.urlopen(request, timeout=timeout)
+    except urllib.error.HTTPError as err:
+        if err.code == 416 and offset:  # the part file is already complete
+            response = None
+        else:
+            raise WorkbenchError(f"download of {url} failed: HTTP {err.code} {err.reason}") from None
+    except urllib.error.URLError as err:
+        raise WorkbenchError(f"download of {url} failed: {err.reason}") from None
+    if response is not None:
+        with response:
+            resumed = offset and response.status == 206
+            if offset and not resumed:
+                log.info("server ignored the range request for %s; starting over", url)
+                offset = 0
+            length = response.headers.get("Content-Length")
+            total = offset + int(length) if length is not None else None
+            with open(part, "ab" if resumed else "wb") as f, tqdm(
+                    total=total, initial=offset, unit="B", unit_scale=True, desc=dest.name,
+                    disable=not show_progress) as bar:
+                for block in iter(lambda: response.read(1 << 16), b""):
+                    f.write(block)
+                    bar.update(len(block))
+    if sha256 is not None:
+        actual = sha256_of(part)
+        if actual != sha256:
+            part.unlink()
+            raise WorkbenchError(f"checksum mismatch for {url}: got sha256 {actual}, expected {sha256}; "
+                                 "the partial file was deleted, try again")
+    os.replace(part, dest)
+    return dest
+
+
+def _clean(text: str) -> str:
+    return " ".join(text.replace("\u200b", "").replace("\ufeff", "").split())
+
+
+def opus_moses_to_tsv(zip_path: str | Path, language: str, out: str | Path) -> int:
+    """Write the English/``language`` files of an OPUS moses zip as ``english<TAB>foreign`` gzip lines.
+
+    Pairs with an empty side are skipped and counted in the log. Returns the number of pairs written.
+    """
+    zip_path, out = Path(zip_path), Path(out)
+    with zipfile.ZipFile(zip_path) as archive:
+        names = archive.namelist()
+        en = [n for n in names if n.endswith(".en")]
+        xx = [n for n in names if n.endswith(f".{language}")]
+        if len(en) != 1 or len(xx) != 1:
+            raise DataFormatError(zip_path, None, f"members {names}",
+                                  f"one '*.en' and one '*.{language}' file (OPUS moses layout)")
+        english = archive.read(en[0]).decode("utf-8").splitlines()
+        foreign = archive.read(xx[0]).decode("utf-8").splitlines()
+    if len(english) != len(foreign):
+        raise DataFormatError(zip_path, None, f"{len(english)} English but {len(foreign)} {language} lines",
+                              "line-aligned files of equal length")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    written = skipped = 0
+    with gzip.open(tmp, "wt", encoding="utf-8") as f:
+        for e, x in zip(english, foreign):
+            e, x = _clean(e), _clean(x)
+            if e and x:
+                f.write(f"{e}\t{x}\n")
+                written += 1
+            else:
+                skipped += 1
+    os.replace(tmp, out)
+    if skipped:
+        log.info("%s: skipped %d pairs with an empty side", zip_path.name, skipped)
+    return written
+
+
+def sts_archive_to_tsv(zip_path: str | Path, year: int, out_dir: str | Path) -> dict[str, int]:
+    """Pair ``STS.input.<ds>.txt`` with ``STS.gs.<ds>.txt`` in an official STS test zip and write
+    ``score<TAB>sentence1<TAB>sentence2`` files (rows with an empty gold line are dropped, as in SentEval)."""
+    if year not in STS_DATASETS:
+        raise ValueError(f"no STS year {year!r}; valid: {', '.join(map(str, STS_DATASETS))}")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    counts = {}
+    with zipfile.ZipFile(zip_path) as archive:
+        names = archive.namelist()
+        for dataset in STS_DATASETS[year]:
+            inp = [n for n in names if n.endswith(f".input.{dataset}.txt")]
+            gold = [n for n in names if n.endswith(f".gs.{dataset}.txt")]
+            if len(inp) != 1 or len(gold) != 1:
+                raise DataFormatError(zip_path, None, f"no unique input/gold files for {dataset}",
+                                      f"members '*.input.{dataset}.txt' and '*.gs.{dataset}.txt'")
+            lines = archive.read(inp[0]).decode("utf-8").splitlines()
+            scores = archive.read(gold[0]).decode("utf-8").splitlines()
+            if len(lines) != len(scores):
+                raise DataFormatError(zip_path, None, f"{inp[0]} has {len(lines)} lines, {gold[0]} {len(scores)}",
+                                      "input and gold files of equal length")
+            rows = ["score\tsentence1\tsentence2"]
+            for number, (line, score) in enumerate(zip(lines, scores), start=1):
+                if not score.strip():
+                    continue
+                fields = line.split("\t")
+                if len(fields) < 2:
+                    raise DataFormatError(f"{zip_path}!{inp[0]}", number, f"{len(fields)} columns",
+                                          "at least 2 tab-separated sentences")
+                rows.append(f"{score.strip()}\t{fields[0]}\t{fields[1]}")
+            (out_dir / f"{dataset}.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+            counts[dataset] = len(rows) - 1
+    return counts

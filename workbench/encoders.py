@@ -1,0 +1,139 @@
+"""The Encoder protocol and the encoders that need no training.
+
+Anything with ``name``, ``dim``, ``fingerprint`` and ``encode(sentences) -> float32 (n, dim)`` can be probed
+and evaluated. ``fingerprint`` changes whenever the weights or the tokenizer change; caches key on it.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from .data.tokenizer import Tokenizer, pair_tokenizer
+from .errors import WorkbenchError, check_name
+from .models.transformer import SentenceEncoder, TransformerConfig
+
+
+@runtime_checkable
+class Encoder(Protocol):
+    name: str
+    dim: int
+    fingerprint: str
+
+    def encode(self, sentences: Sequence[str], batch_size: int = 256,
+               show_progress: bool = False) -> np.ndarray: ...
+
+
+def check_embeddings(encoder: Encoder, embeddings: object, n: int) -> np.ndarray:
+    """Validate an encoder's output: a finite float32 array of shape (n, encoder.dim)."""
+    if not isinstance(embeddings, np.ndarray):
+        raise WorkbenchError(f"encoder {encoder.name!r} returned {type(embeddings).__name__}; "
+                             "expected a numpy array")
+    if embeddings.shape != (n, encoder.dim):
+        raise WorkbenchError(f"encoder {encoder.name!r} returned shape {embeddings.shape}; "
+                             f"expected ({n}, {encoder.dim})")
+    if embeddings.dtype != np.float32:
+        raise WorkbenchError(f"encoder {encoder.name!r} returned dtype {embeddings.dtype}; expected float32")
+    if not np.isfinite(embeddings).all():
+        bad = int((~np.isfinite(embeddings)).any(axis=1).sum())
+        raise WorkbenchError(f"encoder {encoder.name!r} returned NaN/inf for {bad} of {n} sentences")
+    return embeddings
+
+
+def weights_fingerprint(module: torch.nn.Module, *extra: str) -> str:
+    """sha256 over every tensor of ``module`` (names, shapes, bytes) and ``extra`` strings."""
+    h = hashlib.sha256()
+    for name, tensor in sorted(module.state_dict().items()):
+        h.update(f"{name}{tuple(tensor.shape)}{tensor.dtype}".encode())
+        h.update(tensor.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes())
+    for item in extra:
+        h.update(item.encode())
+    return h.hexdigest()
+
+
+def _length_sorted_batches(lengths: Sequence[int], batch_size: int) -> list[np.ndarray]:
+    order = np.argsort(lengths, kind="stable")
+    return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+
+
+class TransformerEncoder:
+    """An Encoder view of a :class:`SentenceEncoder`: the test-time embedding ``mu`` (BGT_SPEC §6.1)."""
+
+    def __init__(self, name: str, module: SentenceEncoder, tokenizer: Tokenizer, max_len: int = 256):
+        self.name, self.module, self.tokenizer, self.max_len = name, module.eval(), tokenizer, max_len
+        self.dim = module.cfg.latent_dim
+        self.fingerprint = weights_fingerprint(module, tokenizer.digest, json.dumps(asdict(module.cfg)))
+
+    @torch.no_grad()
+    def encode(self, sentences: Sequence[str], batch_size: int = 256, show_progress: bool = False) -> np.ndarray:
+        ids = self.tokenizer.encode(sentences, max_len=self.max_len)
+        out = np.empty((len(ids), self.dim), dtype=np.float32)
+        device = next(self.module.parameters()).device
+        self.module.eval()
+        batches = _length_sorted_batches([len(x) for x in ids], batch_size)
+        for index in tqdm(batches, desc=f"encode {self.name}", disable=not show_progress, unit="batch"):
+            width = max(len(ids[i]) for i in index)
+            tokens = torch.full((len(index), width), self.tokenizer.pad_id, dtype=torch.long)
+            for row, i in enumerate(index):
+                tokens[row, : len(ids[i])] = torch.as_tensor(ids[i])
+            mu, _ = self.module(tokens.to(device))
+            out[index] = mu.float().cpu().numpy()
+        return out
+
+    def __repr__(self) -> str:
+        return f"<Encoder {self.name} dim={self.dim} fp={self.fingerprint[:10]}>"
+
+
+def random_transformer(tokenizer: Tokenizer, cfg: TransformerConfig | None = None, seed: int = 0,
+                       name: str = "random-transformer") -> TransformerEncoder:
+    """The paper's "random encoder": a semantic encoder at initialisation (no training), embedding = mu."""
+    cfg = cfg or TransformerConfig(vocab_size=tokenizer.vocab_size, dropout=0.0)
+    if cfg.vocab_size != tokenizer.vocab_size:
+        raise ValueError(f"config vocab_size={cfg.vocab_size} differs from the tokenizer's {tokenizer.vocab_size}")
+    generator_state = torch.random.get_rng_state()
+    torch.manual_seed(seed)
+    try:
+        module = SentenceEncoder(cfg, with_logv=False)
+    finally:
+        torch.random.set_rng_state(generator_state)
+    return TransformerEncoder(name, module, tokenizer)
+
+
+class RandomEmbeddingAverage:
+    """Average of a fixed random N(0, 1) sentencepiece-token embedding table (EOS excluded): SP, untrained."""
+
+    def __init__(self, tokenizer: Tokenizer, dim: int = 512, seed: int = 0, name: str = "random-sp-average"):
+        self.name, self.tokenizer, self.dim = name, tokenizer, dim
+        rng = np.random.default_rng(seed)
+        self.table = rng.standard_normal((tokenizer.vocab_size, dim), dtype=np.float32)
+        self.fingerprint = hashlib.sha256(self.table.tobytes() + tokenizer.digest.encode()).hexdigest()
+
+    def encode(self, sentences: Sequence[str], batch_size: int = 256, show_progress: bool = False) -> np.ndarray:
+        out = np.empty((len(sentences), self.dim), dtype=np.float32)
+        for start in tqdm(range(0, len(sentences), batch_size), desc=f"encode {self.name}",
+                          disable=not show_progress, unit="batch"):
+            for row, ids in enumerate(self.tokenizer.encode(sentences[start:start + batch_size]), start=start):
+                ids = ids[:-1] or ids  # drop EOS unless the sentence is empty
+                out[row] = self.table[ids].mean(axis=0)
+        return out
+
+    def __repr__(self) -> str:
+        return f"<Encoder {self.name} dim={self.dim} fp={self.fingerprint[:10]}>"
+
+
+UNTRAINED = ("random-transformer", "random-sp-average")
+
+
+def untrained_encoder(name: str, pair: str = "en-fr", vocab_size: int = 8000, seed: int = 0) -> Encoder:
+    """One of the encoders that need no training, on the joint sentencepiece model of ``pair``."""
+    check_name("untrained encoder", name, UNTRAINED)
+    tokenizer = pair_tokenizer(pair, vocab_size)
+    if name == "random-transformer":
+        return random_transformer(tokenizer, seed=seed)
+    return RandomEmbeddingAverage(tokenizer, seed=seed)

@@ -1,0 +1,130 @@
+"""Transformer building blocks as BGT uses them (BGT_SPEC §2.1–2.3, §2.6).
+
+Post-LN layers, ReLU FFN, fairseq sinusoidal positions (sin half, then cos half), token embeddings scaled by
+sqrt(d). A sentence encoder mean-pools the token states over non-pad positions (EOS included) and maps the
+pooled vector to the Gaussian posterior's ``mu`` (and ``logv``) with bias-free linear layers.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+@dataclass
+class TransformerConfig:
+    vocab_size: int
+    d_model: int = 512
+    ffn_dim: int = 1024
+    n_heads: int = 8
+    n_layers: int = 3
+    latent_dim: int = 512
+    dropout: float = 0.1
+    max_len: int = 1024
+    pad_id: int = 0
+
+
+def sinusoidal_positions(n_positions: int, dim: int) -> torch.Tensor:
+    """(n_positions, dim) table: fairseq's layout, sines in the first half and cosines in the second."""
+    half = dim // 2
+    freq = torch.exp(torch.arange(half, dtype=torch.float) * -(math.log(10000.0) / (half - 1)))
+    angles = torch.arange(n_positions, dtype=torch.float)[:, None] * freq[None, :]
+    table = torch.cat([torch.sin(angles), torch.cos(angles)], dim=1)
+    return F.pad(table, (0, dim % 2))
+
+
+def linear(d_in: int, d_out: int, bias: bool = True) -> nn.Linear:
+    """Linear layer with xavier-uniform weights and zero bias (fairseq's ``Linear`` helper)."""
+    layer = nn.Linear(d_in, d_out, bias=bias)
+    nn.init.xavier_uniform_(layer.weight)
+    if bias:
+        nn.init.zeros_(layer.bias)
+    return layer
+
+
+class SelfAttention(nn.Module):
+    def __init__(self, d_model: int, n_heads: int):
+        super().__init__()
+        if d_model % n_heads:
+            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
+        self.n_heads = n_heads
+        self.qkv = linear(d_model, 3 * d_model)
+        self.out = linear(d_model, d_model)
+
+    def forward(self, x: torch.Tensor, keep: torch.Tensor | None = None, causal: bool = False) -> torch.Tensor:
+        """x: (B, T, d); keep: (B, T) bool, False at padding keys."""
+        B, T, d = x.shape
+        q, k, v = self.qkv(x).view(B, T, 3, self.n_heads, d // self.n_heads).permute(2, 0, 3, 1, 4)
+        mask = None if keep is None else keep[:, None, None, :]
+        if causal:
+            future = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
+            mask = future if mask is None else mask & future
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (B, H, T, d/H)
+        return self.out(y.transpose(1, 2).reshape(B, T, d))
+
+
+class EncoderLayer(nn.Module):
+    """Post-LN: x = LN(x + Drop(SelfAttn(x))); x = LN(x + Drop(FFN(x)))."""
+
+    def __init__(self, cfg: TransformerConfig):
+        super().__init__()
+        self.attn = SelfAttention(cfg.d_model, cfg.n_heads)
+        self.norm1 = nn.LayerNorm(cfg.d_model)
+        self.ffn = nn.Sequential(linear(cfg.d_model, cfg.ffn_dim), nn.ReLU(), linear(cfg.ffn_dim, cfg.d_model))
+        self.norm2 = nn.LayerNorm(cfg.d_model)
+        self.drop = nn.Dropout(cfg.dropout)
+
+    def forward(self, x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+        x = self.norm1(x + self.drop(self.attn(x, keep)))
+        return self.norm2(x + self.drop(self.ffn(x)))
+
+
+class TokenEmbedding(nn.Module):
+    """sqrt(d)·E[tokens] + PE(positions), then dropout; E ~ N(0, d^-1/2) with a zero pad row."""
+
+    def __init__(self, cfg: TransformerConfig):
+        super().__init__()
+        self.scale = math.sqrt(cfg.d_model)
+        self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model, padding_idx=cfg.pad_id)
+        nn.init.normal_(self.embed.weight, std=cfg.d_model ** -0.5)
+        with torch.no_grad():
+            self.embed.weight[cfg.pad_id].zero_()
+        self.register_buffer("positions", sinusoidal_positions(cfg.max_len, cfg.d_model), persistent=False)
+        self.drop = nn.Dropout(cfg.dropout)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        T = tokens.shape[1]
+        if T > self.positions.shape[0]:
+            raise ValueError(f"sequence of {T} tokens is longer than max_len={self.positions.shape[0]}")
+        return self.drop(self.scale * self.embed(tokens) + self.positions[:T])
+
+
+def masked_mean(states: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    """(B, T, d), (B, T) -> (B, d): mean over the kept positions."""
+    keep = keep.to(states.dtype).unsqueeze(-1)
+    return (states * keep).sum(1) / keep.sum(1).clamp_min(1.0)
+
+
+class SentenceEncoder(nn.Module):
+    """Inference network q(z | x): Transformer layers, masked mean pool, ``mu = W_mu h̄`` (and ``logv``)."""
+
+    def __init__(self, cfg: TransformerConfig, with_logv: bool = True):
+        super().__init__()
+        self.cfg = cfg
+        self.embed = TokenEmbedding(cfg)
+        self.layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_layers))
+        self.hidden2mean = nn.Linear(cfg.d_model, cfg.latent_dim, bias=False)
+        self.hidden2logv = nn.Linear(cfg.d_model, cfg.latent_dim, bias=False) if with_logv else None
+
+    def forward(self, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """tokens (B, T) -> mu (B, L), logv (B, L) or None."""
+        keep = tokens != self.cfg.pad_id
+        x = self.embed(tokens)
+        for layer in self.layers:
+            x = layer(x, keep)
+        pooled = masked_mean(x, keep)
+        logv = self.hidden2logv(pooled) if self.hidden2logv is not None else None
+        return self.hidden2mean(pooled), logv

@@ -1,0 +1,182 @@
+"""Building probing datasets from the probe pool (held-out English sentences of the parallel data).
+
+A builder turns pool sentences into ``(label, sentence)`` candidates; the shared selection then caps each
+label (``max_per_label``), shuffles with a fixed seed and splits each label proportionally into
+train/valid/test of the card's sizes — scaled down by one factor, with a warning, when the pool is smaller.
+Datasets are stored under ``<home>/probing/<task>-<key>/`` in SentEval's ``split<TAB>label<TAB>sentence``
+format beside a ``manifest.json`` (digest, label counts, sizes, builder version); a built task is reused.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import string
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..data.corpora import PAIRS, SplitConfig, corpus_path, probe_pool
+from ..data.tokenizer import preprocess
+from ..errors import WorkbenchError
+from ..paths import home_dir
+from .tasks import TaskCard, get_task
+
+log = logging.getLogger(__name__)
+
+BUILDER_VERSION = 1
+SPLIT_NAMES = ("tr", "va", "te")  # SentEval's split tags
+# The paper's punctuation set (fn. 13): ASCII punctuation plus typographic quotes and dashes.
+PUNCTUATION = frozenset(string.punctuation) | frozenset("‘’‚‛“”„‟«»‹›–—―‐‑‒…")
+
+Builder = Callable[..., list[tuple[str, str]]]
+BUILDERS: dict[str, Builder] = {}
+
+
+def builder(fn: Builder) -> Builder:
+    """Register a builder under its function name (the ``builder`` field of a task card)."""
+    BUILDERS[fn.__name__] = fn
+    return fn
+
+
+@builder
+def length_bins(sentences: Sequence[str], bins: Sequence[Sequence[int]]) -> list[tuple[str, str]]:
+    """Label = index of the bin holding the sentence's Moses-token count; sentences outside all bins dropped."""
+    out = []
+    for s in sentences:
+        n = len(preprocess(s).split())
+        for label, (low, high) in enumerate(bins):
+            if low <= n <= high:
+                out.append((str(label), s))
+                break
+    return out
+
+
+@builder
+def punct_count(sentences: Sequence[str], max_label: int = 11) -> list[tuple[str, str]]:
+    """Label = number of punctuation characters, ``max_label`` meaning "that many or more"; none = dropped."""
+    out = []
+    for s in sentences:
+        n = sum(ch in PUNCTUATION for ch in s)
+        if n:
+            out.append((str(n) if n < max_label else f"{max_label}+", s))
+    return out
+
+
+@dataclass
+class ProbingDataset:
+    """A built task: ``data`` has columns ``split`` (tr/va/te), ``label``, ``sentence``."""
+
+    card: TaskCard
+    data: pd.DataFrame
+    manifest: dict
+    path: Path | None = None
+
+    def split(self, name: str) -> pd.DataFrame:
+        return self.data[self.data["split"] == name]
+
+
+def select(candidates: Sequence[tuple[str, str]], sizes: dict[str, int], max_per_label: int | None,
+           seed: int = 0, task: str = "") -> pd.DataFrame:
+    """Cap labels, shuffle and split each label proportionally into the requested (or scaled) sizes."""
+    by_label: dict[str, list[str]] = defaultdict(list)
+    seen = set()
+    for label, sentence in candidates:  # one example per sentence
+        if sentence not in seen:
+            seen.add(sentence)
+            by_label[label].append(sentence)
+    rng = np.random.default_rng(seed)
+    for label in sorted(by_label):
+        rng.shuffle(by_label[label])
+        if max_per_label:
+            del by_label[label][max_per_label:]
+    total = sum(len(v) for v in by_label.values())
+    wanted = sum(sizes.values())
+    if total == 0:
+        raise WorkbenchError(f"task {task!r}: the builder produced no examples from the pool")
+    scale = min(1.0, total / wanted)
+    if scale < 1:
+        log.warning("task %s: the pool gives %d examples, fewer than the %d asked for; all splits scaled by %.3f",
+                    task, total, wanted, scale)
+    take = min(total, wanted)
+    frac = {k: v / wanted for k, v in sizes.items()}
+    rows = []
+    for label in sorted(by_label):
+        items = by_label[label]
+        n_label = round(len(items) * take / total)
+        n_va, n_te = round(n_label * frac["valid"]), round(n_label * frac["test"])
+        n_tr = n_label - n_va - n_te
+        for tag, chunk in zip(SPLIT_NAMES, (items[:n_tr], items[n_tr:n_tr + n_va], items[n_tr + n_va:n_label])):
+            rows += [(tag, label, s) for s in chunk]
+    data = pd.DataFrame(rows, columns=["split", "label", "sentence"])
+    order = rng.permutation(len(data))
+    data = data.iloc[order]
+    data["_rank"] = data["split"].map({t: i for i, t in enumerate(SPLIT_NAMES)})
+    return data.sort_values("_rank", kind="stable").drop(columns="_rank").reset_index(drop=True)
+
+
+def _pool_key(config: SplitConfig) -> str:
+    h = hashlib.sha256(json.dumps(config.__dict__, sort_keys=True).encode())
+    for pair in PAIRS:
+        h.update(pair.encode())
+        h.update(str(corpus_path(pair).stat().st_size).encode())
+        h.update(str(int(corpus_path(pair).stat().st_mtime)).encode())
+    return h.hexdigest()
+
+
+def build_task(task: str | TaskCard, sizes: dict[str, int] | None = None, pool: Sequence[str] | None = None,
+               seed: int = 0, config: SplitConfig = SplitConfig(), force: bool = False) -> ProbingDataset:
+    """Build (or load the already-built) dataset of ``task``.
+
+    ``sizes`` overrides the card's train/valid/test sizes (e.g. small sets for quick runs); ``pool`` replaces
+    the probe pool (tests use hand-made sentences). Written atomically: an interrupted build leaves nothing
+    that looks finished, and the next call starts that task again.
+    """
+    card = get_task(task) if isinstance(task, str) else task
+    sizes = dict(sizes or card.sizes)
+    if card.builder not in BUILDERS:
+        raise WorkbenchError(f"task {card.name!r} names builder {card.builder!r}; known: {', '.join(BUILDERS)}")
+    spec = {"card": card.digest, "sizes": sizes, "seed": seed, "builder_version": BUILDER_VERSION,
+            "pool": _pool_key(config) if pool is None else hashlib.sha256("\n".join(pool).encode()).hexdigest()}
+    key = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
+    folder = home_dir() / "probing" / f"{card.name}-{key}"
+    if not force and (folder / "manifest.json").is_file():
+        return load_dataset(card, folder)
+    sentences = probe_pool(config=config) if pool is None else list(pool)
+    log.info("building task %s from %d pool sentences", card.name, len(sentences))
+    candidates = BUILDERS[card.builder](sentences, **card.params)
+    data = select(candidates, sizes, card.max_per_label, seed, card.name)
+    unknown = sorted(set(data["label"]) - set(card.labels))
+    if unknown:
+        raise WorkbenchError(f"task {card.name!r}: builder produced labels {unknown} not in the card's label set")
+    manifest = {"task": card.name, "spec": spec, "n_pool": len(sentences), "requested_sizes": sizes,
+                "sizes": {t: int((data["split"] == t).sum()) for t in SPLIT_NAMES},
+                "label_counts": {t: dict(sorted(Counter(data.loc[data["split"] == t, "label"]).items()))
+                                 for t in SPLIT_NAMES}}
+    folder.mkdir(parents=True, exist_ok=True)
+    text = "".join(f"{r.split}\t{r.label}\t{r.sentence}\n" for r in data.itertuples())
+    manifest["sha256"] = hashlib.sha256(text.encode()).hexdigest()
+    _atomic_write(folder / "data.tsv", text)
+    _atomic_write(folder / "manifest.json", json.dumps(manifest, indent=2, ensure_ascii=False))
+    return ProbingDataset(card, data, manifest, folder)
+
+
+def load_dataset(card: TaskCard, folder: Path) -> ProbingDataset:
+    """Read a built dataset, verifying its checksum against the manifest."""
+    manifest = json.loads((folder / "manifest.json").read_text())
+    text = (folder / "data.tsv").read_text(encoding="utf-8")
+    if hashlib.sha256(text.encode()).hexdigest() != manifest["sha256"]:
+        raise WorkbenchError(f"{folder}/data.tsv does not match its manifest checksum; delete {folder} to rebuild")
+    rows = [line.split("\t") for line in text.splitlines()]
+    return ProbingDataset(card, pd.DataFrame(rows, columns=["split", "label", "sentence"]), manifest, folder)
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)

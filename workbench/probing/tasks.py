@@ -1,0 +1,77 @@
+"""The registry of probing tasks: one TOML card per task in ``probes/`` (adding a task = adding a card)."""
+from __future__ import annotations
+
+import hashlib
+import tomllib
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from ..errors import UnknownNameError, WorkbenchError
+from ..paths import REPO_ROOT
+
+CARDS_DIR = REPO_ROOT / "probes"
+
+
+@dataclass(frozen=True)
+class TaskCard:
+    name: str
+    title: str
+    language: str
+    builder: str
+    labels: tuple[str, ...]
+    sizes: dict[str, int]
+    params: dict = field(default_factory=dict)
+    max_per_label: int | None = None
+    description: str = ""
+    analogue: str = ""
+    citation: str = ""
+    digest: str = ""
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> "TaskCard":
+        path = Path(path)
+        raw = path.read_bytes()
+        try:
+            data = tomllib.loads(raw.decode("utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+            raise WorkbenchError(f"{path}: not a valid TOML task card ({err})") from None
+        required = ("name", "title", "language", "builder", "labels", "sizes")
+        missing = [key for key in required if key not in data]
+        if missing:
+            raise WorkbenchError(f"{path}: task card lacks {', '.join(missing)}; required: {', '.join(required)}")
+        sizes = data["sizes"]
+        if set(sizes) != {"train", "valid", "test"} or any(not isinstance(v, int) or v <= 0 for v in sizes.values()):
+            raise WorkbenchError(f"{path}: [sizes] must give positive integers for train, valid and test")
+        known = set(required) | {"params", "max_per_label", "description", "analogue", "citation"}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise WorkbenchError(f"{path}: unknown keys {', '.join(unknown)}; valid: {', '.join(sorted(known))}")
+        return cls(name=data["name"], title=data["title"], language=data["language"], builder=data["builder"],
+                   labels=tuple(str(x) for x in data["labels"]), sizes=dict(sizes),
+                   params=dict(data.get("params", {})), max_per_label=data.get("max_per_label"), description=data.get("description", ""),
+                   analogue=data.get("analogue", ""), citation=data.get("citation", ""),
+                   digest=hashlib.sha256(raw).hexdigest())
+
+
+@lru_cache(maxsize=1)
+def _cards(directory: Path = CARDS_DIR) -> dict[str, TaskCard]:
+    cards = {}
+    for path in sorted(directory.glob("*.toml")):
+        card = TaskCard.from_file(path)
+        if card.name != path.stem:
+            raise WorkbenchError(f"{path}: card name {card.name!r} differs from its file name {path.stem!r}")
+        cards[card.name] = card
+    return cards
+
+
+def task_names() -> list[str]:
+    return list(_cards())
+
+
+def get_task(name: str) -> TaskCard:
+    """The card of task ``name``; an unknown name lists the valid ones."""
+    cards = _cards()
+    if name not in cards:
+        raise UnknownNameError("probing task", name, cards)
+    return cards[name]
