@@ -9,10 +9,10 @@ is free and a changed input gives a new model.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import logging
 import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -26,7 +26,7 @@ from .corpora import SplitConfig, corpus_path, language_of, load_splits
 log = logging.getLogger(__name__)
 
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
-BUILDER_VERSION = 1
+BUILDER_VERSION = 2
 _moses = MosesTokenizer(lang="en")
 
 
@@ -75,18 +75,16 @@ def train_sentencepiece(sentences: Iterable[str], out_dir: str | Path, vocab_siz
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=out_dir) as tmp:
-        text = Path(tmp) / "input.txt"
-        with open(text, "w", encoding="utf-8") as f:
-            for s in sentences:
-                f.write(s.replace("\n", " ") + "\n")
-        spm.set_random_generator_seed(1)
-        spm.SentencePieceTrainer.train(
-            input=str(text), model_prefix=str(Path(tmp) / "spm"), vocab_size=vocab_size,
-            model_type="unigram", character_coverage=character_coverage, hard_vocab_limit=False,
-            pad_id=PAD, unk_id=UNK, bos_id=BOS, eos_id=EOS, input_sentence_size=2_000_000,
-            shuffle_input_sentence=False, num_threads=1, minloglevel=2)
-        os.replace(Path(tmp) / "spm.model", out_dir / "spm.model")
+    model = io.BytesIO()  # in-memory input and output: no temporary paths end up in the model's trainer spec
+    spm.set_random_generator_seed(1)
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=(s.replace("\n", " ") for s in sentences), model_writer=model,
+        vocab_size=vocab_size, model_type="unigram", character_coverage=character_coverage,
+        hard_vocab_limit=False, pad_id=PAD, unk_id=UNK, bos_id=BOS, eos_id=EOS, input_sentence_size=2_000_000,
+        shuffle_input_sentence=False, num_threads=1, minloglevel=2)
+    tmp = out_dir / f".spm.model.{os.getpid()}.tmp"
+    tmp.write_bytes(model.getvalue())
+    os.replace(tmp, out_dir / "spm.model")
     return Tokenizer(out_dir / "spm.model")
 
 

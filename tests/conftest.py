@@ -1,0 +1,25 @@
+"""Shared fixtures. Every test session builds into its own temporary WORKBENCH_HOME (never the user's)."""
+import os
+import tempfile
+
+import pytest
+
+_HOME = tempfile.mkdtemp(prefix="workbench-test-home-")
+os.environ["WORKBENCH_HOME"] = _HOME
+
+
+@pytest.fixture(scope="session")
+def en_fr_tokenizer():
+    """The real joint en-fr sentencepiece model (trained once per session on the train split)."""
+    from workbench.data.tokenizer import pair_tokenizer
+    return pair_tokenizer("en-fr")
+
+
+@pytest.fixture(scope="session")
+def small_tokenizer(tmp_path_factory):
+    """A small sentencepiece model trained on 3,000 real en-tr training pairs (fast)."""
+    from workbench.data.corpora import load_splits
+    from workbench.data.tokenizer import preprocess, train_sentencepiece
+    pairs = load_splits("en-tr")["train"][:3000]
+    text = [preprocess(s) for pair in pairs for s in pair]
+    return train_sentencepiece(text, tmp_path_factory.mktemp("spm"), vocab_size=500)

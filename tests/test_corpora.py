@@ -1,0 +1,78 @@
+import gzip
+
+import pytest
+
+from workbench.data import corpora
+from workbench.errors import DataFormatError, UnknownNameError
+
+
+def write_gz(path, lines: bytes):
+    with gzip.open(path, "wb") as f:
+        f.write(lines)
+    return path
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"a b c\tx y z\nonly one column\n", "1 tab-separated columns"),
+    (b"a b c\tx y z\na\tb\tc\n", "3 tab-separated columns"),
+    (b"a b c\tx y z\n\tx y z\n", "empty English side"),
+    (b"a b c\t  \n", "empty foreign side"),
+    (b"a b c\tx y z\nbad \xff byte\tx\n", "undecodable bytes"),
+])
+def test_read_pairs_rejects_bad_lines_with_file_and_line(tmp_path, content, message):
+    path = write_gz(tmp_path / "en-xx.tsv.gz", content)
+    with pytest.raises(DataFormatError, match=message) as info:
+        corpora.read_pairs(path)
+    bad_line = 1 if content.startswith(b"a b c\t  ") else 2
+    assert info.value.line == bad_line and str(path) in str(info.value)
+
+
+def test_unknown_pair_lists_valid_ones():
+    with pytest.raises(UnknownNameError, match="en-fr, en-ja, en-tr"):
+        corpora.corpus_path("en-de")
+
+
+def test_real_counts_match_sources():
+    # shared/data/parallel/SOURCES.md, final pair counts after the evaluation-overlap pass
+    assert len(corpora.read_pairs(corpora.corpus_path("en-tr"))) == 51_259
+    assert len(corpora.read_pairs(corpora.corpus_path("en-ar"))) == 37_278
+
+
+def test_length_filter_counts_tokens_per_side():
+    pairs = [("one two", "un deux trois"), ("one two three", "un deux trois"),
+             ("a " * 101, "b c d"), ("one two three four five", "un deux")]
+    assert corpora.filter_by_length(pairs, "fr", 3, 100) == [("one two three", "un deux trois")]
+    assert corpora.filter_by_length(pairs, "fr", 2, 100) == pairs[:2] + [pairs[3]]
+    # Japanese is measured in characters, up to twice the token maximum
+    assert corpora.filter_by_length([("one two three", "日本語")], "ja", 3, 100) == [("one two three", "日本語")]
+
+
+def test_components_sharing_a_translation_stay_together():
+    # Different English sentences with one shared French translation: one component, one split.
+    pairs = [(f"english sentence number {i}", f"phrase {i // 2}") for i in range(4000)]
+    splits = corpora.split_pairs(pairs)
+    where = {pair: name for name, rows in splits.items() for pair in rows}
+    for i in range(0, 4000, 2):
+        assert where[pairs[i]] == where[pairs[i + 1]]
+    assert 0 < len(splits["probe"]) < len(splits["train"])
+
+
+def test_split_is_deterministic_and_disjoint_on_real_data():
+    pairs = corpora.read_pairs(corpora.corpus_path("en-ar"))
+    first, second = corpora.split_pairs(pairs), corpora.split_pairs(list(pairs))
+    assert first == second
+    owner_en, owner_xx = {}, {}
+    for name, rows in first.items():
+        for en, xx in rows:
+            assert owner_en.setdefault(corpora.normalise(en), name) == name
+            assert owner_xx.setdefault(corpora.normalise(xx), name) == name
+    sizes = {k: len(v) for k, v in first.items()}
+    assert sum(sizes.values()) == len(pairs) and sizes["train"] > 0.75 * len(pairs)
+
+
+def test_probe_pool_is_never_trained_on_by_any_pair():
+    pool = {corpora.normalise(s) for s in corpora.probe_pool()}
+    assert len(pool) > 50_000
+    for pair in corpora.PAIRS:
+        train = corpora.load_splits(pair)["train"]
+        assert not any(corpora.normalise(en) in pool for en, _ in train), pair

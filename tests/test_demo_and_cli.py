@@ -1,0 +1,55 @@
+import pandas as pd
+import pytest
+
+from workbench import cli
+from workbench.demo import run_demo
+
+
+@pytest.mark.slow
+def test_demo_end_to_end_on_reduced_sizes(tmp_path, en_fr_tokenizer):
+    path = run_demo(tmp_path / "demo", sizes={"train": 600, "valid": 200, "test": 200}, years=(2016,),
+                    show_progress=False)
+    html = path.read_text()
+    assert "Plotly.newPlot" in html and 'id="fig-probing"' in html and 'id="fig-sts"' in html
+    assert '<script src="http' not in html and len(html) > 3_000_000  # plotly.js inlined: works offline
+    df = pd.read_csv(path.with_suffix(".csv"))
+    acc = df[df.metric == "accuracy"]
+    assert set(acc.encoder) == {"random-transformer", "random-sp-average"}
+    assert set(acc.task) == {"length", "punct_num"}
+    assert ((acc.value > 0) & (acc.value <= 1)).all()
+    sts = df[(df.metric == "pearson") & (df.dataset == "all")]
+    assert set(sts.task) == {"STS16"} and len(sts) == 2
+
+
+def test_help_lists_every_subcommand(capsys):
+    with pytest.raises(SystemExit) as info:
+        cli.main(["--help"])
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    for command in ("demo", "train", "encode", "probe", "evaluate", "transfer", "report", "data"):
+        assert command in out
+
+
+def test_unknown_choice_lists_valid_ones(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["probe", "--task", "nope"])
+    assert "choose from 'length', 'punct_num'" in capsys.readouterr().err
+
+
+def test_planned_commands_say_so(capsys):
+    assert cli.main(["train"]) == 2
+    assert "not available yet" in capsys.readouterr().err
+
+
+def test_report_command_from_csv(tmp_path, capsys):
+    df = pd.DataFrame({"encoder": ["a", "b"], "task": ["length"] * 2, "metric": ["accuracy"] * 2,
+                       "value": [0.5, 0.7], "ci_low": [0.45, 0.65], "ci_high": [0.55, 0.75], "n": [100, 100]})
+    df.to_csv(tmp_path / "r.csv", index=False)
+    assert cli.main(["report", "--results", str(tmp_path / "r.csv"), "--out", str(tmp_path / "out")]) == 0
+    assert (tmp_path / "out" / "report.html").is_file() and (tmp_path / "out" / "report.json").is_file()
+
+
+def test_data_info(capsys):
+    assert cli.main(["data", "info", "--pair", "en-ar"]) == 0
+    out = capsys.readouterr().out
+    assert "en-ar" in out and "probe" in out

@@ -1,0 +1,56 @@
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import pearsonr, spearmanr
+
+from workbench.encoders import RandomEmbeddingAverage, random_transformer
+from workbench.evaluation import evaluate
+from workbench.evaluation.sts import cosine, evaluate_sts, score_pairs
+from workbench.errors import UnknownNameError
+
+
+def test_random_transformer_is_padding_invariant_and_deterministic(small_tokenizer):
+    enc = random_transformer(small_tokenizer, seed=3)
+    sentences = ["A short one .", "A much longer sentence that forces a lot of padding onto the short one ."]
+    together = enc.encode(sentences)
+    alone = enc.encode(sentences[:1])
+    assert together.dtype == np.float32 and together.shape == (2, enc.dim)
+    np.testing.assert_allclose(together[0], alone[0], rtol=1e-5, atol=1e-5)
+    again = random_transformer(small_tokenizer, seed=3)
+    assert again.fingerprint == enc.fingerprint
+    assert random_transformer(small_tokenizer, seed=4).fingerprint != enc.fingerprint
+
+
+def test_embedding_average_matches_manual_mean(small_tokenizer):
+    enc = RandomEmbeddingAverage(small_tokenizer, dim=16)
+    ids = small_tokenizer.encode(["hello world"])[0][:-1]
+    np.testing.assert_allclose(enc.encode(["hello world"])[0], enc.table[ids].mean(0), rtol=1e-6)
+
+
+def test_cosine_and_correlations_equal_scipy():
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((50, 5)), rng.standard_normal((50, 5))
+    expected = [np.dot(x, y) / np.linalg.norm(x) / np.linalg.norm(y) for x, y in zip(a, b)]
+    np.testing.assert_allclose(cosine(a, b), expected)
+    assert cosine(np.zeros((1, 3)), np.ones((1, 3)))[0] == 0.0
+    frame = pd.DataFrame({"score": rng.uniform(0, 5, 50), "sentence1": [f"s{i}" for i in range(50)],
+                          "sentence2": [f"t{i}" for i in range(50)]})
+    lookup = {f"s{i}": a[i] for i in range(50)} | {f"t{i}": b[i] for i in range(50)}
+    sims = cosine(a, b)
+    got = score_pairs(lookup, frame)
+    assert got["pearson"] == pytest.approx(100 * pearsonr(sims, frame["score"])[0])
+    assert got["spearman"] == pytest.approx(100 * spearmanr(sims, frame["score"])[0])
+
+
+def test_sts_on_real_data_with_an_untrained_encoder(small_tokenizer):
+    df = evaluate_sts(RandomEmbeddingAverage(small_tokenizer), years=(2015, 2016))
+    per_year = df[(df.dataset == "all") & (df.metric == "pearson")].set_index("task")["value"]
+    assert set(per_year.index) == {"STS15", "STS16", "STS15-16"}
+    sub = df[(df.task == "STS16") & (df.metric == "pearson") & (df.dataset != "all")]
+    assert len(sub) == 5 and per_year["STS16"] == pytest.approx(sub["value"].mean())
+    assert 20 < per_year["STS15-16"] < 80  # a bag of random vectors still tracks word overlap
+
+
+def test_unknown_suite():
+    with pytest.raises(UnknownNameError, match="valid: sts"):
+        evaluate(None, "glue")

@@ -1,0 +1,119 @@
+import numpy as np
+import pytest
+
+from workbench.data.corpora import probe_pool
+from workbench.data.tokenizer import preprocess
+from workbench.errors import UnknownNameError, WorkbenchError
+from workbench.probing import build
+from workbench.probing.probe import bootstrap_ci, probe
+from workbench.probing.tasks import TaskCard, get_task, task_names
+
+SMALL = {"train": 1500, "valid": 300, "test": 300}
+
+
+class FeatureEncoder:
+    """An honest encoder exposing chosen surface features plus noise (for checking the probe machinery)."""
+
+    def __init__(self, name, features, dim=8, seed=0):
+        self.name, self.dim, self.fingerprint, self.features = name, dim, name, features
+        self.rng = np.random.default_rng(seed)
+
+    def encode(self, sentences, batch_size=256, show_progress=False):
+        out = self.rng.standard_normal((len(sentences), self.dim)).astype(np.float32)
+        out[:, 0] = [self.features(s) for s in sentences]
+        return out
+
+
+@pytest.fixture(scope="module")
+def length_task():
+    return build.build_task("length", sizes=SMALL)
+
+
+def test_cards_load_and_unknown_task_lists_valid():
+    assert {"length", "punct_num"} <= set(task_names())
+    assert get_task("punct_num").labels[-1] == "11+"
+    with pytest.raises(UnknownNameError, match="valid: .*length"):
+        get_task("sentence_len")
+
+
+def test_bad_card_is_explained(tmp_path):
+    (tmp_path / "x.toml").write_text('name = "x"\ntitle = "X"\nlanguage = "en"\nbuilder = "length_bins"\n')
+    with pytest.raises(WorkbenchError, match="lacks labels, sizes"):
+        TaskCard.from_file(tmp_path / "x.toml")
+
+
+def test_builders_on_hand_checked_sentences():
+    sentences = ["Hi there you .", "I do not know what you mean .",  # 4 and 8 Moses tokens
+                 "Tom, who's there?", "No punctuation here at all",
+                 "\u201cWait\u201d \u2014 she said, \u2026 " + "! " * 12]
+    assert build.length_bins(sentences[:2], bins=[[5, 8], [9, 12]]) == [("0", sentences[1])]
+    counts = dict((s, label) for label, s in build.punct_count(sentences, max_label=11))
+    assert counts[sentences[0]] == "1" and counts[sentences[1]] == "1"
+    assert counts[sentences[2]] == "3"  # , ' ?
+    assert sentences[3] not in counts
+    assert counts[sentences[4]] == "11+"
+
+
+def test_built_dataset_labels_sizes_and_disjoint_splits(length_task):
+    data = length_task.data
+    sizes = length_task.manifest["sizes"]
+    assert sum(sizes.values()) == len(data) and abs(sizes["tr"] - 1500) <= 10
+    assert data["sentence"].is_unique  # so no sentence is in two splits
+    bins = [[5, 8], [9, 12], [13, 16], [17, 20], [21, 25], [26, 28]]
+    for row in data.sample(50, random_state=0).itertuples():
+        low, high = bins[int(row.label)]
+        assert low <= len(preprocess(row.sentence).split()) <= high
+    pool = set(probe_pool())
+    assert set(data["sentence"]) <= pool
+    # built once: a second call reads the stored files
+    again = build.build_task("length", sizes=SMALL)
+    assert again.path == length_task.path and again.data.equals(length_task.data)
+
+
+def test_small_pool_scales_sizes_with_warning(caplog):
+    pool = [f"sentence number {i} , with commas , here ." for i in range(200)]
+    card = get_task("punct_num")
+    ds = build.build_task(card, sizes={"train": 800, "valid": 100, "test": 100}, pool=pool)
+    assert len(ds.data) == 200 and "scaled by 0.200" in caplog.text
+
+
+def test_length_exposing_encoder_wins_random_sits_at_majority(length_task):
+    exact = FeatureEncoder("exact-length", lambda s: len(preprocess(s).split()))
+    noise = FeatureEncoder("noise", lambda s: 0.0)
+    good, bad = probe(exact, length_task), probe(noise, length_task)
+    assert good.accuracy > 0.97
+    assert abs(bad.accuracy - bad.majority) < 0.06
+    assert good.ci_low <= good.accuracy <= good.ci_high
+
+
+def test_bad_encoders_and_datasets_are_rejected(length_task):
+    class WrongShape(FeatureEncoder):
+        def encode(self, sentences, **kw):
+            return super().encode(sentences)[:, :4]
+
+    class WithNaN(FeatureEncoder):
+        def encode(self, sentences, **kw):
+            out = super().encode(sentences)
+            out[3, 1] = np.nan
+            return out
+
+    with pytest.raises(WorkbenchError, match=r"shape .* expected \(\d+, 8\)"):
+        probe(WrongShape("w", len), length_task)
+    with pytest.raises(WorkbenchError, match="NaN/inf for 1 of"):
+        probe(WithNaN("n", len), length_task)
+    one_class = build.ProbingDataset(length_task.card, length_task.data.assign(label="0"), {})
+    with pytest.raises(WorkbenchError, match="single class"):
+        probe(FeatureEncoder("e", len), one_class)
+
+
+def test_language_mismatch_is_rejected(length_task):
+    french_only = FeatureEncoder("fr-encoder", len)
+    french_only.languages = ("fr",)
+    with pytest.raises(WorkbenchError, match="task 'length' is in 'en' but encoder 'fr-encoder' reads fr"):
+        probe(french_only, length_task)
+
+
+def test_bootstrap_ci_brackets_the_mean():
+    correct = (np.arange(1000) % 4 != 0).astype(float)
+    low, high = bootstrap_ci(correct)
+    assert low < 0.75 < high and high - low < 0.07
