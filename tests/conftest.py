@@ -1,11 +1,14 @@
 """Shared fixtures. Every test session builds into its own temporary WORKBENCH_HOME (never the user's)."""
+import atexit
 import os
+import shutil
 import tempfile
 
 import pytest
 
 _HOME = tempfile.mkdtemp(prefix="workbench-test-home-")
 os.environ["WORKBENCH_HOME"] = _HOME
+atexit.register(shutil.rmtree, _HOME, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -69,9 +69,9 @@ def _probe(args) -> None:
 def _evaluate(args) -> None:
     from .evaluation import evaluate
     df = evaluate(_encoder(args), args.suite, show_progress=True)
-    table = df[(df["metric"] == "pearson")].pivot_table(index=["task", "dataset"], columns="encoder",
-                                                         values="value", sort=False)
-    print(table.round(1).to_string())
+    shown = df[df["metric"].isin(["pearson", "error xx->en", "error en->xx"])]
+    print(shown.pivot_table(index=["task", "dataset"], columns="metric", values="value", sort=False)
+          .round(1).to_string())
     if args.out:
         df.to_csv(args.out, index=False)
 
@@ -140,9 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
     sizes(p, 6000, 1000, 1000)
     p.set_defaults(func=_probe)
 
-    p = sub.add_parser("evaluate", help="semantic evaluation (STS 2012-16)")
+    p = sub.add_parser("evaluate", help="semantic evaluation: STS 2012-16, Hard STS, STS17, Tatoeba")
     encoder_args(p)
-    p.add_argument("--suite", choices=list(SUITES), default="sts")
+    p.add_argument("--suite", choices=[*SUITES, "all"], default="sts")
     p.add_argument("--out", help="also write the tidy results as CSV")
     p.set_defaults(func=_evaluate)
 

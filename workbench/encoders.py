@@ -22,6 +22,8 @@ from .models.transformer import SentenceEncoder, TransformerConfig
 
 @runtime_checkable
 class Encoder(Protocol):
+    """What every encoder offers. It may also have ``languages`` (a tuple of codes it can read)."""
+
     name: str
     dim: int
     fingerprint: str
@@ -46,6 +48,14 @@ def check_embeddings(encoder: Encoder, embeddings: object, n: int) -> np.ndarray
     return embeddings
 
 
+def check_language(encoder: Encoder, language: str, what: str) -> None:
+    """Raise if ``encoder`` declares the languages it reads and ``language`` is not one of them."""
+    languages = getattr(encoder, "languages", None)
+    if languages is not None and language not in languages:
+        raise WorkbenchError(f"{what} is in {language!r} but encoder {encoder.name!r} reads "
+                             f"{', '.join(languages)}")
+
+
 def weights_fingerprint(module: torch.nn.Module, *extra: str) -> str:
     """sha256 over every tensor of ``module`` (names, shapes, bytes) and ``extra`` strings."""
     h = hashlib.sha256()
@@ -67,7 +77,7 @@ class TransformerEncoder:
 
     def __init__(self, name: str, module: SentenceEncoder, tokenizer: Tokenizer, max_len: int = 256):
         self.name, self.module, self.tokenizer, self.max_len = name, module.eval(), tokenizer, max_len
-        self.dim = module.cfg.latent_dim
+        self.dim, self.languages = module.cfg.latent_dim, tokenizer.languages
         self.fingerprint = weights_fingerprint(module, tokenizer.digest, json.dumps(asdict(module.cfg)))
 
     @torch.no_grad()
@@ -109,7 +119,7 @@ class RandomEmbeddingAverage:
     """Average of a fixed random N(0, 1) sentencepiece-token embedding table (EOS excluded): SP, untrained."""
 
     def __init__(self, tokenizer: Tokenizer, dim: int = 512, seed: int = 0, name: str = "random-sp-average"):
-        self.name, self.tokenizer, self.dim = name, tokenizer, dim
+        self.name, self.tokenizer, self.dim, self.languages = name, tokenizer, dim, tokenizer.languages
         rng = np.random.default_rng(seed)
         self.table = rng.standard_normal((tokenizer.vocab_size, dim), dtype=np.float32)
         self.fingerprint = hashlib.sha256(self.table.tobytes() + tokenizer.digest.encode()).hexdigest()

@@ -36,12 +36,15 @@ def preprocess(sentence: str) -> str:
 
 
 class Tokenizer:
-    """A trained sentencepiece model plus the preprocessing; ``encode`` gives id lists ending in EOS."""
+    """A trained sentencepiece model plus the preprocessing; ``encode`` gives id lists ending in EOS.
+
+    ``languages`` names the languages it was trained on (None: unknown, accept any).
+    """
 
     pad_id, unk_id, bos_id, eos_id = PAD, UNK, BOS, EOS
 
-    def __init__(self, model_file: str | Path):
-        self.model_file = Path(model_file)
+    def __init__(self, model_file: str | Path, languages: tuple[str, ...] | None = None):
+        self.model_file, self.languages = Path(model_file), languages
         data = self.model_file.read_bytes()
         self.digest = hashlib.sha256(data).hexdigest()
         self.sp = spm.SentencePieceProcessor(model_proto=data)
@@ -109,10 +112,10 @@ def pair_tokenizer(pair: str, vocab_size: int = 8000, split: SplitConfig = Split
     key = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
     folder = home_dir() / "tokenizers" / f"{pair}-{vocab_size}-{key}"
     if (folder / "spm.model").is_file():
-        return Tokenizer(folder / "spm.model")
+        return Tokenizer(folder / "spm.model", ("en", language))
     log.info("training the %s sentencepiece model (%d pieces) into %s", pair, vocab_size, folder)
     train = load_splits(pair, config=split)["train"]
     text = (preprocess(s) for en, xx in train for s in (en, xx))
     tokenizer = train_sentencepiece(text, folder, vocab_size, spec["character_coverage"])
     (folder / "spec.json").write_text(json.dumps(spec, indent=2, sort_keys=True))
-    return tokenizer
+    return Tokenizer(tokenizer.model_file, ("en", language))

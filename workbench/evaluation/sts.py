@@ -1,15 +1,22 @@
-"""STS 2012–2016 (BGT_SPEC §6.2): cosine of the two embeddings, Pearson's r per sub-dataset, and per year the
-unweighted mean over its sub-datasets; the headline average is the mean of the five years (all × 100)."""
+"""STS evaluation (BGT_SPEC §6.2–6.3): cosine of the two embeddings, Pearson's r (× 100) per dataset.
+
+STS 2012–2016 reports per year the unweighted mean over its sub-datasets and the mean of the five years;
+Hard STS uses the paper authors' files; STS17 the SemEval-2017 cross-lingual and non-English tracks."""
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 from scipy.stats import pearsonr, spearmanr
 
-from ..data.sts import STS_DATASETS, load_sts
-from ..encoders import Encoder, check_embeddings
+from ..data.sts import HARD_STS, STS_DATASETS, load_sts, load_sts17, load_sts_hard
+from ..encoders import Encoder, check_embeddings, check_language
+from ..errors import WorkbenchError
+
+log = logging.getLogger(__name__)
+PAPER_STS17_TRACKS = ("es-es", "ar-ar", "en-es", "en-ar", "en-tr")  # Figure 4
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -57,3 +64,39 @@ def evaluate_sts(encoder: Encoder, years: Sequence[int] = tuple(STS_DATASETS),
                    .assign(task=f"STS{min(years) % 100}-{max(years) % 100}", dataset="all"))
         parts.append(overall)
     return pd.concat(parts, ignore_index=True)[["encoder", "task", "dataset", "metric", "value", "n"]]
+
+
+def evaluate_hard_sts(encoder: Encoder, show_progress: bool = False) -> pd.DataFrame:
+    """Pearson/Spearman on the paper authors' Hard STS files (Hard+ = ``hard-pos``, Hard− = ``hard-neg``)."""
+    data = {kind: load_sts_hard(kind) for kind in HARD_STS}
+    lookup = embed_unique(encoder, [s for f in data.values() for s in (*f["sentence1"], *f["sentence2"])],
+                          show_progress)
+    rows = [{"encoder": encoder.name, "task": "Hard STS", "dataset": {"hard-pos": "hard+", "hard-neg": "hard-"}[kind],
+             "metric": metric, "value": value, "n": len(frame)}
+            for kind, frame in data.items() for metric, value in score_pairs(lookup, frame).items()]
+    return pd.DataFrame(rows)
+
+
+def evaluate_sts17(encoder: Encoder, tracks: Sequence[str] | None = None,
+                   show_progress: bool = False) -> pd.DataFrame:
+    """SemEval-2017 tracks, both sides through the same encoder (for BGT: the semantic encoder).
+
+    ``tracks=None`` means the paper's Figure 4 tracks that the encoder can read (the others are skipped with
+    a warning); a track named explicitly that the encoder cannot read raises an error.
+    """
+    explicit = tracks is not None
+    rows = []
+    for track in tracks or PAPER_STS17_TRACKS:
+        frame, lang1, lang2 = load_sts17(track)
+        try:
+            for language in (lang1, lang2):
+                check_language(encoder, language, f"STS17 track {track!r}")
+        except WorkbenchError as err:
+            if explicit:
+                raise
+            log.warning("skipped: %s", err)
+            continue
+        lookup = embed_unique(encoder, [*frame["sentence1"], *frame["sentence2"]], show_progress)
+        rows += [{"encoder": encoder.name, "task": "STS17", "dataset": track, "metric": metric, "value": value,
+                  "n": len(frame)} for metric, value in score_pairs(lookup, frame).items()]
+    return pd.DataFrame(rows, columns=["encoder", "task", "dataset", "metric", "value", "n"])

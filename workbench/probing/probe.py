@@ -14,7 +14,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from ..encoders import Encoder, check_embeddings
+from ..encoders import Encoder, check_embeddings, check_language
 from ..errors import WorkbenchError
 from .build import ProbingDataset, build_task
 
@@ -86,10 +86,7 @@ def probe(encoder: Encoder, task: str | ProbingDataset, seed: int = 0, **build_o
     """
     dataset = task if isinstance(task, ProbingDataset) else build_task(task, **build_options)
     card = dataset.card
-    encoder_languages = getattr(encoder, "languages", None)
-    if encoder_languages is not None and card.language not in encoder_languages:
-        raise WorkbenchError(f"task {card.name!r} is in {card.language!r} but encoder {encoder.name!r} reads "
-                             f"{', '.join(encoder_languages)}")
+    check_language(encoder, card.language, f"task {card.name!r}")
     splits = {tag: dataset.split(tag) for tag in ("tr", "va", "te")}
     for tag, frame in splits.items():
         if frame.empty:

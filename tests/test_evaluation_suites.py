@@ -1,0 +1,83 @@
+import numpy as np
+import pandas as pd
+import pytest
+
+from workbench.data.sts import STS_DATASETS, load_sts, load_sts_hard
+from workbench.encoders import RandomEmbeddingAverage
+from workbench.errors import WorkbenchError
+from workbench.evaluation import evaluate, evaluate_tatoeba
+from workbench.evaluation.hard_sts import hard_splits, negation_split, swer, wer
+from workbench.evaluation.retrieval import retrieval_errors
+from workbench.evaluation.significance import paired_bootstrap
+from workbench.evaluation.sts import evaluate_sts17
+
+
+def test_swer_matches_hand_computations():
+    # the examples checked against the paper authors' files (BGT_SPEC §6.3)
+    assert swer("a bird lands in the water.", "a boat floats in the water.") == pytest.approx(2 / 7)
+    assert swer("What is a gyros?", "what is a Moria?") == pytest.approx(1 / 5)
+    assert swer("You should do it.", "You should never do it.") == pytest.approx(0.5 * (1 / 5 + 1 / 6))
+    assert wer("a b c", "a b c d e") == pytest.approx(2 / 3) and wer("a b c d e", "a b c") == pytest.approx(2 / 5)
+
+
+def test_hard_split_membership_on_hand_made_pairs():
+    close = [("the cat sat on the mat .", f"the cat sat on the mat {w} .") for w in "abcdefgh"]
+    far = [("a man plays guitar .", "someone is strumming an instrument on stage tonight")] * 2
+    pool = pd.DataFrame([(0.5, a, b) for a, b in close] + [(4.5, a, b) for a, b in far]
+                        + [(4.5, a, b) for a, b in close[:2]] + [(0.5, a, b) for a, b in far],
+                        columns=["score", "sentence1", "sentence2"])
+    splits = hard_splits(pool, high=80, low=20)
+    assert set(splits["hard+"].index) == {8, 9}  # different words, gold >= 4
+    assert set(splits["hard+"].index).isdisjoint(splits["hard-"].index)
+    assert all(pool.loc[i, "score"] <= 1 and "cat" in pool.loc[i, "sentence1"] for i in splits["hard-"].index)
+
+
+def test_negation_split():
+    pool = pd.DataFrame({"score": [1, 2, 3, 4], "sentence1": ["I do not like it", "I don't know", "Yes", "No way"],
+                         "sentence2": ["I like it", "I do n't know", "Nothing is here", "It isn't so"]})
+    assert negation_split(pool).index.tolist() == [0, 3]
+
+
+def test_our_hard_sts_reproduces_most_of_the_authors_membership():
+    pool = pd.concat([f for year in STS_DATASETS for f in load_sts(year).values()], ignore_index=True)
+    ours = hard_splits(pool)
+    for split, file in (("hard+", "hard-pos"), ("hard-", "hard-neg")):
+        theirs = load_sts_hard(file)
+        key = lambda d: set(zip(d.sentence1.str.strip(), d.sentence2.str.strip()))  # noqa: E731
+        assert len(key(ours[split]) & key(theirs)) / len(key(theirs)) > 0.7, split
+
+
+def test_bootstrap_p_value_identical_and_different():
+    rng = np.random.default_rng(0)
+    gold = rng.uniform(0, 5, 400)
+    good = gold + rng.normal(0, 0.5, 400)
+    bad = rng.uniform(0, 5, 400)
+    same = paired_bootstrap(gold, good, good, n_boot=500)
+    assert same.difference == 0 and same.p_value == 1.0
+    diff = paired_bootstrap(gold, good, bad, n_boot=500)
+    assert diff.difference > 50 and diff.p_value < 0.01 and diff.ci_low > 0
+
+
+def test_retrieval_errors():
+    rng = np.random.default_rng(0)
+    en = rng.standard_normal((50, 16))
+    assert retrieval_errors(en + 0.01 * rng.standard_normal((50, 16)), en) == {"xx->en": 0.0, "en->xx": 0.0}
+    shuffled = retrieval_errors(np.roll(en, 1, axis=0), en, margin=True)
+    assert shuffled["xx->en"] == 100.0
+
+
+def test_language_checks_and_suites_on_real_data(small_tokenizer):
+    from workbench.data.tokenizer import Tokenizer
+    en_tr = RandomEmbeddingAverage(Tokenizer(small_tokenizer.model_file, ("en", "tr")))
+    with pytest.raises(WorkbenchError, match="STS17 track 'ar-ar' is in 'ar' but encoder 'random-sp-average' "
+                                             "reads en, tr"):
+        evaluate_sts17(en_tr, tracks=["ar-ar"])
+    with pytest.raises(WorkbenchError, match="Tatoeba fr-en"):
+        evaluate_tatoeba(en_tr, languages=["fr"])
+    df = evaluate(en_tr, "all")
+    assert set(df.task) == {"STS12", "STS13", "STS14", "STS15", "STS16", "STS12-16", "Hard STS", "STS17",
+                            "Tatoeba"}
+    assert set(df[df.task == "STS17"].dataset) == {"en-tr"}  # the only Figure 4 track it can read
+    tatoeba = df[df.task == "Tatoeba"]
+    assert set(tatoeba.dataset) == {"tr-en"} and (tatoeba.value.between(0, 100)).all()
+    assert len(df[df.task == "Hard STS"]) == 4

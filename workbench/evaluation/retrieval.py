@@ -1,0 +1,31 @@
+"""Tatoeba similarity search (LASER / Schwenk & Douze 2017 protocol): for each sentence, is its nearest
+neighbour by cosine among all sentences of the other language its translation? Error rate in both directions.
+Optionally the margin criterion of Artetxe & Schwenk (2019): ratio of the cosine to the mean cosine of the
+k nearest neighbours of both sentences."""
+from __future__ import annotations
+
+import numpy as np
+
+
+def _normalise(x: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    return x / np.where(norms > 0, norms, 1.0)
+
+
+def similarity(xx: np.ndarray, en: np.ndarray, margin: bool = False, k: int = 4) -> np.ndarray:
+    """(n, n) scores; row i = foreign sentence i against every English sentence."""
+    sims = _normalise(xx) @ _normalise(en).T
+    if not margin:
+        return sims
+    k = min(k, sims.shape[1])
+    knn_x = -np.sort(-sims, axis=1)[:, :k].mean(1)
+    knn_e = -np.sort(-sims, axis=0)[:k].mean(0)
+    return sims / ((knn_x[:, None] + knn_e[None, :]) / 2)
+
+
+def retrieval_errors(xx: np.ndarray, en: np.ndarray, margin: bool = False) -> dict[str, float]:
+    """Error rates (%) for xx→en and en→xx, where row i of ``xx`` translates row i of ``en``."""
+    sims = similarity(xx, en, margin)
+    truth = np.arange(len(sims))
+    return {"xx->en": 100 * float(np.mean(sims.argmax(1) != truth)),
+            "en->xx": 100 * float(np.mean(sims.argmax(0) != truth))}
