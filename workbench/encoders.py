@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Protocol, runtime_checkable
@@ -18,6 +19,8 @@ from tqdm.auto import tqdm
 from .data.tokenizer import Tokenizer, pair_tokenizer
 from .errors import WorkbenchError, check_name
 from .models.transformer import SentenceEncoder, TransformerConfig
+
+log = logging.getLogger(__name__)
 
 
 @runtime_checkable
@@ -54,6 +57,19 @@ def check_language(encoder: Encoder, language: str, what: str) -> None:
     if languages is not None and language not in languages:
         raise WorkbenchError(f"{what} is in {language!r} but encoder {encoder.name!r} reads "
                              f"{', '.join(languages)}")
+
+
+def readable(encoder: Encoder, languages: Sequence[str], what: str, strict: bool) -> bool:
+    """Whether ``encoder`` reads all ``languages``; if not, raise (``strict``) or log a warning and say no."""
+    try:
+        for language in languages:
+            check_language(encoder, language, what)
+    except WorkbenchError as err:
+        if strict:
+            raise
+        log.warning("skipped: %s", err)
+        return False
+    return True
 
 
 def weights_fingerprint(module: torch.nn.Module, *extra: str) -> str:

@@ -10,7 +10,6 @@ from training in *every* pair, which is what lets probing sets draw on the union
 """
 from __future__ import annotations
 
-import gzip
 import hashlib
 import logging
 import re
@@ -21,6 +20,7 @@ from pathlib import Path
 
 from ..errors import DataFormatError, check_name
 from ..paths import data_dir
+from . import utf8_lines
 
 log = logging.getLogger(__name__)
 
@@ -66,24 +66,17 @@ def read_pairs(path: str | Path) -> list[Pair]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no corpus file at {path}")
-    opener = gzip.open if path.suffix == ".gz" else open
     pairs = []
-    with opener(path, "rb") as f:
-        for number, raw in enumerate(f, start=1):
-            try:
-                line = raw.decode("utf-8").rstrip("\r\n")
-            except UnicodeDecodeError as err:
-                raise DataFormatError(path, number, f"undecodable bytes ({err.reason} at byte {err.start})",
-                                      "UTF-8 text") from None
-            fields = line.split("\t")
-            if len(fields) != 2:
-                raise DataFormatError(path, number, f"{len(fields)} tab-separated columns",
-                                      "2 columns: english<TAB>foreign")
-            english, foreign = fields[0].strip(), fields[1].strip()
-            if not english or not foreign:
-                side = "English" if not english else "foreign"
-                raise DataFormatError(path, number, f"empty {side} side", "non-empty sentences on both sides")
-            pairs.append((english, foreign))
+    for number, line in utf8_lines(path):
+        fields = line.split("\t")
+        if len(fields) != 2:
+            raise DataFormatError(path, number, f"{len(fields)} tab-separated columns",
+                                  "2 columns: english<TAB>foreign")
+        english, foreign = fields[0].strip(), fields[1].strip()
+        if not english or not foreign:
+            side = "English" if not english else "foreign"
+            raise DataFormatError(path, number, f"empty {side} side", "non-empty sentences on both sides")
+        pairs.append((english, foreign))
     return pairs
 
 

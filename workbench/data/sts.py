@@ -11,6 +11,7 @@ import pandas as pd
 
 from ..errors import DataFormatError, check_name
 from ..paths import data_dir
+from . import utf8_lines
 
 # STS 2012–2016 sub-datasets. STS13 is FNWN + headlines + OnWN: SMT is not redistributable (SentEval's set).
 STS_DATASETS: dict[int, tuple[str, ...]] = {
@@ -43,23 +44,18 @@ def read_tsv(path: str | Path, header: tuple[str, ...]) -> list[list[str]]:
                                 "or run `workbench data download`)")
     expected = "\t".join(header)
     rows = []
-    with open(path, "rb") as f:
-        for number, raw in enumerate(f, start=1):
-            try:
-                line = raw.decode("utf-8").rstrip("\r\n")
-            except UnicodeDecodeError as err:
-                raise DataFormatError(path, number, f"undecodable bytes ({err.reason})", "UTF-8 text") from None
-            if number == 1:
-                if line != expected:
-                    raise DataFormatError(path, 1, f"header {line!r}", f"header {expected!r}")
-                continue
-            fields = line.split("\t")
-            if len(fields) != len(header):
-                raise DataFormatError(path, number, f"{len(fields)} tab-separated columns",
-                                      f"{len(header)} columns: {expected}")
-            if any(not field.strip() for field in fields):
-                raise DataFormatError(path, number, "an empty field", f"non-empty {expected}")
-            rows.append(fields)
+    for number, line in utf8_lines(path):
+        if number == 1:
+            if line != expected:
+                raise DataFormatError(path, 1, f"header {line!r}", f"header {expected!r}")
+            continue
+        fields = line.split("\t")
+        if len(fields) != len(header):
+            raise DataFormatError(path, number, f"{len(fields)} tab-separated columns",
+                                  f"{len(header)} columns: {expected}")
+        if any(not field.strip() for field in fields):
+            raise DataFormatError(path, number, "an empty field", f"non-empty {expected}")
+        rows.append(fields)
     return rows
 
 

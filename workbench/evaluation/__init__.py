@@ -1,17 +1,13 @@
 """Semantic evaluation suites; :func:`evaluate` is the entry point."""
 from __future__ import annotations
 
-import logging
-
 import pandas as pd
 
 from ..data.sts import TATOEBA_CODES, load_tatoeba
-from ..encoders import Encoder, check_embeddings, check_language
-from ..errors import WorkbenchError, check_name
+from ..encoders import Encoder, check_embeddings, readable
+from ..errors import check_name
 from .retrieval import retrieval_errors
 from .sts import evaluate_hard_sts, evaluate_sts, evaluate_sts17
-
-log = logging.getLogger(__name__)
 
 
 def evaluate_tatoeba(encoder: Encoder, languages=None, margin: bool = False,
@@ -20,12 +16,7 @@ def evaluate_tatoeba(encoder: Encoder, languages=None, margin: bool = False,
     (``languages=None``; others skipped with a warning) or for the ones named (an unreadable one raises)."""
     rows = []
     for language in languages or TATOEBA_CODES:
-        try:
-            check_language(encoder, language, f"Tatoeba {language}-en")
-        except WorkbenchError as err:
-            if languages:
-                raise
-            log.warning("skipped: %s", err)
+        if not readable(encoder, (language,), f"Tatoeba {language}-en", strict=bool(languages)):
             continue
         frame = load_tatoeba(language)
         xx = check_embeddings(encoder, encoder.encode(list(frame["xx"]), show_progress=show_progress), len(frame))

@@ -4,7 +4,6 @@ STS 2012–2016 reports per year the unweighted mean over its sub-datasets and t
 Hard STS uses the paper authors' files; STS17 the SemEval-2017 cross-lingual and non-English tracks."""
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 
 import numpy as np
@@ -12,10 +11,8 @@ import pandas as pd
 from scipy.stats import pearsonr, spearmanr
 
 from ..data.sts import HARD_STS, STS_DATASETS, load_sts, load_sts17, load_sts_hard
-from ..encoders import Encoder, check_embeddings, check_language
-from ..errors import WorkbenchError
+from ..encoders import Encoder, check_embeddings, readable
 
-log = logging.getLogger(__name__)
 PAPER_STS17_TRACKS = ("es-es", "ar-ar", "en-es", "en-ar", "en-tr")  # Figure 4
 
 
@@ -84,17 +81,10 @@ def evaluate_sts17(encoder: Encoder, tracks: Sequence[str] | None = None,
     ``tracks=None`` means the paper's Figure 4 tracks that the encoder can read (the others are skipped with
     a warning); a track named explicitly that the encoder cannot read raises an error.
     """
-    explicit = tracks is not None
     rows = []
     for track in tracks or PAPER_STS17_TRACKS:
         frame, lang1, lang2 = load_sts17(track)
-        try:
-            for language in (lang1, lang2):
-                check_language(encoder, language, f"STS17 track {track!r}")
-        except WorkbenchError as err:
-            if explicit:
-                raise
-            log.warning("skipped: %s", err)
+        if not readable(encoder, (lang1, lang2), f"STS17 track {track!r}", strict=tracks is not None):
             continue
         lookup = embed_unique(encoder, [*frame["sentence1"], *frame["sentence2"]], show_progress)
         rows += [{"encoder": encoder.name, "task": "STS17", "dataset": track, "metric": metric, "value": value,
