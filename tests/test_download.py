@@ -1,8 +1,8 @@
 """Download code against a local HTTP server (never the internet)."""
 import functools
-import gzip
 import hashlib
 import http.server
+import io
 import threading
 import zipfile
 
@@ -38,7 +38,6 @@ class RangeHandler(http.server.SimpleHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data) - start))
         self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
         self.end_headers()
-        import io
         return io.BytesIO(data[start:])
 
 
