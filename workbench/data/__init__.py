@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,3 +21,12 @@ def utf8_lines(path: str | Path) -> Iterator[tuple[int, str]]:
             except UnicodeDecodeError as err:
                 raise DataFormatError(path, number, f"undecodable bytes ({err.reason} at byte {err.start})",
                                       "UTF-8 text") from None
+
+
+def sha256_of(path: str | Path) -> str:
+    """Hex sha256 of a file's bytes, read in 1 MiB blocks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

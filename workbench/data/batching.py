@@ -65,13 +65,6 @@ class Batch:
     sem_en: torch.Tensor
     index: np.ndarray
 
-    @property
-    def n_tokens(self) -> int:
-        return int((self.en != PAD).sum() + (self.xx != PAD).sum())
-
-    def to(self, device) -> "Batch":
-        return Batch(self.en.to(device), self.xx.to(device), self.sem_en.to(device), self.index)
-
 
 def pad(sequences: Sequence[Sequence[int]]) -> torch.Tensor:
     """Right-pad id lists into a (B, T) LongTensor."""

@@ -8,7 +8,6 @@
 from __future__ import annotations
 
 import gzip
-import hashlib
 import logging
 import os
 import urllib.error
@@ -19,6 +18,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from ..errors import DataFormatError, WorkbenchError
+from . import sha256_of
 from .sts import STS_DATASETS
 
 log = logging.getLogger(__name__)
@@ -31,14 +31,6 @@ STS_URLS = {
     2015: "http://ixa2.si.ehu.es/stswiki/images/d/da/STS2015-en-test.zip",
     2016: "http://ixa2.si.ehu.es/stswiki/images/9/98/STS2016-en-test.zip",
 }
-
-
-def sha256_of(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def download(url: str, dest: str | Path, sha256: str | None = None, show_progress: bool = True,
@@ -88,6 +80,21 @@ def _clean(text: str) -> str:
     return " ".join(text.replace("\u200b", "").replace("\ufeff", "").split())
 
 
+def _aligned_members(archive: zipfile.ZipFile, zip_path: Path, suffixes: tuple[str, str],
+                     layout: str) -> tuple[list[str], list[str]]:
+    """Lines of the two members ending in ``suffixes``; they must be unique and of equal length."""
+    names = archive.namelist()
+    members = [[n for n in names if n.endswith(suffix)] for suffix in suffixes]
+    if any(len(m) != 1 for m in members):
+        raise DataFormatError(zip_path, None, f"members {names}",
+                              f"one '*{suffixes[0]}' and one '*{suffixes[1]}' file ({layout})")
+    first, second = (archive.read(m[0]).decode("utf-8").splitlines() for m in members)
+    if len(first) != len(second):
+        raise DataFormatError(zip_path, None, f"{members[0][0]} has {len(first)} lines, {members[1][0]} "
+                              f"{len(second)}", "line-aligned files of equal length")
+    return first, second
+
+
 def opus_moses_to_tsv(zip_path: str | Path, language: str, out: str | Path) -> int:
     """Write the English/``language`` files of an OPUS moses zip as ``english<TAB>foreign`` gzip lines.
 
@@ -95,17 +102,7 @@ def opus_moses_to_tsv(zip_path: str | Path, language: str, out: str | Path) -> i
     """
     zip_path, out = Path(zip_path), Path(out)
     with zipfile.ZipFile(zip_path) as archive:
-        names = archive.namelist()
-        en = [n for n in names if n.endswith(".en")]
-        xx = [n for n in names if n.endswith(f".{language}")]
-        if len(en) != 1 or len(xx) != 1:
-            raise DataFormatError(zip_path, None, f"members {names}",
-                                  f"one '*.en' and one '*.{language}' file (OPUS moses layout)")
-        english = archive.read(en[0]).decode("utf-8").splitlines()
-        foreign = archive.read(xx[0]).decode("utf-8").splitlines()
-    if len(english) != len(foreign):
-        raise DataFormatError(zip_path, None, f"{len(english)} English but {len(foreign)} {language} lines",
-                              "line-aligned files of equal length")
+        english, foreign = _aligned_members(archive, zip_path, (".en", f".{language}"), "OPUS moses layout")
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     written = skipped = 0
@@ -132,25 +129,16 @@ def sts_archive_to_tsv(zip_path: str | Path, year: int, out_dir: str | Path) -> 
     out_dir.mkdir(parents=True, exist_ok=True)
     counts = {}
     with zipfile.ZipFile(zip_path) as archive:
-        names = archive.namelist()
         for dataset in STS_DATASETS[year]:
-            inp = [n for n in names if n.endswith(f".input.{dataset}.txt")]
-            gold = [n for n in names if n.endswith(f".gs.{dataset}.txt")]
-            if len(inp) != 1 or len(gold) != 1:
-                raise DataFormatError(zip_path, None, f"no unique input/gold files for {dataset}",
-                                      f"members '*.input.{dataset}.txt' and '*.gs.{dataset}.txt'")
-            lines = archive.read(inp[0]).decode("utf-8").splitlines()
-            scores = archive.read(gold[0]).decode("utf-8").splitlines()
-            if len(lines) != len(scores):
-                raise DataFormatError(zip_path, None, f"{inp[0]} has {len(lines)} lines, {gold[0]} {len(scores)}",
-                                      "input and gold files of equal length")
+            lines, scores = _aligned_members(archive, Path(zip_path), (f".input.{dataset}.txt", f".gs.{dataset}.txt"),
+                                             "official STS test archive")
             rows = ["score\tsentence1\tsentence2"]
             for number, (line, score) in enumerate(zip(lines, scores), start=1):
                 if not score.strip():
                     continue
                 fields = line.split("\t")
                 if len(fields) < 2:
-                    raise DataFormatError(f"{zip_path}!{inp[0]}", number, f"{len(fields)} columns",
+                    raise DataFormatError(f"{zip_path}!STS.input.{dataset}.txt", number, f"{len(fields)} columns",
                                           "at least 2 tab-separated sentences")
                 rows.append(f"{score.strip()}\t{fields[0]}\t{fields[1]}")
             (out_dir / f"{dataset}.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")

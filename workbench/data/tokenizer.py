@@ -21,6 +21,7 @@ import sentencepiece as spm
 from sacremoses import MosesTokenizer
 
 from ..paths import home_dir
+from . import sha256_of
 from .corpora import SplitConfig, corpus_path, language_of, load_splits
 
 log = logging.getLogger(__name__)
@@ -91,13 +92,6 @@ def train_sentencepiece(sentences: Iterable[str], out_dir: str | Path, vocab_siz
     return Tokenizer(out_dir / "spm.model")
 
 
-def _file_digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
 
 @lru_cache(maxsize=8)
 def pair_tokenizer(pair: str, vocab_size: int = 8000, split: SplitConfig = SplitConfig()) -> Tokenizer:
@@ -106,7 +100,7 @@ def pair_tokenizer(pair: str, vocab_size: int = 8000, split: SplitConfig = Split
     The paper uses 20k pieces on 1M pairs; 8k suits the shared data (~100–200k pairs).
     """
     language = language_of(pair)
-    spec = {"pair": pair, "vocab_size": vocab_size, "corpus_sha256": _file_digest(corpus_path(pair)),
+    spec = {"pair": pair, "vocab_size": vocab_size, "corpus_sha256": sha256_of(corpus_path(pair)),
             "split": split.__dict__, "builder_version": BUILDER_VERSION,
             "character_coverage": 0.9995 if language == "ja" else 1.0}
     key = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
