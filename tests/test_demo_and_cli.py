@@ -15,7 +15,8 @@ def test_demo_end_to_end_on_reduced_sizes(tmp_path, en_fr_tokenizer):
     df = pd.read_csv(path.with_suffix(".csv"))
     acc = df[df.metric == "accuracy"]
     assert set(acc.encoder) == {"random-transformer", "random-sp-average"}
-    assert set(acc.task) == {"length", "punct_num"}
+    assert set(acc.task) == {"length", "punct_num", "bigram_shift", "tense"}
+    assert set(df.metric) >= {"accuracy", "majority", "selectivity", "pearson"}
     assert ((acc.value > 0) & (acc.value <= 1)).all()
     sts = df[(df.metric == "pearson") & (df.dataset == "all")]
     assert set(sts.task) == {"STS16"} and len(sts) == 2
@@ -33,7 +34,7 @@ def test_help_lists_every_subcommand(capsys):
 def test_unknown_choice_lists_valid_ones(capsys):
     with pytest.raises(SystemExit):
         cli.main(["probe", "--task", "nope"])
-    assert "choose from 'length', 'punct_num'" in capsys.readouterr().err
+    assert "choose from 'bigram_shift', 'coord_inv'" in capsys.readouterr().err
 
 
 def test_planned_commands_say_so(capsys):
@@ -53,3 +54,28 @@ def test_data_info(capsys):
     assert cli.main(["data", "info", "--pair", "en-ar"]) == 0
     out = capsys.readouterr().out
     assert "en-ar" in out and "probe" in out
+
+
+def test_probes_list_and_build_then_probe_table(capsys, tmp_path):
+    assert cli.main(["probes", "list"]) == 0
+    out = capsys.readouterr().out
+    assert "tree_depth" in out and "dependency-depth analogue" in out and "gender_fr" in out
+    small = ["--train-size", "600", "--valid-size", "200", "--test-size", "200"]
+    assert cli.main(["probes", "build", "--tasks", "length", "punct_first", *small]) == 0
+    out = capsys.readouterr().out
+    assert "punct_first" in out and "classes" in out
+    assert cli.main(["probe", "--encoder", "random-sp-average", "--task", "length", "--out",
+                     str(tmp_path / "p.csv"), *small]) == 0
+    out = capsys.readouterr().out
+    assert "selectivity" in out and "length" in out
+    df = pd.read_csv(tmp_path / "p.csv")
+    assert set(df.metric) == {"accuracy", "majority", "control_accuracy", "selectivity"}
+    assert cli.main(["probe", "--task", "length", "--train-size", "600"]) == 2
+    assert "give all of --train-size" in capsys.readouterr().err
+
+
+def test_evaluate_with_bootstrap_against_another_encoder(capsys):
+    assert cli.main(["evaluate", "--encoder", "random-sp-average", "--suite", "hard_sts",
+                     "--against", "random-sp-average", "--n-boot", "200"]) == 0
+    out = capsys.readouterr().out
+    assert "hard+" in out and "paired bootstrap" in out and "STS12-16" in out

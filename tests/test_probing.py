@@ -1,10 +1,15 @@
+import zlib
+
 import numpy as np
+import pandas as pd
 import pytest
 
 from workbench.data.corpora import probe_pool
-from workbench.data.tokenizer import preprocess
+from workbench.data.tokenizer import preprocess, tokenise
 from workbench.errors import UnknownNameError, WorkbenchError
-from workbench.probing import build
+from workbench.probing import build, builders
+from workbench.probing.classifiers import LogisticProbe
+from workbench.probing.control import control_labels, first_word_type
 from workbench.probing.probe import bootstrap_ci, probe
 from workbench.probing.tasks import TaskCard, get_task, task_names
 
@@ -21,6 +26,19 @@ class FeatureEncoder:
     def encode(self, sentences, batch_size=256, show_progress=False):
         out = self.rng.standard_normal((len(sentences), self.dim)).astype(np.float32)
         out[:, 0] = [self.features(s) for s in sentences]
+        return out
+
+
+class FirstWordEncoder(FeatureEncoder):
+    """Encodes only which first word a sentence has (one-hot over a hash of the word type)."""
+
+    def __init__(self, name, dim=64):
+        super().__init__(name, None, dim)
+
+    def encode(self, sentences, batch_size=256, show_progress=False):
+        out = np.zeros((len(sentences), self.dim), dtype=np.float32)
+        for row, s in enumerate(sentences):
+            out[row, zlib.crc32(first_word_type(s).encode()) % self.dim] = 1.0
         return out
 
 
@@ -42,12 +60,12 @@ def test_bad_card_is_explained(tmp_path):
         TaskCard.from_file(tmp_path / "x.toml")
 
 
-def test_builders_on_hand_checked_sentences():
-    sentences = ["Hi there you .", "I do not know what you mean .",  # 4 and 8 Moses tokens
-                 "Tom, who's there?", "No punctuation here at all",
-                 "\u201cWait\u201d \u2014 she said, \u2026 " + "! " * 12]
-    assert build.length_bins(sentences[:2], bins=[[5, 8], [9, 12]]) == [("0", sentences[1])]
-    counts = dict((s, label) for label, s in build.punct_count(sentences, max_label=11))
+def test_surface_builders_on_hand_checked_sentences():
+    sentences = ["Hi there you .", "I do not know what you mean .",  # 4 and 8 tokens
+                 "Tom , who 's there ?", "No punctuation here at all",
+                 "\u201cWait\u201d \u2014 she said , \u2026 " + "! " * 12]
+    assert builders.length_bins(sentences[:2], "en", bins=[[5, 8], [9, 12]]) == [("0", sentences[1])]
+    counts = dict((s, label) for label, s in builders.punct_count(sentences, "en", max_label=11))
     assert counts[sentences[0]] == "1" and counts[sentences[1]] == "1"
     assert counts[sentences[2]] == "3"  # , ' ?
     assert sentences[3] not in counts
@@ -62,9 +80,9 @@ def test_built_dataset_labels_sizes_and_disjoint_splits(length_task):
     bins = [[5, 8], [9, 12], [13, 16], [17, 20], [21, 25], [26, 28]]
     for row in data.sample(50, random_state=0).itertuples():
         low, high = bins[int(row.label)]
-        assert low <= len(preprocess(row.sentence).split()) <= high
-    pool = set(probe_pool())
-    assert set(data["sentence"]) <= pool
+        assert low <= len(tokenise(row.sentence).split()) <= high
+    pool = {tokenise(s) for s in probe_pool()}
+    assert {tokenise(s) for s in data["sentence"]} <= pool  # stored detokenised: tokens as in the pool
     # built once: a second call reads the stored files
     again = build.build_task("length", sizes=SMALL)
     assert again.path == length_task.path and again.data.equals(length_task.data)
@@ -117,3 +135,55 @@ def test_bootstrap_ci_brackets_the_mean():
     correct = (np.arange(1000) % 4 != 0).astype(float)
     low, high = bootstrap_ci(correct)
     assert low < 0.75 < high and high - low < 0.07
+
+
+def test_control_labels_follow_word_types_and_the_label_distribution():
+    data = build.build_task("length", sizes=SMALL).data
+    control = control_labels(list(data["sentence"]), list(data["label"]), seed=0)
+    by_type = {}
+    for sentence, label in zip(data["sentence"], control):
+        assert by_type.setdefault(first_word_type(sentence), label) == label  # a function of the word type
+    task_share = data["label"].value_counts(normalize=True)
+    control_share = pd.Series(control).value_counts(normalize=True)
+    assert (task_share - control_share.reindex(task_share.index, fill_value=0)).abs().max() < 0.03
+
+
+def test_selectivity_separates_property_from_lexical_memory(length_task):
+    exact = FeatureEncoder("exact-length", lambda s: len(preprocess(s).split()))
+    lexical = FirstWordEncoder("first-word")
+    good, memoriser = probe(exact, length_task), probe(lexical, length_task)
+    assert good.selectivity > 0.4  # length is encoded, the first word is not
+    assert memoriser.control_accuracy > memoriser.accuracy  # it encodes the first word, not the length
+    assert memoriser.selectivity < 0
+    frame = good.to_frame()
+    assert set(frame["metric"]) == {"accuracy", "majority", "control_accuracy", "selectivity"}
+
+
+def test_mlp_probe_and_mdl(length_task):
+    exact = FeatureEncoder("exact-length", lambda s: len(preprocess(s).split()))
+    noise = FeatureEncoder("noise", lambda s: 0.0)
+    mlp = probe(exact, length_task, classifier="mlp", control=False)
+    assert mlp.accuracy > 0.9 and mlp.classifier == "mlp" and "hidden=" in mlp.hyperparameters
+    informative, useless = probe(exact, length_task, mdl=True), probe(noise, length_task, mdl=True)
+    assert informative.compression > 2 and useless.compression < 1.1
+    assert informative.mdl_bits < useless.mdl_bits
+    with pytest.raises(UnknownNameError, match="valid: logreg, mlp"):
+        probe(exact, length_task, classifier="svm")
+
+
+def test_logistic_probe_picks_l2_on_validation_only():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((400, 20)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(int)
+    clf = LogisticProbe().fit(X[:300], y[:300], X[300:], y[300:])
+    assert set(clf.valid_scores_) == set(LogisticProbe().l2_grid) and clf.score(X[300:], y[300:]) > 0.9
+    proba = clf.predict_proba(X[300:])
+    np.testing.assert_allclose(proba.sum(axis=1), 1, rtol=1e-5)
+    assert list(clf.classes_) == [0, 1]
+
+
+def test_french_gender_task_on_an_english_only_encoder_is_rejected():
+    english_only = FeatureEncoder("en-encoder", len)
+    english_only.languages = ("en",)
+    with pytest.raises(WorkbenchError, match="task 'gender_fr' is in 'fr' but encoder 'en-encoder' reads en"):
+        probe(english_only, "gender_fr", sizes=SMALL)

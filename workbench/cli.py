@@ -46,9 +46,9 @@ def _data(args) -> None:
             print(f"STS{year % 100}: {counts}")
 
 
-def _encoder(args):
-    from .encoders import untrained_encoder
-    return untrained_encoder(args.encoder, args.pair)
+def _encoder(args, name: str | None = None):
+    from .encoders import named_encoder
+    return named_encoder(name or args.encoder, args.pair)
 
 
 def _encode(args) -> None:
@@ -58,12 +58,65 @@ def _encode(args) -> None:
     print(f"{embeddings.shape[0]} x {embeddings.shape[1]} float32 -> {args.out}")
 
 
+def _sizes(args) -> dict[str, int] | None:
+    given = {"train": args.train_size, "valid": args.valid_size, "test": args.test_size}
+    if not any(given.values()):
+        return None  # the cards' sizes
+    if not all(given.values()):
+        raise WorkbenchError("give all of --train-size, --valid-size and --test-size, or none (the cards' sizes)")
+    return given
+
+
 def _probe(args) -> None:
+    from tqdm.auto import tqdm
+
     from .probing.probe import probe
     encoder = _encoder(args)
-    sizes = {"train": args.train_size, "valid": args.valid_size, "test": args.test_size}
-    for task in args.task:
-        print(probe(encoder, task, sizes=sizes))
+    rows = []
+    for task in tqdm(args.task, desc="probing", unit="task", disable=len(args.task) == 1):
+        result = probe(encoder, task, classifier=args.classifier, control=not args.no_control, mdl=args.mdl,
+                       sizes=_sizes(args))
+        rows.append(result.to_frame())
+    df = pd.concat(rows, ignore_index=True)
+    table = df.pivot_table(index="task", columns="metric", values="value", sort=False)
+    percent = [c for c in table.columns if c not in ("mdl_bits", "compression")]
+    table[percent] *= 100  # accuracies in %
+    print(table.round(2).to_string())
+    if args.out:
+        df.to_csv(args.out, index=False)
+
+
+def _probes(args) -> None:
+    from tqdm.auto import tqdm
+
+    from .probing.build import build_task
+    from .probing.tasks import get_task, task_names
+    if args.action == "list":
+        cards = [get_task(name) for name in task_names()]
+        print(pd.DataFrame([{"task": c.name, "title": c.title, "language": c.language, "builder": c.builder,
+                             "classes": len(c.labels) or "derived", "analogue": c.analogue}
+                            for c in cards]).to_string(index=False, max_colwidth=70))
+        return
+    rows = []
+    for task in tqdm(args.tasks, desc="building tasks", unit="task"):
+        manifest = build_task(task, sizes=_sizes(args), force=args.force).manifest
+        rows.append({"task": task, **manifest["sizes"], "classes": len(manifest["label_counts"]["tr"])})
+    print(pd.DataFrame(rows).to_string(index=False))
+
+
+def _cache(args) -> None:
+    from .cache import cache_dir, cache_summary, clear_cache
+    if args.action == "ls":
+        summary = cache_summary()
+        if summary.empty:
+            print(f"the embedding cache is empty ({cache_dir()})")
+            return
+        summary["size"] = summary.pop("bytes").map(lambda b: f"{b / 2**20:.1f} MiB")
+        print(summary.to_string(index=False))
+        print(f"({cache_dir()})")
+    else:
+        freed = clear_cache(args.encoder)
+        print(f"freed {freed / 2**20:.1f} MiB")
 
 
 def _evaluate(args) -> None:
@@ -74,6 +127,11 @@ def _evaluate(args) -> None:
           .round(1).to_string())
     if args.out:
         df.to_csv(args.out, index=False)
+    if args.against:
+        from .evaluation import compare_sts
+        comparison = compare_sts(_encoder(args), _encoder(args, args.against), n_boot=args.n_boot)
+        print(f"\npaired bootstrap on STS ({args.n_boot} resamples), {args.encoder} minus {args.against}:")
+        print(comparison.drop(columns=["a", "b", "n_boot"]).round(4).to_string(index=False))
 
 
 def _report(args) -> None:
@@ -89,7 +147,7 @@ def _planned(args) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .encoders import UNTRAINED
+    from .encoders import REFERENCE, UNTRAINED
     from .evaluation import SUITES
     from .probing.tasks import task_names
 
@@ -99,13 +157,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def sizes(p, train, valid, test):
-        p.add_argument("--train-size", type=int, default=train, help=f"probe training examples ({train})")
-        p.add_argument("--valid-size", type=int, default=valid, help=f"probe validation examples ({valid})")
-        p.add_argument("--test-size", type=int, default=test, help=f"probe test examples ({test})")
+    def sizes(p, train=None, valid=None, test=None):
+        what = "the card's" if train is None else "{}"
+        p.add_argument("--train-size", type=int, default=train, help=f"training examples ({what.format(train)})")
+        p.add_argument("--valid-size", type=int, default=valid, help=f"validation examples ({what.format(valid)})")
+        p.add_argument("--test-size", type=int, default=test, help=f"test examples ({what.format(test)})")
 
     def encoder_args(p):
-        p.add_argument("--encoder", choices=UNTRAINED, default="random-transformer", help="encoder to use")
+        p.add_argument("--encoder", choices=[*UNTRAINED, *REFERENCE], default="random-transformer",
+                       help="encoder to use (minilm needs the 'minilm' extra)")
         p.add_argument("--pair", choices=PAIRS, default="en-fr", help="language pair of the tokenizer")
 
     p = sub.add_parser("demo", help="run the demo pipeline on real data and write an HTML report")
@@ -134,16 +194,39 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True)
     p.set_defaults(func=_encode)
 
-    p = sub.add_parser("probe", help="train probing classifiers and print test accuracy")
+    p = sub.add_parser("probe", help="train probing classifiers and print test accuracy, selectivity, ...")
     encoder_args(p)
-    p.add_argument("--task", nargs="+", choices=task_names(), default=task_names())
-    sizes(p, 6000, 1000, 1000)
+    p.add_argument("--task", nargs="+", choices=task_names(), default=task_names(), help="tasks (all)")
+    p.add_argument("--classifier", choices=("logreg", "mlp"), default="logreg")
+    p.add_argument("--no-control", action="store_true", help="skip the control task (no selectivity)")
+    p.add_argument("--mdl", action="store_true", help="also the MDL online codelength (logreg)")
+    p.add_argument("--out", help="also write the tidy results as CSV")
+    sizes(p)
     p.set_defaults(func=_probe)
+
+    p = sub.add_parser("probes", help="list or build the probing datasets")
+    psub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    psub.add_parser("list", help="the task cards")
+    q = psub.add_parser("build", help="build datasets (already built ones are reused: resumable)")
+    q.add_argument("--tasks", nargs="+", choices=task_names(), default=task_names())
+    q.add_argument("--force", action="store_true", help="rebuild even if built")
+    sizes(q)
+    p.set_defaults(func=_probes)
+
+    p = sub.add_parser("cache", help="show or clear the embedding cache")
+    csub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    csub.add_parser("ls", help="entries and size per encoder")
+    q = csub.add_parser("clear", help="delete cached embeddings and results")
+    q.add_argument("--encoder", help="only this encoder (name or fingerprint prefix)")
+    p.set_defaults(func=_cache)
 
     p = sub.add_parser("evaluate", help="semantic evaluation: STS 2012-16, Hard STS, STS17, Tatoeba")
     encoder_args(p)
     p.add_argument("--suite", choices=[*SUITES, "all"], default="sts")
     p.add_argument("--out", help="also write the tidy results as CSV")
+    p.add_argument("--against", choices=[*UNTRAINED, *REFERENCE],
+                   help="paired bootstrap test on STS 2012-16 against this encoder")
+    p.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples (2000)")
     p.set_defaults(func=_evaluate)
 
     p = sub.add_parser("report", help="HTML report (+ CSV/JSON) from a results CSV")

@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 from tqdm.auto import tqdm
 
+from .cache import cached
 from .data.sts import STS_DATASETS
 from .encoders import UNTRAINED, untrained_encoder
 from .evaluation.sts import evaluate_sts
@@ -21,7 +22,7 @@ from .probing.probe import probe
 
 log = logging.getLogger(__name__)
 
-DEMO_TASKS = ("length", "punct_num")
+DEMO_TASKS = ("length", "punct_num", "bigram_shift", "tense")  # surface, word order, and a parse-based task
 DEMO_SIZES = {"train": 6000, "valid": 1000, "test": 1000}
 
 
@@ -36,7 +37,7 @@ def run_demo(out_dir: str | Path = "reports/demo", pair: str = "en-fr", sizes: d
     steps = tqdm(total=1 + len(tasks) + len(encoders) * (len(tasks) + 1) + 1, desc="demo",
                  disable=not show_progress, unit="step")
     steps.set_postfix_str(f"tokenizer + encoders ({pair})")
-    models = [untrained_encoder(name, pair) for name in encoders]
+    models = [cached(untrained_encoder(name, pair)) for name in encoders]
     steps.update()
     datasets = {}
     for task in tasks:
@@ -59,7 +60,7 @@ def run_demo(out_dir: str | Path = "reports/demo", pair: str = "en-fr", sizes: d
             save()
             steps.update()
         steps.set_postfix_str(f"STS / {encoder.name}")
-        frames.append(evaluate_sts(encoder, years))
+        frames.append(evaluate_sts(encoder, years, show_progress=show_progress))
         save()
         steps.update()
     steps.set_postfix_str("report")

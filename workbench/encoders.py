@@ -163,3 +163,15 @@ def untrained_encoder(name: str, pair: str = "en-fr", vocab_size: int = 8000, se
     if name == "random-transformer":
         return random_transformer(tokenizer, seed=seed)
     return RandomEmbeddingAverage(tokenizer, seed=seed)
+
+
+REFERENCE = ("minilm",)  # needs the 'minilm' extra
+
+
+def named_encoder(name: str, pair: str = "en-fr") -> Encoder:
+    """An encoder by name: an untrained one (on ``pair``'s tokenizer) or a reference one (``minilm``)."""
+    check_name("encoder", name, [*UNTRAINED, *REFERENCE])
+    if name == "minilm":
+        from .reference import MiniLMEncoder
+        return MiniLMEncoder()
+    return untrained_encoder(name, pair)

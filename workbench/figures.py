@@ -1,7 +1,8 @@
 """Plotly figures built from tidy result frames, and the self-contained HTML report.
 
 Result frames have the columns ``encoder, task, metric, value`` and optionally ``dataset, ci_low, ci_high, n``.
-Probe rows carry ``metric == "accuracy"`` (and ``"majority"``); STS rows ``metric == "pearson"``.
+Probe rows carry ``metric == "accuracy"`` (and ``"majority"``, ``"selectivity"``, ...); STS rows
+``metric == "pearson"``.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ RESULT_COLUMNS = ("encoder", "task", "dataset", "metric", "value", "ci_low", "ci
 
 
 def tidy(df: pd.DataFrame) -> pd.DataFrame:
-    """Add the optional result columns that are missing, in the standard order."""
+    """Add the optional result columns that are missing; standard columns first, any others after."""
     missing = {"encoder", "task", "metric", "value"} - set(df.columns)
     if missing:
         raise ValueError(f"result frame lacks columns {sorted(missing)}; needs at least encoder, task, metric, value")
@@ -25,7 +26,7 @@ def tidy(df: pd.DataFrame) -> pd.DataFrame:
     for column in RESULT_COLUMNS:
         if column not in df.columns:
             df[column] = "all" if column == "dataset" else float("nan")
-    return df[list(RESULT_COLUMNS)]
+    return df[[*RESULT_COLUMNS, *(c for c in df.columns if c not in RESULT_COLUMNS)]]
 
 
 def probe_figure(df: pd.DataFrame) -> go.Figure:
@@ -43,6 +44,18 @@ def probe_figure(df: pd.DataFrame) -> go.Figure:
                         marker=dict(symbol="line-ew-open", size=40, color="black", line=dict(width=3)))
     fig.update_layout(barmode="group", title="Probing accuracy (test split, 95% bootstrap CI)",
                       yaxis_title="accuracy × 100", xaxis_title="task", template="plotly_white")
+    return fig
+
+
+def selectivity_figure(df: pd.DataFrame) -> go.Figure:
+    """Grouped bars of selectivity (task minus control-task accuracy, ×100) per task and encoder."""
+    rows = tidy(df)
+    rows = rows[rows["metric"] == "selectivity"]
+    fig = go.Figure()
+    for encoder, part in rows.groupby("encoder", sort=False):
+        fig.add_bar(name=encoder, x=part["task"], y=100 * part["value"])
+    fig.update_layout(barmode="group", title="Selectivity: accuracy minus control-task accuracy (Hewitt & Liang)",
+                      yaxis_title="selectivity × 100", xaxis_title="task", template="plotly_white")
     return fig
 
 
@@ -64,6 +77,8 @@ def figures_for(df: pd.DataFrame) -> dict[str, go.Figure]:
     figures = {}
     if (df["metric"] == "accuracy").any():
         figures["probing"] = probe_figure(df)
+    if (df["metric"] == "selectivity").any():
+        figures["selectivity"] = selectivity_figure(df)
     if ((df["metric"] == "pearson") & (df["dataset"] == "all")).any():
         figures["sts"] = sts_figure(df)
     return figures

@@ -168,19 +168,29 @@ def _load_splits(pair: str, min_tokens: int, max_tokens: int, config: SplitConfi
     return splits
 
 
-def probe_pool(pairs: tuple[str, ...] = PAIRS, config: SplitConfig = SplitConfig()) -> list[str]:
-    """English sentences held out from training in every pair, deduplicated, in a stable order.
+def probe_pool(pairs: tuple[str, ...] = PAIRS, config: SplitConfig = SplitConfig(), language: str = "en") -> list[str]:
+    """Sentences held out from training, deduplicated, in a stable order.
 
-    Only sentences whose *own* bucket is ``probe`` qualify (a train-bucket sentence pulled into a probe
-    component by a shared translation may still be trained on by another pair's model).
+    English (``language="en"``): sentences of every pair's probe split whose *own* bucket is ``probe`` (a
+    train-bucket sentence pulled into a probe component by a shared translation may still be trained on by
+    another pair's model). Another language: the foreign side of its pair's probe split (only that pair has it).
     """
+    check_name("probe-pool language", language, ["en", *LANGUAGES])
+    if language != "en":
+        pair = f"en-{language}"
+        foreign = {normalise(xx): xx for _, xx in load_splits(pair, config=config)["probe"] if normalise(xx)}
+        return [foreign[k] for k in sorted(foreign, key=_stable_order)]
     seen: dict[str, str] = {}
     for pair in pairs:
         for english, _ in load_splits(pair, config=config)["probe"]:
             key = normalise(english)
             if key and key not in seen and bucket(english, config) == "probe":
                 seen[key] = english
-    return [seen[k] for k in sorted(seen, key=lambda k: hashlib.blake2b(k.encode(), digest_size=8).digest())]
+    return [seen[k] for k in sorted(seen, key=_stable_order)]
+
+
+def _stable_order(key: str) -> bytes:
+    return hashlib.blake2b(key.encode(), digest_size=8).digest()
 
 
 def split_summary(pair: str) -> dict[str, int]:

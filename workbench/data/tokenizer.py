@@ -18,7 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import sentencepiece as spm
-from sacremoses import MosesTokenizer
+from sacremoses import MosesDetokenizer, MosesTokenizer
 
 from ..paths import home_dir
 from . import sha256_of
@@ -29,11 +29,23 @@ log = logging.getLogger(__name__)
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
 BUILDER_VERSION = 2
 _moses = MosesTokenizer(lang="en")
+_moses_detok = MosesDetokenizer(lang="en")
+
+
+def tokenise(sentence: str) -> str:
+    """Moses tokenisation with the English rules and no escaping; tokens joined by single spaces."""
+    return _moses.tokenize(sentence, escape=False, return_str=True)
+
+
+def detokenise(tokens: str) -> str:
+    """Inverse of :func:`tokenise` (``tokenise(detokenise(t)) == t`` for Moses output; tokenising Moses output
+    again is not, since ``'re`` becomes ``' re``)."""
+    return _moses_detok.detokenize(tokens.split())
 
 
 def preprocess(sentence: str) -> str:
-    """Moses tokenisation (English rules, no escaping) then lower case: what the models see."""
-    return _moses.tokenize(sentence, escape=False, return_str=True).lower()
+    """What the models see: :func:`tokenise`, then lower case."""
+    return tokenise(sentence).lower()
 
 
 class Tokenizer:

@@ -1,13 +1,16 @@
 """Semantic evaluation suites; :func:`evaluate` is the entry point."""
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
-from ..data.sts import TATOEBA_CODES, load_tatoeba
+from ..cache import cached, remember
+from ..data.sts import STS_DATASETS, TATOEBA_CODES, load_sts, load_tatoeba
 from ..encoders import Encoder, check_embeddings, readable
 from ..errors import check_name
 from .retrieval import retrieval_errors
-from .sts import evaluate_hard_sts, evaluate_sts, evaluate_sts17
+from .significance import bootstrap_differences, summarise
+from .sts import cosine, embed_unique, evaluate_hard_sts, evaluate_sts, evaluate_sts17
 
 
 def evaluate_tatoeba(encoder: Encoder, languages=None, margin: bool = False,
@@ -30,9 +33,47 @@ SUITES = {"sts": evaluate_sts, "hard_sts": evaluate_hard_sts, "sts17": evaluate_
           "tatoeba": evaluate_tatoeba}
 
 
-def evaluate(encoder: Encoder, suite: str = "sts", show_progress: bool = False) -> pd.DataFrame:
+EVALUATION_VERSION = 1  # bump when a change alters results, so cached ones are recomputed
+
+
+def evaluate(encoder: Encoder, suite: str = "sts", show_progress: bool = False, cache: bool = True) -> pd.DataFrame:
     """Run one evaluation suite (or ``"all"``) on ``encoder``; tidy rows (encoder, task, dataset, metric,
-    value, n). Suites: sts (STS 2012–16), hard_sts, sts17, tatoeba."""
+    value, n). Suites: sts (STS 2012–16), hard_sts, sts17, tatoeba. Embeddings and results are cached
+    (``cache=False`` bypasses both)."""
     check_name("evaluation suite", suite, [*SUITES, "all"])
     names = list(SUITES) if suite == "all" else [suite]
-    return pd.concat([SUITES[name](encoder, show_progress=show_progress) for name in names], ignore_index=True)
+    if not cache:
+        return pd.concat([SUITES[name](encoder, show_progress=show_progress) for name in names], ignore_index=True)
+    encoder = cached(encoder)
+    frames = [pd.DataFrame(remember("evaluate", encoder.fingerprint, {"suite": name, "version": EVALUATION_VERSION},
+                                    lambda name=name: SUITES[name](encoder, show_progress=show_progress)
+                                    .to_dict(orient="records")))
+              for name in names]
+    return pd.concat(frames, ignore_index=True)
+
+
+def compare_sts(encoder_a: Encoder, encoder_b: Encoder, years=tuple(STS_DATASETS), n_boot: int = 2000,
+                seed: int = 0) -> pd.DataFrame:
+    """Paired bootstrap of ``encoder_a`` against ``encoder_b`` on STS 2012–16: per year (statistic = mean
+    Pearson over the year's datasets) and over all years; rows ``task, difference, ci_low, ci_high, p_value``."""
+    data = {year: load_sts(year) for year in years}
+    frames = [(f"STS{year % 100}", name, frame) for year, sets in data.items() for name, frame in sets.items()]
+    sentences = [s for _, _, f in frames for s in (*f["sentence1"], *f["sentence2"])]
+    sims = {}
+    for key, encoder in (("a", encoder_a), ("b", encoder_b)):
+        lookup = embed_unique(cached(encoder), sentences)
+        sims[key] = np.concatenate([cosine(np.stack([lookup[s] for s in f["sentence1"]]),
+                                           np.stack([lookup[s] for s in f["sentence2"]])) for _, _, f in frames])
+    gold = np.concatenate([f["score"].to_numpy() for _, _, f in frames])
+    task = np.concatenate([[t] * len(f) for t, _, f in frames])
+    dataset = np.concatenate([[f"{t}/{n}"] * len(f) for t, n, f in frames])
+    per_year = {year: bootstrap_differences(gold[task == year], sims["a"][task == year], sims["b"][task == year],
+                                            dataset[task == year], n_boot, seed)
+                for year in dict.fromkeys(task)}
+    results = {year: summarise(*pair) for year, pair in per_year.items()}
+    if len(per_year) > 1:  # the all-years figure is the mean of the yearly means
+        results[f"STS{min(years) % 100}-{max(years) % 100}"] = summarise(
+            float(np.mean([o for o, _ in per_year.values()])), np.mean([d for _, d in per_year.values()], axis=0))
+    rows = [{"a": encoder_a.name, "b": encoder_b.name, "task": name, **vars(result)}
+            for name, result in results.items()]
+    return pd.DataFrame(rows)

@@ -1,4 +1,4 @@
-"""Building probing datasets from the probe pool (held-out English sentences of the parallel data).
+"""Building probing datasets from the probe pool (held-out sentences of the parallel data).
 
 A builder turns pool sentences into ``(label, sentence)`` candidates; the shared selection then caps each
 label (``max_per_label``), shuffles with a fixed seed and splits each label proportionally into
@@ -9,63 +9,30 @@ format beside a ``manifest.json`` (digest, label counts, sizes, builder version)
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import logging
 import os
-import string
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from ..data.corpora import PAIRS, SplitConfig, corpus_path, probe_pool
-from ..data.tokenizer import preprocess
+from ..data.tokenizer import detokenise, tokenise
 from ..errors import WorkbenchError
 from ..paths import home_dir
+from .builders import BUILDERS
 from .tasks import TaskCard, get_task
 
 log = logging.getLogger(__name__)
 
-BUILDER_VERSION = 1
+BUILDER_VERSION = 5
 SPLIT_NAMES = ("tr", "va", "te")  # SentEval's split tags
-# The paper's punctuation set (fn. 13): ASCII punctuation plus typographic quotes and dashes.
-PUNCTUATION = frozenset(string.punctuation) | frozenset("‘’‚‛“”„‟«»‹›–—―‐‑‒…")
-
-Builder = Callable[..., list[tuple[str, str]]]
-BUILDERS: dict[str, Builder] = {}
-
-
-def builder(fn: Builder) -> Builder:
-    """Register a builder under its function name (the ``builder`` field of a task card)."""
-    BUILDERS[fn.__name__] = fn
-    return fn
-
-
-@builder
-def length_bins(sentences: Sequence[str], bins: Sequence[Sequence[int]]) -> list[tuple[str, str]]:
-    """Label = index of the bin holding the sentence's Moses-token count; sentences outside all bins dropped."""
-    out = []
-    for s in sentences:
-        n = len(preprocess(s).split())
-        for label, (low, high) in enumerate(bins):
-            if low <= n <= high:
-                out.append((str(label), s))
-                break
-    return out
-
-
-@builder
-def punct_count(sentences: Sequence[str], max_label: int = 11) -> list[tuple[str, str]]:
-    """Label = number of punctuation characters, ``max_label`` meaning "that many or more"; none = dropped."""
-    out = []
-    for s in sentences:
-        n = sum(ch in PUNCTUATION for ch in s)
-        if n:
-            out.append((str(n) if n < max_label else f"{max_label}+", s))
-    return out
 
 
 @dataclass
@@ -82,8 +49,9 @@ class ProbingDataset:
 
 
 def select(candidates: Sequence[tuple[str, str]], sizes: dict[str, int], max_per_label: int | None,
-           seed: int = 0, task: str = "") -> pd.DataFrame:
-    """Cap labels, shuffle and split each label proportionally into the requested (or scaled) sizes."""
+           seed: int = 0, task: str = "", balanced: bool = False) -> pd.DataFrame:
+    """Cap labels (at ``max_per_label``, and with ``balanced`` at the rarest label's count), shuffle and split
+    each label proportionally into the requested (or scaled) sizes."""
     by_label: dict[str, list[str]] = defaultdict(list)
     seen = set()
     for label, sentence in candidates:  # one example per sentence
@@ -91,10 +59,13 @@ def select(candidates: Sequence[tuple[str, str]], sizes: dict[str, int], max_per
             seen.add(sentence)
             by_label[label].append(sentence)
     rng = np.random.default_rng(seed)
+    cap = max_per_label
+    if balanced and by_label:
+        cap = min(cap or len(seen), *(len(items) for items in by_label.values()))
     for label in sorted(by_label):
         rng.shuffle(by_label[label])
-        if max_per_label:
-            del by_label[label][max_per_label:]
+        if cap:
+            del by_label[label][cap:]
     total = sum(len(v) for v in by_label.values())
     wanted = sum(sizes.values())
     if total == 0:
@@ -129,13 +100,21 @@ def _pool_key(config: SplitConfig) -> str:
     return h.hexdigest()
 
 
+@lru_cache(maxsize=None)
+def _tokenised_pool(language: str, config: SplitConfig) -> tuple[str, ...]:
+    return tuple(tokenise(s) for s in probe_pool(language=language, config=config))
+
+
 def build_task(task: str | TaskCard, sizes: dict[str, int] | None = None, pool: Sequence[str] | None = None,
                seed: int = 0, config: SplitConfig = SplitConfig(), force: bool = False) -> ProbingDataset:
     """Build (or load the already-built) dataset of ``task``.
 
-    ``sizes`` overrides the card's train/valid/test sizes (e.g. small sets for quick runs); ``pool`` replaces
-    the probe pool (tests use hand-made sentences). Written atomically: an interrupted build leaves nothing
-    that looks finished, and the next call starts that task again.
+    The probe pool of the card's language is Moses-tokenised and given to the card's builder; what it returns is
+    stored detokenised, intact and changed sentences alike, so an encoder's own tokenisation recovers exactly
+    the tokens the builder labelled and no formatting tells the classes apart. ``sizes`` overrides the card's
+    train/valid/test sizes (e.g. small sets for quick runs); ``pool`` replaces the probe pool (tests use hand-
+    made sentences). Written atomically: an interrupted build leaves nothing that looks finished, and the next
+    call starts that task again.
     """
     card = get_task(task) if isinstance(task, str) else task
     sizes = dict(sizes or card.sizes)
@@ -147,11 +126,13 @@ def build_task(task: str | TaskCard, sizes: dict[str, int] | None = None, pool: 
     folder = home_dir() / "probing" / f"{card.name}-{key}"
     if not force and (folder / "manifest.json").is_file():
         return load_dataset(card, folder)
-    sentences = probe_pool(config=config) if pool is None else list(pool)
+    sentences = _tokenised_pool(card.language, config) if pool is None else [tokenise(s) for s in pool]
     log.info("building task %s from %d pool sentences", card.name, len(sentences))
-    candidates = BUILDERS[card.builder](sentences, **card.params)
-    data = select(candidates, sizes, card.max_per_label, seed, card.name)
-    unknown = sorted(set(data["label"]) - set(card.labels))
+    make = BUILDERS[card.builder]
+    params = {**card.params, **({"seed": seed} if "seed" in inspect.signature(make).parameters else {})}
+    candidates = [(label, detokenise(s)) for label, s in make(sentences, card.language, **params)]
+    data = select(candidates, sizes, card.max_per_label, seed, card.name, card.balanced)
+    unknown = sorted(set(data["label"]) - set(card.labels)) if card.labels else []
     if unknown:
         raise WorkbenchError(f"task {card.name!r}: builder produced labels {unknown} not in the card's label set")
     manifest = {"task": card.name, "spec": spec, "n_pool": len(sentences), "requested_sizes": sizes,

@@ -1,50 +1,70 @@
-"""Probing classifiers on sentence embeddings (SentEval's protocol with scikit-learn estimators).
+"""Probing: train a classifier on an encoder's embeddings of a task's sentences (SentEval's protocol).
 
-The probe is a logistic regression on standardised embeddings; its L2 strength is chosen on the validation
-split only, then the test accuracy is reported with a bootstrap 95% CI and the majority-class baseline.
+The probe's hyper-parameters are chosen on the validation split only; the test accuracy is reported with a
+bootstrap 95% CI, the majority-class baseline, and the selectivity against a control task (Hewitt & Liang
+2019); optionally the MDL online codelength (Voita & Titov 2020). Embeddings and results are cached, so asking
+again for the same encoder × task × options costs a file read.
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
-from sklearn.linear_model import LogisticRegression
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
 
+from ..cache import cached, remember
 from ..encoders import Encoder, check_embeddings, check_language
-from ..errors import WorkbenchError
+from ..errors import WorkbenchError, check_name
 from .build import ProbingDataset, build_task
+from .classifiers import CLASSIFIERS
+from .control import control_labels
+from .mdl import online_codelength
+from .tasks import get_task
 
-C_GRID = (0.01, 0.1, 1.0, 10.0)
+PROBE_VERSION = 2  # bump when a change alters results, so cached ones are recomputed
 
 
 @dataclass
 class ProbeResult:
     encoder: str
     task: str
+    classifier: str
     accuracy: float
     ci_low: float
     ci_high: float
     majority: float
-    C: float
+    control_accuracy: float | None
     n_train: int
     n_test: int
+    hyperparameters: str
+    mdl_bits: float | None = None
+    compression: float | None = None
+
+    @property
+    def selectivity(self) -> float | None:
+        """Task accuracy minus control-task accuracy (None without a control task)."""
+        return None if self.control_accuracy is None else self.accuracy - self.control_accuracy
 
     def to_frame(self) -> pd.DataFrame:
-        """Tidy rows (encoder, task, metric, value, ci_low, ci_high, n)."""
-        return pd.DataFrame([
-            {"encoder": self.encoder, "task": self.task, "metric": "accuracy", "value": self.accuracy,
-             "ci_low": self.ci_low, "ci_high": self.ci_high, "n": self.n_test},
-            {"encoder": self.encoder, "task": self.task, "metric": "majority", "value": self.majority,
-             "ci_low": np.nan, "ci_high": np.nan, "n": self.n_test},
-        ])
+        """Tidy rows (encoder, task, classifier, metric, value, ci_low, ci_high, n)."""
+        metrics = {"accuracy": (self.accuracy, self.ci_low, self.ci_high), "majority": (self.majority,),
+                   "control_accuracy": (self.control_accuracy,), "selectivity": (self.selectivity,),
+                   "mdl_bits": (self.mdl_bits,), "compression": (self.compression,)}
+        rows = [{"encoder": self.encoder, "task": self.task, "classifier": self.classifier, "metric": metric,
+                 "value": values[0], "ci_low": values[1] if len(values) > 1 else np.nan,
+                 "ci_high": values[2] if len(values) > 2 else np.nan, "n": self.n_test}
+                for metric, values in metrics.items() if values[0] is not None]
+        return pd.DataFrame(rows)
 
     def __str__(self) -> str:
-        return (f"{self.task} / {self.encoder}: accuracy {100 * self.accuracy:.1f} "
+        text = (f"{self.task} / {self.encoder} ({self.classifier}): accuracy {100 * self.accuracy:.1f} "
                 f"[{100 * self.ci_low:.1f}, {100 * self.ci_high:.1f}], majority {100 * self.majority:.1f}")
+        if self.selectivity is not None:
+            text += f", selectivity {100 * self.selectivity:+.1f}"
+        if self.compression is not None:
+            text += f", MDL {self.mdl_bits / 1000:.1f} kbits (compression {self.compression:.2f})"
+        return text
 
 
 def bootstrap_ci(correct: np.ndarray, n_boot: int = 1000, seed: int = 0) -> tuple[float, float]:
@@ -55,38 +75,22 @@ def bootstrap_ci(correct: np.ndarray, n_boot: int = 1000, seed: int = 0) -> tupl
     return float(low), float(high)
 
 
-class LogRegProbe:
-    """sklearn-style estimator: ``fit(X_train, y_train, X_valid, y_valid)`` picks C on the validation split."""
-
-    def __init__(self, C_grid: Sequence[float] = C_GRID, max_iter: int = 2000, seed: int = 0):
-        self.C_grid, self.max_iter, self.seed = tuple(C_grid), max_iter, seed
-
-    def _model(self, C: float):
-        return make_pipeline(StandardScaler(), LogisticRegression(C=C, max_iter=self.max_iter,
-                                                                  random_state=self.seed))
-
-    def fit(self, X, y, X_valid, y_valid) -> "LogRegProbe":
-        models = {C: self._model(C).fit(X, y) for C in self.C_grid}
-        self.valid_scores_ = {C: m.score(X_valid, y_valid) for C, m in models.items()}
-        self.C_ = max(models, key=lambda c: (self.valid_scores_[c], -c))  # ties: stronger regularisation
-        self.model_ = models[self.C_]
-        return self
-
-    def predict(self, X) -> np.ndarray:
-        return self.model_.predict(X)
-
-    def score(self, X, y) -> float:
-        return float(self.model_.score(X, y))
-
-
-def probe(encoder: Encoder, task: str | ProbingDataset, seed: int = 0, **build_options) -> ProbeResult:
+def probe(encoder: Encoder, task: str | ProbingDataset, classifier: str = "logreg", seed: int = 0,
+          control: bool = True, mdl: bool = False, cache: bool = True, refit: bool = False,
+          **build_options) -> ProbeResult:
     """Train a probe for ``task`` on ``encoder``'s embeddings and report its test accuracy.
 
-    ``task`` is a task name (built on demand; ``build_options`` go to :func:`build_task`) or a built dataset.
+    ``task`` is a task name (built on demand; ``build_options`` such as ``sizes`` go to :func:`build_task`) or
+    a built dataset; ``classifier`` is ``"logreg"`` or ``"mlp"``; ``control`` adds the control task and
+    selectivity; ``mdl`` adds the online codelength. A stored result for the same encoder, data and options
+    is returned as it is unless ``refit``; ``cache=False`` bypasses the embedding and result caches.
     """
-    dataset = task if isinstance(task, ProbingDataset) else build_task(task, **build_options)
-    card = dataset.card
-    check_language(encoder, card.language, f"task {card.name!r}")
+    check_name("probe classifier", classifier, CLASSIFIERS)
+    if mdl and classifier != "logreg":
+        raise WorkbenchError(f"MDL probing is implemented for the logreg probe, not {classifier!r}")
+    card = task.card if isinstance(task, ProbingDataset) else get_task(task)
+    check_language(encoder, card.language, f"task {card.name!r}")  # before building anything
+    dataset = task if isinstance(task, ProbingDataset) else build_task(card, **build_options)
     splits = {tag: dataset.split(tag) for tag in ("tr", "va", "te")}
     for tag, frame in splits.items():
         if frame.empty:
@@ -94,22 +98,52 @@ def probe(encoder: Encoder, task: str | ProbingDataset, seed: int = 0, **build_o
     if splits["tr"]["label"].nunique() < 2:
         raise WorkbenchError(f"task {card.name!r}: the training split has a single class "
                              f"({splits['tr']['label'].iloc[0]!r}); a probe needs at least two")
+    if cache:
+        encoder = cached(encoder)
+    options = {"task": card.name, "data": dataset.manifest.get("sha256"), "classifier": classifier,
+               "seed": seed, "control": control, "mdl": mdl, "version": PROBE_VERSION}
+
+    def compute() -> dict:
+        return asdict(_run_probe(encoder, dataset, splits, classifier, seed, control, mdl))
+
+    if not cache or options["data"] is None:
+        return ProbeResult(**compute())
+    return ProbeResult(**remember("probe", encoder.fingerprint, options, compute, refresh=refit))
+
+
+def _classifier(name: str, seed: int, **params):
+    return CLASSIFIERS[name](seed=seed, **params) if name == "mlp" else CLASSIFIERS[name](**params)
+
+
+def _run_probe(encoder, dataset, splits, classifier, seed, control, mdl) -> ProbeResult:
     sentences = list(dict.fromkeys(dataset.data["sentence"]))
     embeddings = check_embeddings(encoder, encoder.encode(sentences), len(sentences))
     row = {s: i for i, s in enumerate(sentences)}
     X = {tag: embeddings[[row[s] for s in frame["sentence"]]] for tag, frame in splits.items()}
     y = {tag: frame["label"].to_numpy() for tag, frame in splits.items()}
-    clf = LogRegProbe(seed=seed).fit(X["tr"], y["tr"], X["va"], y["va"])
+    clf = _classifier(classifier, seed).fit(X["tr"], y["tr"], X["va"], y["va"])
     correct = (clf.predict(X["te"]) == y["te"]).astype(float)
     majority_label = pd.Series(y["tr"]).value_counts().idxmax()
     low, high = bootstrap_ci(correct, seed=seed)
-    return ProbeResult(encoder=encoder.name, task=card.name, accuracy=float(correct.mean()), ci_low=low,
-                       ci_high=high, majority=float((y["te"] == majority_label).mean()), C=clf.C_,
-                       n_train=len(y["tr"]), n_test=len(y["te"]))
+    chosen = {"l2": clf.l2_, **({"hidden": clf.hidden_} if classifier == "mlp" else {})}
+    result = ProbeResult(encoder=encoder.name, task=dataset.card.name, classifier=classifier,
+                         accuracy=float(correct.mean()), ci_low=low, ci_high=high,
+                         majority=float((y["te"] == majority_label).mean()), control_accuracy=None,
+                         n_train=len(y["tr"]), n_test=len(y["te"]),
+                         hyperparameters=", ".join(f"{k}={v:g}" for k, v in chosen.items()))
+    if control:
+        fake = control_labels(list(dataset.data["sentence"]), list(dataset.data["label"]), seed=seed)
+        fake = {tag: fake[(dataset.data["split"] == tag).to_numpy()] for tag in ("tr", "va", "te")}
+        control_clf = _classifier(classifier, seed).fit(X["tr"], fake["tr"], X["va"], fake["va"])
+        result.control_accuracy = float((control_clf.predict(X["te"]) == fake["te"]).mean())
+    if mdl:  # the online code reuses the regularisation chosen on the full training set
+        codes = online_codelength(lambda: _classifier("logreg", seed, l2_grid=(clf.l2_,)), X["tr"], y["tr"],
+                                  seed=seed)
+        result.mdl_bits, result.compression = codes["online_bits"], codes["compression"]
+    return result
 
 
 def probe_all(encoders: Sequence[Encoder], tasks: Sequence[str], **options) -> pd.DataFrame:
-    """Tidy DataFrame: one row per encoder × task × metric."""
+    """Tidy DataFrame: one row per encoder × task × metric (options as for :func:`probe`)."""
     frames = [probe(encoder, task, **options).to_frame() for task in tasks for encoder in encoders]
     return pd.concat(frames, ignore_index=True)
-

@@ -19,10 +19,11 @@ class TaskCard:
     title: str
     language: str
     builder: str
-    labels: tuple[str, ...]
+    labels: tuple[str, ...]  # empty: derived by the builder from the data
     sizes: dict[str, int]
     params: dict = field(default_factory=dict)
     max_per_label: int | None = None
+    balanced: bool = False  # cap every label at the rarest label's count
     description: str = ""
     analogue: str = ""
     citation: str = ""
@@ -40,16 +41,20 @@ class TaskCard:
         missing = [key for key in required if key not in data]
         if missing:
             raise WorkbenchError(f"{path}: task card lacks {', '.join(missing)}; required: {', '.join(required)}")
+        if data["labels"] != "derived" and not (isinstance(data["labels"], list) and data["labels"]):
+            raise WorkbenchError(f'{path}: labels must be a non-empty list, or "derived" when the builder '
+                                 "chooses them from the data (e.g. WordContent's target words)")
         sizes = data["sizes"]
         if set(sizes) != {"train", "valid", "test"} or any(not isinstance(v, int) or v <= 0 for v in sizes.values()):
             raise WorkbenchError(f"{path}: [sizes] must give positive integers for train, valid and test")
-        known = set(required) | {"params", "max_per_label", "description", "analogue", "citation"}
+        known = set(required) | {"params", "max_per_label", "balanced", "description", "analogue", "citation"}
         unknown = sorted(set(data) - known)
         if unknown:
             raise WorkbenchError(f"{path}: unknown keys {', '.join(unknown)}; valid: {', '.join(sorted(known))}")
         return cls(name=data["name"], title=data["title"], language=data["language"], builder=data["builder"],
-                   labels=tuple(str(x) for x in data["labels"]), sizes=dict(sizes),
-                   params=dict(data.get("params", {})), max_per_label=data.get("max_per_label"), description=data.get("description", ""),
+                   labels=() if data["labels"] == "derived" else tuple(str(x) for x in data["labels"]),
+                   sizes=dict(sizes), params=dict(data.get("params", {})), max_per_label=data.get("max_per_label"),
+                   balanced=bool(data.get("balanced", False)), description=data.get("description", ""),
                    analogue=data.get("analogue", ""), citation=data.get("citation", ""),
                    digest=hashlib.sha256(raw).hexdigest())
 

@@ -1,0 +1,129 @@
+"""Task builders: labels on hand-checked sentences, and every task built from real pool sentences."""
+from collections import Counter
+
+import pytest
+
+from workbench.data.corpora import probe_pool
+from workbench.data.tokenizer import tokenise
+from workbench.probing import builders
+from workbench.probing.build import build_task
+from workbench.probing.parse import parse
+from workbench.probing.tasks import get_task, task_names
+
+
+def tok(*sentences):
+    return [tokenise(s) for s in sentences]
+
+
+def labels_of(pairs):
+    return {sentence: label for label, sentence in pairs}
+
+
+def test_dependency_depth_and_top_sequence_by_hand():
+    sentences = tok("The old men in the village were reading the newspapers.",  # depths as PROBING_DATA.md
+                    "She has eaten an apple and the dogs barked loudly.",
+                    "The committee that approved the plans will announce its decision tomorrow.",
+                    "Since my room faces south, it isn't so cold.", "Where did you go?")
+    docs = parse(sentences, "en", show_progress=False)
+    assert [builders._depth(builders._root(d)) for d in docs[:3]] == [5, 4, 5]
+    assert [builders.top_sequence(d) for d in docs] == ["NP_VP_.", "NP_VP_.", "NP_VP_.", "SBAR_,_NP_VP_.",
+                                                          "ADVP_VP_?"]
+
+
+def test_tense_and_number_by_hand():
+    sentences = tok("The old men in the village were reading the newspapers.", "Tom ate the cakes.",
+                    "She has eaten an apple.", "The committee will announce its decision tomorrow.",
+                    "The dog chases the cat.")
+    tense = labels_of(builders.main_tense(sentences, "en"))
+    assert tense == {sentences[0]: "PAST", sentences[1]: "PAST", sentences[2]: "PRES", sentences[4]: "PRES"}
+    subjects = labels_of(builders.subject_number(sentences, "en"))  # pronoun/proper-noun subjects dropped
+    assert subjects == {sentences[0]: "NNS", sentences[3]: "NN", sentences[4]: "NN"}
+    objects = labels_of(builders.object_number(sentences, "en"))
+    assert objects[sentences[0]] == "NNS" and objects[sentences[1]] == "NNS" and objects[sentences[2]] == "NN"
+
+
+def test_changing_builders_use_each_source_once_and_change_it_right():
+    pool = tok(*(f"I have {n} ears but I only have one mouth." for n in ("two", "three", "four", "five", "six")))
+    inverted = builders.coordination_inversion(pool, "en", seed=0)
+    assert len(inverted) == len(pool)
+    for label, sentence in inverted:
+        source = next(s for s in pool if s.split()[2] in sentence.split())
+        expected = source if label == "O" else "I only have one mouth but " + source[:source.index(" but")] + " ."
+        assert sentence == expected
+    shifted = builders.bigram_shift(pool, "en", seed=1)
+    assert Counter(label for label, _ in shifted) == Counter({"O": 2, "I": 3})
+    for label, sentence in shifted:
+        tokens = sentence.split()
+        assert tokens[-1] == "." and sorted(tokens) == sorted(next(s for s in pool if sorted(s.split()) == sorted(
+            tokens)).split())
+        differs = sum(a != b for a, b in zip(tokens, next(s for s in pool if sorted(s.split()) == sorted(tokens))
+                                                 .split()))
+        assert differs == (2 if label == "I" else 0)
+
+
+def one_token_change(sources, sentence):
+    """The (old, new) token of the source that differs from ``sentence`` in exactly one token."""
+    for source in sources:
+        diff = [(a, b) for a, b in zip(source.split(), sentence.split()) if a != b]
+        if len(source.split()) == len(sentence.split()) and len(diff) == 1:
+            return diff[0]
+    raise AssertionError(f"{sentence!r} is not one token away from a source")
+
+
+def test_gender_swaps_articles_not_clitics():
+    french = tok("Le chat mange la souris.", "Je la connais bien.", "Une femme achète un livre.")
+    spanish = tok("Los niños comen las manzanas.", "Las compré ayer.")
+    for language, sources in (("fr", french), ("es", spanish)):
+        out = [pair for seed in range(4) for pair in builders.article_gender(sources, language, seed=seed)]
+        assert {label for label, _ in out} == {"correct", "incorrect"}
+        for label, sentence in out:
+            assert not sentence.startswith(("Je", "Las compré"))  # clitic pronouns are never candidates
+            if label == "correct":
+                assert sentence in sources
+            else:
+                old, new = one_token_change(sources, sentence)
+                assert builders.ARTICLE_SWAPS[language][old.lower()] == new.lower()
+                assert old[0].isupper() == new[0].isupper()
+    with pytest.raises(ValueError, match="exists for fr, es"):
+        builders.article_gender(french, "tr")
+
+
+def test_word_content_and_punct_first_by_hand():
+    pool = tok("the cat sat .", "the dog sat .", "a cat ran .", "the cat saw a dog .", "Oh, no!", "Wait - what?")
+    # by frequency, ties alphabetical: cat 3, the 3, a 2, dog 2, sat 2, ...: ranks 2-3 are "a" and "dog"
+    content = builders.word_content(pool, "en", first_rank=2, n_words=2)
+    assert content == [("dog", pool[1]), ("a", pool[2])]  # "the cat saw a dog ." holds both targets: dropped
+    first = labels_of(builders.punct_first(pool, "en", marks=[".", ","]))
+    assert first[pool[0]] == "." and first[pool[4]] == "," and first[pool[5]] == "other"
+
+
+def test_somo_replacement_is_frequency_matched_and_attested():
+    pool = probe_pool()[:3000]
+    tokens = tok(*pool)
+    counts = Counter(t.lower() for s in tokens for t in s.split())
+    bigrams = {(a.lower(), b.lower()) for s in tokens for a, b in zip(s.split(), s.split()[1:])}
+    out = builders.odd_man_out(tokens, "en", seed=0)
+    changed = [s for label, s in out if label == "C"]
+    assert len(changed) > 300
+    originals = {len(s.split()): [] for s in tokens}
+    for s in tokens:
+        originals[len(s.split())].append(s.split())
+    for sentence in changed[:100]:
+        new = sentence.split()
+        source = next(o for o in originals[len(new)] if sum(a != b for a, b in zip(o, new)) == 1)
+        i = next(i for i, (a, b) in enumerate(zip(source, new)) if a != b)
+        assert abs(counts[new[i]] - counts[source[i].lower()]) <= 0.1 * counts[source[i].lower()] + 1
+        assert (new[i - 1].lower(), new[i]) in bigrams and (new[i], new[i + 1].lower()) in bigrams
+
+
+@pytest.mark.parametrize("task", task_names())
+def test_every_task_builds_from_real_pool_sentences(task):
+    card = get_task(task)
+    pool = probe_pool(language=card.language)[:4000]
+    data = build_task(task, sizes={"train": 800, "valid": 100, "test": 100}, pool=pool).data
+    assert len(data) > 50 and data["label"].nunique() >= 2
+    assert not card.labels or set(data["label"]) <= set(card.labels)
+    assert data["sentence"].is_unique  # one example per sentence: splits are disjoint
+    if card.balanced:
+        counts = data["label"].value_counts()
+        assert counts.max() - counts.min() <= 2

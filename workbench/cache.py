@@ -1,0 +1,207 @@
+"""The embedding cache: an encoder's outputs stored per (encoder fingerprint, exact sentence list).
+
+Entries live under ``<home>/cache/embeddings/<fingerprint[:16]>/<sentences digest>.safetensors``: one file
+holding the array (float16 unless a value overflows it) and a header with the sha256 of the array's bytes, the
+encoder's name and full fingerprint. Writes go to a temp file renamed into place, under a file lock, so two
+processes asking for the same entry encode it once; a read re-checks the checksum, and an entry that is
+truncated or corrupted is reported, deleted and recomputed — never returned.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from filelock import FileLock
+from safetensors import SafetensorError, safe_open
+from safetensors.numpy import load_file, save_file
+
+from .encoders import Encoder, check_embeddings
+from .paths import home_dir
+
+log = logging.getLogger(__name__)
+
+FORMAT_VERSION = "1"
+FLOAT16_MAX = float(np.finfo(np.float16).max)
+
+
+def cache_dir() -> Path:
+    return home_dir() / "cache" / "embeddings"
+
+
+def sentences_digest(sentences: Sequence[str]) -> str:
+    """sha256 of the exact, ordered sentence list (length-prefixed, so no separator can collide)."""
+    h = hashlib.sha256()
+    for sentence in sentences:
+        raw = sentence.encode("utf-8")
+        h.update(len(raw).to_bytes(8, "little"))
+        h.update(raw)
+    return h.hexdigest()
+
+
+def _array_digest(array: np.ndarray) -> str:
+    return hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()
+
+
+class CachedEncoder:
+    """An Encoder that answers from the cache and encodes (then stores) only on a miss.
+
+    Same ``name``, ``dim``, ``fingerprint`` and ``languages`` as the wrapped encoder; ``hits`` and ``misses``
+    count lookups. ``dtype`` is the storage type (float16 halves the disk; results come back as float32).
+    """
+
+    def __init__(self, encoder: Encoder, dtype: str = "float16", root: Path | None = None):
+        if dtype not in ("float16", "float32"):
+            raise ValueError(f"cache dtype {dtype!r} is not valid; valid: float16, float32")
+        self.encoder, self.dtype, self.root = encoder, dtype, root
+        self.name, self.dim, self.fingerprint = encoder.name, encoder.dim, encoder.fingerprint
+        languages = getattr(encoder, "languages", None)
+        if languages is not None:
+            self.languages = languages
+        self.hits = self.misses = 0
+
+    def path_for(self, sentences: Sequence[str]) -> Path:
+        root = self.root or cache_dir()
+        return root / self.fingerprint[:16] / f"{sentences_digest(sentences)}.safetensors"
+
+    def encode(self, sentences: Sequence[str], batch_size: int = 256, show_progress: bool = False) -> np.ndarray:
+        sentences = list(sentences)
+        path = self.path_for(sentences)
+        found = self._read(path, len(sentences))
+        if found is not None:
+            self.hits += 1
+            return found
+        path.parent.mkdir(parents=True, exist_ok=True)  # for the lock file
+        with FileLock(str(path) + ".lock"):
+            found = self._read(path, len(sentences))  # another process may have written it meanwhile
+            if found is not None:
+                self.hits += 1
+                return found
+            self.misses += 1
+            embeddings = check_embeddings(self.encoder, self.encoder.encode(
+                sentences, batch_size=batch_size, show_progress=show_progress), len(sentences))
+            # what was stored, so a miss and a later hit give identical numbers
+            return self._write(path, embeddings).astype(np.float32)
+
+    def _read(self, path: Path, n: int) -> np.ndarray | None:
+        if not path.is_file():
+            return None
+        try:
+            with safe_open(str(path), framework="numpy") as handle:
+                meta = handle.metadata() or {}
+            array = load_file(str(path))["embeddings"]
+            problem = None
+            if meta.get("fingerprint") != self.fingerprint:
+                problem = "it belongs to another encoder"
+            elif array.shape != (n, self.dim):
+                problem = f"shape {array.shape} instead of ({n}, {self.dim})"
+            elif _array_digest(array) != meta.get("sha256"):
+                problem = "its checksum does not match"
+        except (SafetensorError, OSError, ValueError, KeyError) as err:
+            problem = f"it cannot be read ({err})"
+        if problem is None:
+            return array.astype(np.float32)
+        log.warning("cache entry %s is corrupt (%s); recomputing it", path, problem)
+        path.unlink(missing_ok=True)
+        return None
+
+    def _write(self, path: Path, embeddings: np.ndarray) -> np.ndarray:
+        dtype = self.dtype
+        if dtype == "float16" and np.abs(embeddings).max(initial=0) > FLOAT16_MAX:
+            dtype = "float32"
+        stored = np.ascontiguousarray(embeddings.astype(dtype))
+        meta = {"format": FORMAT_VERSION, "encoder": self.name, "fingerprint": self.fingerprint,
+                "sha256": _array_digest(stored), "n": str(len(stored))}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        save_file({"embeddings": stored}, str(tmp), metadata=meta)
+        os.replace(tmp, path)
+        return stored
+
+    def __repr__(self) -> str:
+        return f"<cached {self.encoder!r}>"
+
+
+def cached(encoder: Encoder, dtype: str = "float16") -> CachedEncoder:
+    """``encoder`` behind the embedding cache (an already cached encoder is returned as it is)."""
+    return encoder if isinstance(encoder, CachedEncoder) else CachedEncoder(encoder, dtype)
+
+
+@dataclass
+class CacheEntry:
+    encoder: str
+    fingerprint: str
+    n_entries: int
+    n_sentences: int
+    bytes: int
+
+
+def cache_summary() -> pd.DataFrame:
+    """One row per cached encoder: name, fingerprint prefix, embedding entries, sentences, and bytes on disk
+    (embeddings and the results computed from them)."""
+    rows = []
+    root = cache_dir()
+    for folder in sorted(p for p in root.glob("*") if p.is_dir()) if root.is_dir() else []:
+        name, entries, sentences, size = "?", 0, 0, 0
+        for path in folder.glob("*.safetensors"):
+            size += path.stat().st_size
+            entries += 1
+            try:
+                with safe_open(str(path), framework="numpy") as handle:
+                    meta = handle.metadata() or {}
+                name, sentences = meta.get("encoder", name), sentences + int(meta.get("n", 0))
+            except (SafetensorError, OSError, ValueError):
+                pass
+        size += sum(p.stat().st_size for p in (results_dir() / folder.name).rglob("*.json"))
+        rows.append(CacheEntry(name, folder.name, entries, sentences, size).__dict__)
+    return pd.DataFrame(rows, columns=list(CacheEntry.__dataclass_fields__))
+
+
+def clear_cache(encoder: str | None = None) -> int:
+    """Delete every entry, or those of one encoder (its name, or a fingerprint of at least 6 hex digits);
+    returns the bytes freed."""
+    root = cache_dir()
+    freed = 0
+    for row in cache_summary().itertuples():
+        by_fingerprint = encoder is not None and len(encoder) >= 6 and row.fingerprint.startswith(encoder[:16])
+        if encoder is None or encoder == row.encoder or by_fingerprint:
+            freed += row.bytes
+            shutil.rmtree(root / row.fingerprint, ignore_errors=True)
+            shutil.rmtree(results_dir() / row.fingerprint, ignore_errors=True)
+    return freed
+
+
+def results_dir() -> Path:
+    return home_dir() / "cache" / "results"
+
+
+def remember(kind: str, fingerprint: str, key: dict, compute: Callable[[], dict | list],
+             refresh: bool = False) -> dict | list:
+    """The JSON result of ``compute()`` for the encoder with ``fingerprint``, stored under (``kind``, ``key``)
+    and computed only on a miss (or always, with ``refresh``). ``key`` names everything else the result
+    depends on (data, options, version).
+    """
+    key = {"fingerprint": fingerprint, **key}
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:24]
+    path = results_dir() / fingerprint[:16] / kind / f"{digest}.json"
+    if path.is_file() and not refresh:
+        try:
+            stored = json.loads(path.read_text(encoding="utf-8"))
+            if stored.get("key") == json.loads(json.dumps(key, default=str)):
+                return stored["result"]
+        except (json.JSONDecodeError, AttributeError):
+            pass
+        log.warning("cached result %s is unreadable or stale; recomputing it", path)
+    result = compute()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps({"key": key, "result": result}, default=str), encoding="utf-8")
+    os.replace(tmp, path)
+    return result

