@@ -38,7 +38,7 @@ def test_unknown_choice_lists_valid_ones(capsys):
 
 
 def test_planned_commands_say_so(capsys):
-    assert cli.main(["train"]) == 2
+    assert cli.main(["transfer"]) == 2
     assert "not available yet" in capsys.readouterr().err
 
 

@@ -165,7 +165,8 @@ def test_mlp_probe_and_mdl(length_task):
     mlp = probe(exact, length_task, classifier="mlp", control=False)
     assert mlp.accuracy > 0.9 and mlp.classifier == "mlp" and "hidden=" in mlp.hyperparameters
     informative, useless = probe(exact, length_task, mdl=True), probe(noise, length_task, mdl=True)
-    assert informative.compression > 2 and useless.compression < 1.1
+    # noise still compresses a little (the probe learns the label frequencies), far less than real signal
+    assert informative.compression > 3 * useless.compression and useless.compression < 1.25
     assert informative.mdl_bits < useless.mdl_bits
     with pytest.raises(UnknownNameError, match="valid: logreg, mlp"):
         probe(exact, length_task, classifier="svm")

@@ -6,12 +6,14 @@
     wb.evaluate(enc, "sts")             # tidy DataFrame, Pearson per STS dataset and year
     wb.report(df, "reports/x.html")     # self-contained HTML + CSV/JSON
 """
+from .cache import cached
 from .encoders import Encoder, untrained_encoder
 from .evaluation import evaluate
 from .figures import report
 from .probing.build import build_task
 from .probing.probe import ProbeResult, probe, probe_all
 from .probing.tasks import get_task, task_names
+from .train import load
 
 __all__ = ["Encoder", "untrained_encoder", "evaluate", "report", "build_task", "ProbeResult", "probe",
-           "probe_all", "get_task", "task_names"]
+           "probe_all", "get_task", "task_names", "load", "cached"]

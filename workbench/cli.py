@@ -13,8 +13,7 @@ from .data.corpora import PAIRS, split_summary
 from .data.sts import STS_DATASETS
 from .errors import WorkbenchError
 
-PLANNED = {"train": "training BGT and its baselines (issue #4)",
-           "transfer": "style transfer with a trained BGT (issues #4 and #8)"}
+PLANNED = {"transfer": "style transfer with a trained BGT (issue #8)"}
 
 
 def _demo(args) -> None:
@@ -46,9 +45,27 @@ def _data(args) -> None:
             print(f"STS{year % 100}: {counts}")
 
 
+def _train(args) -> None:
+    from .train import Trainer, TrainConfig
+    changes = {"max_updates": args.max_updates, "seed": args.seed}
+    if args.config:
+        cfg = TrainConfig.from_file(args.config)
+        cfg = TrainConfig(**{**cfg.__dict__, **{k: v for k, v in changes.items() if v is not None}})
+    else:
+        cfg = TrainConfig.from_preset(args.preset, model=args.model, pair=args.pair, **changes)
+    out = Path(args.out or f"runs/{cfg.model}-{cfg.pair}-{cfg.preset}")
+    final = Trainer(cfg, out, resume=args.resume).run()
+    print(f"{cfg.model} {cfg.pair} ({cfg.preset}): update {final.get('update')}, loss {final.get('loss', 0):.3f}, "
+          f"valid loss {final.get('valid_loss', float('nan')):.3f}\nrun: {out.resolve()}")
+
+
 def _encoder(args, name: str | None = None):
+    """``--encoder NAME`` (untrained/reference), or with ``--model RUN`` the view ``--encoder`` of that model."""
+    if args.model and name is None:
+        from .train import load
+        return load(args.model).encoder(args.encoder or "semantic")
     from .encoders import named_encoder
-    return named_encoder(name or args.encoder, args.pair)
+    return named_encoder(name or args.encoder or "random-transformer", args.pair)
 
 
 def _encode(args) -> None:
@@ -130,7 +147,7 @@ def _evaluate(args) -> None:
     if args.against:
         from .evaluation import compare_sts
         comparison = compare_sts(_encoder(args), _encoder(args, args.against), n_boot=args.n_boot)
-        print(f"\npaired bootstrap on STS ({args.n_boot} resamples), {args.encoder} minus {args.against}:")
+        print(f"\npaired bootstrap on STS ({args.n_boot} resamples), {comparison.a[0]} minus {comparison.b[0]}:")
         print(comparison.drop(columns=["a", "b", "n_boot"]).round(4).to_string(index=False))
 
 
@@ -164,8 +181,10 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--test-size", type=int, default=test, help=f"test examples ({what.format(test)})")
 
     def encoder_args(p):
-        p.add_argument("--encoder", choices=[*UNTRAINED, *REFERENCE], default="random-transformer",
-                       help="encoder to use (minilm needs the 'minilm' extra)")
+        p.add_argument("--model", help="a trained model (run directory, checkpoint, or name in trained/)")
+        p.add_argument("--encoder", help=f"without --model: {', '.join([*UNTRAINED, *REFERENCE])} (default "
+                       "random-transformer; minilm needs the 'minilm' extra); with --model: the view, semantic "
+                       "(default) or a language (en, fr, ...)")
         p.add_argument("--pair", choices=PAIRS, default="en-fr", help="language pair of the tokenizer")
 
     p = sub.add_parser("demo", help="run the demo pipeline on real data and write an HTML report")
@@ -187,6 +206,19 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--years", type=int, nargs="+", choices=list(STS_DATASETS), default=list(STS_DATASETS))
     q.add_argument("--dest", help="data root to write into (default: the workbench data folder)")
     p.set_defaults(func=_data)
+
+    from .train import MODELS, PRESETS
+    p = sub.add_parser("train", help="train BGT or one of its Transformer ablations/baselines")
+    p.add_argument("--model", choices=MODELS, default="bgt")
+    p.add_argument("--pair", choices=PAIRS, default="en-fr")
+    p.add_argument("--preset", choices=list(PRESETS), default="tiny",
+                   help="tiny (CI, <1 min CPU), small (the shipped recipe, minutes on a GPU), paper")
+    p.add_argument("--config", help="TOML/JSON file of training settings (instead of --model/--pair/--preset)")
+    p.add_argument("--out", help="run directory (runs/MODEL-PAIR-PRESET)")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out from its latest checkpoint")
+    p.add_argument("--max-updates", type=int, help="override the preset's number of updates")
+    p.add_argument("--seed", type=int)
+    p.set_defaults(func=_train)
 
     p = sub.add_parser("encode", help="encode a file of sentences (one per line) into a .npy matrix")
     encoder_args(p)

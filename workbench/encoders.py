@@ -91,9 +91,11 @@ def _length_sorted_batches(lengths: Sequence[int], batch_size: int) -> list[np.n
 class TransformerEncoder:
     """An Encoder view of a :class:`SentenceEncoder`: the test-time embedding ``mu`` (BGT_SPEC §6.1)."""
 
-    def __init__(self, name: str, module: SentenceEncoder, tokenizer: Tokenizer, max_len: int = 256):
-        self.name, self.module, self.tokenizer, self.max_len = name, module.eval(), tokenizer, max_len
-        self.dim, self.languages = module.cfg.latent_dim, tokenizer.languages
+    def __init__(self, name: str, module: SentenceEncoder, tokenizer: Tokenizer, max_len: int = 256,
+                 languages: tuple[str, ...] | None = None):
+        self.name, self.module, self.tokenizer = name, module, tokenizer
+        self.max_len = min(max_len, module.cfg.max_len)  # longer inputs are truncated (EOS kept)
+        self.dim, self.languages = module.cfg.latent_dim, languages or tokenizer.languages
         self.fingerprint = weights_fingerprint(module, tokenizer.digest, json.dumps(asdict(module.cfg)))
 
     @torch.no_grad()

@@ -17,7 +17,9 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-L2_GRID = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5)
+# Three strengths, 50 L-BFGS iterations each (warm-started): on WordContent, BShift and Length this was within
+# 0.2 accuracy points of a five-value grid (1e-1 … 1e-5) at 100 iterations, in about half the time.
+L2_GRID = (1e-2, 1e-3, 1e-4)
 
 
 class _TorchProbe(BaseEstimator, ClassifierMixin):
@@ -52,7 +54,7 @@ class _TorchProbe(BaseEstimator, ClassifierMixin):
 class LogisticProbe(_TorchProbe):
     """Multinomial logistic regression; loss = mean cross-entropy + l2/2·‖W‖², l2 picked on validation."""
 
-    def __init__(self, l2_grid: Sequence[float] = L2_GRID, max_iter: int = 100):
+    def __init__(self, l2_grid: Sequence[float] = L2_GRID, max_iter: int = 50):
         self.l2_grid, self.max_iter = l2_grid, max_iter
 
     def fit(self, X, y, X_valid=None, y_valid=None) -> "LogisticProbe":

@@ -22,7 +22,7 @@ from .control import control_labels
 from .mdl import online_codelength
 from .tasks import get_task
 
-PROBE_VERSION = 2  # bump when a change alters results, so cached ones are recomputed
+PROBE_VERSION = 4  # bump when a change alters results, so cached ones are recomputed
 
 
 @dataclass
@@ -131,10 +131,11 @@ def _run_probe(encoder, dataset, splits, classifier, seed, control, mdl) -> Prob
                          majority=float((y["te"] == majority_label).mean()), control_accuracy=None,
                          n_train=len(y["tr"]), n_test=len(y["te"]),
                          hyperparameters=", ".join(f"{k}={v:g}" for k, v in chosen.items()))
-    if control:
+    if control:  # the same probe, with the hyper-parameters chosen for the task (Hewitt & Liang 2019)
         fake = control_labels(list(dataset.data["sentence"]), list(dataset.data["label"]), seed=seed)
         fake = {tag: fake[(dataset.data["split"] == tag).to_numpy()] for tag in ("tr", "va", "te")}
-        control_clf = _classifier(classifier, seed).fit(X["tr"], fake["tr"], X["va"], fake["va"])
+        chosen_grid = {"l2_grid": (clf.l2_,), **({"hidden_grid": (clf.hidden_,)} if classifier == "mlp" else {})}
+        control_clf = _classifier(classifier, seed, **chosen_grid).fit(X["tr"], fake["tr"], X["va"], fake["va"])
         result.control_accuracy = float((control_clf.predict(X["te"]) == fake["te"]).mean())
     if mdl:  # the online code reuses the regularisation chosen on the full training set
         codes = online_codelength(lambda: _classifier("logreg", seed, l2_grid=(clf.l2_,)), X["tr"], y["tr"],

@@ -1,0 +1,157 @@
+"""The Trainer: loss falls on real data, checkpoints round-trip, SIGKILL + resume is exact, DDP on gloo."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from workbench.data.tokenizer import pair_tokenizer
+from workbench.errors import UnknownNameError, WorkbenchError
+from workbench.train import Trainer, TrainConfig, inverse_sqrt_lr, load
+
+QUICK = {"max_pairs": 1000, "max_valid_pairs": 100, "max_updates": 40, "save_every": 4, "valid_every": 10}
+LOSS_KEYS = ("loss", "recon", "trans", "kl", "grad_norm", "kl_weight", "lr", "sentences", "tokens")
+
+
+def metrics(run_dir):
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def write_config(path, **values):
+    path.write_text("\n".join(f"{k} = {json.dumps(v)}" for k, v in {"preset": "tiny", **values}.items()) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def tiny_tokenizer():
+    """The tiny preset's 1,000-piece en-fr model, trained once before any subprocess needs it."""
+    return pair_tokenizer("en-fr", TrainConfig.from_preset("tiny").vocab_size)
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory, tiny_tokenizer):
+    run_dir = tmp_path_factory.mktemp("tiny") / "run"
+    trainer = Trainer(TrainConfig.from_preset("tiny", max_updates=30, valid_every=10, save_every=10), run_dir,
+                      show_progress=False)
+    trainer.run()
+    return trainer, run_dir
+
+
+def test_tiny_training_lowers_the_loss_on_real_pairs(tiny_run):
+    _, run_dir = tiny_run
+    rows = metrics(run_dir)
+    assert [r["update"] for r in rows] == list(range(1, 31))
+    per_token = [r["recon_per_token"] + r["trans_per_token"] for r in rows]
+    assert np.mean(per_token[-5:]) < 0.8 * np.mean(per_token[:3])
+    valid = [r["valid_loss"] for r in rows if "valid_loss" in r]
+    assert len(valid) == 3 and valid[-1] < valid[0]
+    assert rows[-1]["kl_weight"] == pytest.approx(29 / 40)  # linear, x0 = 40 in the tiny preset
+    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["update-20", "update-30"]
+    assert (run_dir / "latest").read_text() == "update-30"
+
+
+def test_checkpoint_round_trip_gives_identical_encodings(tiny_run):
+    trainer, run_dir = tiny_run
+    sentences = ["A man is playing a guitar.", "Un homme joue de la guitare.", "Tom is here."]
+    loaded = load(run_dir)
+    for view in ("semantic", "en", "fr"):
+        original = trainer.model.encoder(view, trainer.tokenizer).encode(sentences)
+        np.testing.assert_array_equal(loaded.encoder(view).encode(sentences), original)
+    assert loaded.encoder("semantic").languages == ("en", "fr") and loaded.encoder("fr").languages == ("fr",)
+    assert loaded.encoder("en").fingerprint != loaded.encoder("semantic").fingerprint
+
+
+def test_resume_refuses_another_model_or_vocabulary(tiny_run, tmp_path):
+    _, run_dir = tiny_run
+    with pytest.raises(WorkbenchError, match="checkpoint of model 'bgt', not 'bilingual_trans'"):
+        Trainer(TrainConfig.from_preset("tiny", model="bilingual_trans"), run_dir, resume=True)
+    with pytest.raises(WorkbenchError, match="already holds a run; pass --resume"):
+        Trainer(TrainConfig.from_preset("tiny"), run_dir)
+    copy = tmp_path / "copy"
+    subprocess.run(["cp", "-r", str(run_dir), str(copy)], check=True)
+    config = copy / "checkpoints" / "update-30" / "config.json"
+    meta = json.loads(config.read_text())
+    meta["tokenizer_sha256"] = "0" * 64
+    config.write_text(json.dumps(meta))
+    with pytest.raises(WorkbenchError, match="another vocabulary"):
+        Trainer(TrainConfig.from_preset("tiny", max_updates=30), copy, resume=True)
+
+
+def test_bad_training_configs_list_the_valid_choices(tmp_path):
+    with pytest.raises(UnknownNameError, match="valid: bgt, bgt_no_langvars"):
+        TrainConfig(model="bgt_plus")
+    with pytest.raises(UnknownNameError, match="en-fr"):
+        TrainConfig(pair="en-de")
+    with pytest.raises(UnknownNameError, match="valid: paper, small, tiny"):
+        TrainConfig.from_preset("huge")
+    with pytest.raises(WorkbenchError, match="unknown training config keys"):
+        TrainConfig.from_file(write_config(tmp_path / "c.toml", layers=3))
+    with pytest.raises(WorkbenchError, match="neither a checkpoint"):
+        load(tmp_path)
+
+
+def test_inverse_sqrt_schedule():
+    cfg = TrainConfig(lr=1e-3, warmup=100, warmup_init_lr=0.0)
+    assert inverse_sqrt_lr(50, cfg) == pytest.approx(5e-4)
+    assert inverse_sqrt_lr(100, cfg) == pytest.approx(1e-3)
+    assert inverse_sqrt_lr(400, cfg) == pytest.approx(5e-4)
+
+
+def train_command(config, out, *extra):
+    return [sys.executable, "-m", "workbench.cli", "train", "--config", str(config), "--out", str(out), *extra]
+
+
+def test_sigkill_and_resume_reproduces_the_uninterrupted_losses(tmp_path, tiny_tokenizer):
+    config = write_config(tmp_path / "quick.toml", **QUICK)
+    env = {**os.environ, "TQDM_DISABLE": "1"}
+    subprocess.run(train_command(config, tmp_path / "straight"), check=True, env=env, capture_output=True)
+    victim = subprocess.Popen(train_command(config, tmp_path / "killed"), env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    latest = tmp_path / "killed" / "latest"
+    deadline = time.time() + 300
+    while not latest.exists() and time.time() < deadline:
+        time.sleep(0.01)
+    victim.send_signal(signal.SIGKILL)  # mid-run: the first checkpoint has just been written
+    victim.wait()
+    assert latest.read_text() != f"update-{QUICK['max_updates']}", "the run finished before it could be killed"
+    subprocess.run(train_command(config, tmp_path / "killed", "--resume"), check=True, env=env,
+                   capture_output=True)
+    straight, resumed = metrics(tmp_path / "straight"), metrics(tmp_path / "killed")
+    assert len(straight) == len(resumed) == QUICK["max_updates"]
+    for a, b in zip(straight, resumed):
+        assert {k: a[k] for k in LOSS_KEYS} == {k: b[k] for k in LOSS_KEYS}  # bit for bit
+        assert a.get("valid_loss") == b.get("valid_loss")
+
+
+def test_ddp_two_processes_on_gloo_match_one_process_with_accumulation(tmp_path, tiny_tokenizer):
+    base = {**QUICK, "max_updates": 3, "save_every": 3, "valid_every": 3}
+    env = {**os.environ, "TQDM_DISABLE": "1"}
+    one = write_config(tmp_path / "one.toml", **base, update_freq=2)
+    two = write_config(tmp_path / "two.toml", **base, update_freq=1)
+    subprocess.run(train_command(one, tmp_path / "single"), check=True, env=env, capture_output=True)
+    ddp = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--master_port=29533",
+                          "-m", "workbench.cli", "train", "--config", str(two), "--out", str(tmp_path / "ddp")],
+                         env=env, capture_output=True, text=True)
+    assert ddp.returncode == 0, ddp.stderr[-2000:]
+    single, parallel = metrics(tmp_path / "single"), metrics(tmp_path / "ddp")
+    assert len(parallel) == 3  # only rank 0 writes
+    for a, b in zip(single, parallel):
+        assert a["sentences"] == b["sentences"] and a["tokens"] == b["tokens"]  # the same pairs per update
+        assert b["loss"] == pytest.approx(a["loss"], rel=1e-4)  # the same model after each update
+
+
+def test_cli_probes_a_view_of_a_trained_model(tiny_run, capsys):
+    from workbench.cli import main
+    _, run_dir = tiny_run
+    small = ["--train-size", "600", "--valid-size", "200", "--test-size", "200"]
+    assert main(["probe", "--model", str(run_dir), "--encoder", "en", "--task", "length", *small]) == 0
+    out = capsys.readouterr().out
+    assert "length" in out and "selectivity" in out
+    assert main(["probe", "--model", str(run_dir), "--encoder", "fr", "--task", "length", *small]) == 2
+    assert "task 'length' is in 'en' but encoder 'bgt-en-fr:fr' reads fr" in capsys.readouterr().err
+    assert main(["probe", "--model", str(run_dir), "--encoder", "de", "--task", "length", *small]) == 2
+    assert "unknown encoder view 'de'; valid: en, fr, semantic" in capsys.readouterr().err

@@ -1,0 +1,325 @@
+"""The Bilingual Generative Transformer and the paper's Transformer baselines (BGT_SPEC §2–4).
+
+One model class, configured by ``setting``:
+
+========================  ===============================================================================
+``bgt``                   q(z_sem | x_en or x_xx), q(z_en | x_en), q(z_xx | x_xx); decoders p(x_en | z_en, z_sem)
+                          and p(x_xx | z_xx, z_sem); KL of all three latents to N(0, I), annealed; plus the
+                          BILINGUALTRANS translation loss from z_sem of each side
+``bgt_no_prior``          ``bgt`` without the KL term (no logv)
+``bgt_no_langvars``       no language encoders: both decoders read z_sem only; KL on z_sem; translation loss
+``bilingual_trans``       the semantic encoder and two translation decoders, 0.5 × (en→xx + xx→en), no KL
+``english_trans``         English encoder, one decoder to the foreign language
+``english_ae``            English encoder, one decoder reconstructing the English sentence
+``english_vae``           ``english_ae`` with a Gaussian posterior, sampled z and the annealed KL
+========================  ===============================================================================
+
+The semantic encoder alternates its input language for the generative path (``sem_side``) and reads both
+sides for the translation loss. Decoders have one post-LN layer and no cross-attention: the latent enters by
+concatenation before a linear sublayer ("Attention") and again before the output projection ("Logit").
+Losses are summed over tokens and latent dimensions and divided by the number of sentence pairs (§3.4).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, fields
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .transformer import EncoderLayer, SelfAttention, SentenceEncoder, TokenEmbedding, TransformerConfig, linear
+
+SETTINGS = ("bgt", "bgt_no_prior", "bgt_no_langvars", "bilingual_trans", "english_trans", "english_ae",
+            "english_vae")
+
+
+@dataclass
+class BGTConfig:
+    vocab_size: int
+    languages: tuple[str, str] = ("en", "fr")
+    setting: str = "bgt"
+    d_model: int = 512
+    ffn_dim: int = 1024
+    n_heads: int = 8
+    enc_layers: int = 3
+    dec_layers: int = 1
+    latent_dim: int = 512
+    dropout: float = 0.1
+    max_len: int = 1024
+    pad_id: int = 0
+    eos_id: int = 3
+    decoder_latent: str = "mean"  # "mean": the released code; "sample": the paper's reparameterised z
+    sem_side: str = "example"  # "example" | "microbatch" (BGT_SPEC §1.4)
+    attention_relu: bool = False  # the code computes F.relu without using it (D9)
+    kl_x0: int = 65536  # KL weight min(1, update / kl_x0)
+    recon_weight: float = 1.0
+    trans_weight: float = 1.0
+    label_smoothing: float = 0.1
+    extra: dict = field(default_factory=dict)  # free-form notes carried in config.json
+
+    def __post_init__(self):
+        self.languages = tuple(self.languages)
+        problems = []
+        if self.setting not in SETTINGS:
+            problems.append(f"setting {self.setting!r} is not one of {', '.join(SETTINGS)}")
+        if self.decoder_latent not in ("mean", "sample"):
+            problems.append(f"decoder_latent {self.decoder_latent!r} is not 'mean' or 'sample'")
+        if self.sem_side not in ("example", "microbatch"):
+            problems.append(f"sem_side {self.sem_side!r} is not 'example' or 'microbatch'")
+        if len(self.languages) != 2 or self.languages[0] != "en":
+            problems.append(f"languages must be ('en', xx), not {self.languages}")
+        if problems:
+            raise ValueError("; ".join(problems))
+
+    @property
+    def foreign(self) -> str:
+        return self.languages[1]
+
+    def encoder_config(self, n_layers: int | None = None) -> TransformerConfig:
+        return TransformerConfig(vocab_size=self.vocab_size, d_model=self.d_model, ffn_dim=self.ffn_dim,
+                                 n_heads=self.n_heads, n_layers=n_layers or self.enc_layers,
+                                 latent_dim=self.latent_dim, dropout=self.dropout, max_len=self.max_len,
+                                 pad_id=self.pad_id)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "BGTConfig":
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown model config keys {unknown}; valid: {', '.join(sorted(known))}")
+        return cls(**data)
+
+
+class LatentDecoder(nn.Module):
+    """p(x | c): causal self-attention, the "Attention" sublayer ``LN(x + Drop(W_a [x ; c]))``, FFN, then
+    logits ``W_out [c ; x]`` (no cross-attention; BGT_SPEC §2.5)."""
+
+    def __init__(self, cfg: BGTConfig, cond_dim: int):
+        super().__init__()
+        tcfg = cfg.encoder_config(cfg.dec_layers)
+        self.cfg, self.cond_dim = cfg, cond_dim
+        self.embed = TokenEmbedding(tcfg)
+        self.layers = nn.ModuleList(DecoderLayer(tcfg, cond_dim, cfg.attention_relu) for _ in range(cfg.dec_layers))
+        self.out = nn.Parameter(torch.randn(cfg.vocab_size, cond_dim + cfg.d_model) * cfg.d_model ** -0.5)
+
+    def forward(self, prev: torch.Tensor, cond: torch.Tensor) -> torch.Tensor:
+        """prev (B, T) = [EOS, y1 … y_{T-1}], cond (B, C) -> logits (B, T, V)."""
+        x = self.embed(prev)
+        for layer in self.layers:
+            x = layer(x, cond)
+        c = cond[:, None, :].expand(-1, x.shape[1], -1)
+        return torch.cat([c, x], dim=-1) @ self.out.t()
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, tcfg: TransformerConfig, cond_dim: int, attention_relu: bool):
+        super().__init__()
+        self.attn = SelfAttention(tcfg.d_model, tcfg.n_heads)
+        self.norm1 = nn.LayerNorm(tcfg.d_model)
+        self.cond = linear(tcfg.d_model + cond_dim, tcfg.d_model)
+        self.norm2 = nn.LayerNorm(tcfg.d_model)
+        self.ffn = EncoderLayer(tcfg).ffn
+        self.norm3 = nn.LayerNorm(tcfg.d_model)
+        self.drop = nn.Dropout(tcfg.dropout)
+        self.attention_relu = attention_relu
+
+    def forward(self, x: torch.Tensor, cond: torch.Tensor) -> torch.Tensor:
+        x = self.norm1(x + self.drop(self.attn(x, causal=True)))
+        mixed = self.cond(torch.cat([x, cond[:, None, :].expand(-1, x.shape[1], -1)], dim=-1))
+        if self.attention_relu:
+            mixed = F.relu(mixed)
+        x = self.norm2(x + self.drop(mixed))
+        return self.norm3(x + self.drop(self.ffn(x)))
+
+
+def shift_right(tokens: torch.Tensor, eos_id: int, pad_id: int) -> torch.Tensor:
+    """Teacher-forcing input [EOS, y1 … y_{T-1}] for right-padded targets (B, T)."""
+    prev = torch.full_like(tokens, pad_id)
+    prev[:, 0] = eos_id
+    prev[:, 1:] = tokens[:, :-1]
+    return prev
+
+
+def kl_to_standard_normal(mu: torch.Tensor, logv: torch.Tensor) -> torch.Tensor:
+    """Σ over dims of KL(N(mu, exp(logv)) || N(0, I)), per example."""
+    return -0.5 * (1 + logv - mu.pow(2) - logv.exp()).sum(-1)
+
+
+def token_losses(logits: torch.Tensor, target: torch.Tensor, pad_id: int, smoothing: float
+                 ) -> tuple[torch.Tensor, torch.Tensor]:
+    """(loss, nll) summed over non-pad tokens: fairseq's label smoothing (1−ε)·NLL + ε/V·Σ_v −log p_v."""
+    logp = F.log_softmax(logits.float(), dim=-1)
+    keep = target != pad_id
+    nll = -logp.gather(-1, target.unsqueeze(-1)).squeeze(-1)[keep].sum()
+    if smoothing == 0:
+        return nll, nll
+    smooth = -logp.sum(-1)[keep].sum() / logits.shape[-1]
+    return (1 - smoothing) * nll + smoothing * smooth, nll
+
+
+class BGT(nn.Module):
+    """The Bilingual Generative Transformer and its ablations/baselines (see the module docstring)."""
+
+    def __init__(self, cfg: BGTConfig):
+        super().__init__()
+        self.cfg = cfg
+        s, L = cfg.setting, cfg.latent_dim
+        gaussian = s in ("bgt", "bgt_no_langvars", "english_vae")
+        self.has_kl = gaussian
+        self.encoders = nn.ModuleDict({"semantic": SentenceEncoder(cfg.encoder_config(), with_logv=gaussian)})
+        if s in ("bgt", "bgt_no_prior"):
+            for lang in cfg.languages:
+                self.encoders[lang] = SentenceEncoder(cfg.encoder_config(), with_logv=gaussian)
+        self.decoders = nn.ModuleDict()
+        if s in ("bgt", "bgt_no_prior"):
+            for lang in cfg.languages:  # generative decoders on [z_lang ; z_sem]
+                self.decoders[lang] = LatentDecoder(cfg, 2 * L)
+        elif s == "bgt_no_langvars":
+            for lang in cfg.languages:
+                self.decoders[lang] = LatentDecoder(cfg, L)
+        elif s in ("english_ae", "english_vae"):
+            self.decoders["en"] = LatentDecoder(cfg, L)
+        if s in ("bgt", "bgt_no_prior", "bgt_no_langvars", "bilingual_trans"):
+            self.decoders[f"en->{cfg.foreign}"] = LatentDecoder(cfg, L)
+            self.decoders[f"{cfg.foreign}->en"] = LatentDecoder(cfg, L)
+        elif s == "english_trans":
+            self.decoders[f"en->{cfg.foreign}"] = LatentDecoder(cfg, L)
+
+    # --- encoders ------------------------------------------------------------------------------------------
+
+    @property
+    def views(self) -> tuple[str, ...]:
+        """Names of the encoders that give sentence embeddings: ``semantic`` and the language encoders."""
+        return tuple(self.encoders)
+
+    def view_languages(self, view: str) -> tuple[str, ...]:
+        """The languages an encoder view was trained to read."""
+        if view == "semantic":
+            return ("en",) if self.cfg.setting.startswith("english_") else self.cfg.languages
+        return (view,)
+
+    def encoder(self, view: str = "semantic", tokenizer=None):
+        """An Encoder (``name``, ``dim``, ``fingerprint``, ``encode``) over one inference network's ``mu``:
+        ``"semantic"`` or a language encoder (``"en"``, ``"fr"``, ...). Uses the tokenizer :func:`load` attached."""
+        from ..encoders import TransformerEncoder
+        from ..errors import check_name
+        check_name("encoder view", view, self.views)
+        tokenizer = tokenizer or getattr(self, "tokenizer", None)
+        if tokenizer is None:
+            raise ValueError("this model has no tokenizer attached; load it with workbench.load or pass tokenizer=")
+        name = f"{self.cfg.setting}-{'-'.join(self.cfg.languages)}:{view}"
+        return TransformerEncoder(name, self.encoders[view], tokenizer, languages=self.view_languages(view))
+
+    def latent(self, mu: torch.Tensor, logv: torch.Tensor | None) -> torch.Tensor:
+        """What the decoders see: ``mu`` (released code), or a reparameterised sample (paper) in training."""
+        if logv is None or not self.training or self.cfg.decoder_latent == "mean":
+            return mu
+        return mu + torch.exp(0.5 * logv) * torch.randn_like(mu)
+
+    # --- training loss -------------------------------------------------------------------------------------
+
+    def kl_weight(self, update: int) -> float:
+        """β(update) = min(1, update / kl_x0): linear annealing (BGT_SPEC §3.2)."""
+        return min(1.0, update / self.cfg.kl_x0) if self.has_kl else 0.0
+
+    def forward(self, en: torch.Tensor, xx: torch.Tensor, sem_en: torch.Tensor, update: int = 0
+                ) -> dict[str, torch.Tensor]:
+        """Loss terms of one micro-batch, each summed over tokens/dims and examples (not yet divided).
+
+        en, xx: (B, T) EOS-terminated, right-padded ids; sem_en: (B,) bool, True where the semantic encoder's
+        generative path reads English. Returns ``loss`` (the weighted sum) and the terms ``recon``, ``trans``,
+        ``kl``, ``kl_weight``, ``sentences``, ``tokens_en``, ``tokens_xx``.
+        """
+        cfg, s = self.cfg, self.cfg.setting
+        pad, eos, fx = cfg.pad_id, cfg.eos_id, cfg.foreign
+        zero = en.new_zeros((), dtype=torch.float)
+        recon = trans = kl = zero
+        target = {"en": en, fx: xx}
+        if s in ("english_ae", "english_vae"):
+            mu, logv = self.encoders["semantic"](en)
+            loss, nll = token_losses(self.decoders["en"](shift_right(en, eos, pad), self.latent(mu, logv)), en, pad,
+                                     cfg.label_smoothing)
+            recon = loss
+            if logv is not None:
+                kl = kl_to_standard_normal(mu, logv).sum()
+        elif s == "english_trans":
+            mu, _ = self.encoders["semantic"](en)
+            trans, _ = token_losses(self.decoders[f"en->{fx}"](shift_right(xx, eos, pad), mu), xx, pad,
+                                    cfg.label_smoothing)
+        else:
+            mu_en, logv_en = self.encoders["semantic"](en)
+            mu_xx, logv_xx = self.encoders["semantic"](xx)
+            t1, _ = token_losses(self.decoders[f"en->{fx}"](shift_right(xx, eos, pad), mu_en), xx, pad,
+                                 cfg.label_smoothing)
+            t2, _ = token_losses(self.decoders[f"{fx}->en"](shift_right(en, eos, pad), mu_xx), en, pad,
+                                 cfg.label_smoothing)
+            trans = t1 + t2
+            if s != "bilingual_trans":
+                side = sem_en[:, None].to(mu_en.device)
+                mu_sem = torch.where(side, mu_en, mu_xx)
+                logv_sem = None if logv_en is None else torch.where(side, logv_en, logv_xx)
+                z_sem = self.latent(mu_sem, logv_sem)
+                if logv_sem is not None:
+                    kl = kl + kl_to_standard_normal(mu_sem, logv_sem).sum()
+                for lang in cfg.languages:
+                    if s == "bgt_no_langvars":
+                        cond = z_sem
+                    else:
+                        mu_l, logv_l = self.encoders[lang](target[lang])
+                        cond = torch.cat([self.latent(mu_l, logv_l), z_sem], dim=-1)  # [language ; semantic]
+                        if logv_l is not None:
+                            kl = kl + kl_to_standard_normal(mu_l, logv_l).sum()
+                    _, nll = token_losses(self.decoders[lang](shift_right(target[lang], eos, pad), cond),
+                                          target[lang], pad, 0.0)
+                    recon = recon + nll  # reconstruction is un-smoothed NLL (§3.1)
+        beta = self.kl_weight(update)
+        trans_weight = 0.5 if s == "bilingual_trans" else cfg.trans_weight  # D7
+        loss = cfg.recon_weight * recon + beta * kl + trans_weight * trans
+        return {"loss": loss, "recon": recon.detach(), "trans": trans.detach(), "kl": kl.detach(),
+                "kl_weight": torch.tensor(beta), "sentences": torch.tensor(en.shape[0]),
+                "tokens_en": (en != pad).sum(), "tokens_xx": (xx != pad).sum()}
+
+    # --- generation (style transfer) -----------------------------------------------------------------------
+
+    @torch.no_grad()
+    def generate(self, decoder: str, cond: torch.Tensor, max_len: int = 100, beam: int = 1) -> list[list[int]]:
+        """Decode from conditioning vectors ``cond`` (B, C) with ``decoders[decoder]``: greedy (``beam=1``) or
+        beam search with length-normalised scores; returns id lists without the final EOS."""
+        if decoder not in self.decoders:
+            raise ValueError(f"no decoder {decoder!r}; this {self.cfg.setting} model has {', '.join(self.decoders)}")
+        dec, cfg = self.decoders[decoder], self.cfg
+        was_training = self.training
+        self.eval()
+        B, device = cond.shape[0], cond.device
+        cond = cond.repeat_interleave(beam, dim=0)
+        prefix = torch.full((B * beam, 1), cfg.eos_id, dtype=torch.long, device=device)
+        scores = torch.zeros(B, beam, device=device)
+        scores[:, 1:] = -math.inf  # all beams start identical: keep one alive at first
+        finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(B)]
+        alive = torch.ones(B * beam, dtype=torch.bool, device=device)
+        for step in range(max_len):
+            logp = F.log_softmax(dec(prefix, cond)[:, -1].float(), dim=-1)  # (B*beam, V)
+            V = logp.shape[-1]
+            logp[~alive] = -math.inf
+            total = (scores.view(-1, 1) + logp).view(B, beam * V)
+            best, index = total.topk(beam, dim=-1)
+            source = index // V + torch.arange(B, device=device)[:, None] * beam
+            token = index % V
+            prefix = torch.cat([prefix[source.view(-1)], token.view(-1, 1)], dim=1)
+            scores = best.clone()
+            ended = (token == cfg.eos_id) | (step == max_len - 1)
+            for b, k in ended.nonzero().tolist():
+                if torch.isfinite(best[b, k]):
+                    ids = prefix[b * beam + k, 1:].tolist()
+                    ids = ids[:-1] if ids and ids[-1] == cfg.eos_id else ids
+                    finished[b].append((best[b, k].item() / max(1, len(ids) + 1), ids))
+            scores[ended] = -math.inf
+            alive = torch.isfinite(scores).view(-1)
+            if all(len(f) >= beam for f in finished) or not alive.any():
+                break
+        self.train(was_training)
+        return [max(f, key=lambda item: item[0])[1] if f else [] for f in finished]

@@ -1,0 +1,384 @@
+"""The Trainer every neural model uses: token-budget batches, accumulation, AdamW + inverse-sqrt, clipping,
+bf16 autocast on CUDA, DDP under ``torchrun``, JSONL metrics, atomic checkpoints and exact resume.
+
+A run directory holds ``metrics.jsonl`` (one line per update, plus validation lines), ``checkpoints/update-N/``
+(``config.json``, ``model.safetensors``, ``spm.model``, ``trainer_state.safetensors`` + ``.json``: optimizer
+moments, RNG state, data position — no pickle) and ``latest`` naming the newest checkpoint. A checkpoint is
+written into a temporary folder and renamed, then ``latest`` is replaced atomically, so a run killed at any
+moment resumes from a complete checkpoint; on CPU the resumed run repeats the uninterrupted run's losses
+bit for bit (same batches, same RNG stream, same optimizer state).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import shutil
+import time
+import tomllib
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+from tqdm.auto import tqdm
+
+from .data.batching import collate, token_batches
+from .data.corpora import PAIRS, language_of, load_splits
+from .data.tokenizer import Tokenizer, pair_tokenizer
+from .errors import WorkbenchError, check_name
+from .models.bgt import BGT, SETTINGS, BGTConfig
+
+log = logging.getLogger(__name__)
+
+MODELS = SETTINGS  # the neural models `workbench train --model` knows (SP, BiLSTM, NMT, WMF: issue #7)
+PRESETS = {
+    # CI: trains in well under a minute on CPU and the loss visibly falls.
+    "tiny": {"model": {"d_model": 64, "ffn_dim": 128, "n_heads": 2, "enc_layers": 1, "latent_dim": 32,
+                       "dropout": 0.0, "max_len": 64},
+             "vocab_size": 1000, "max_pairs": 3000, "max_sentence_len": 32, "max_tokens": 1024, "update_freq": 1, "lr": 1e-3,
+             "warmup": 10, "max_updates": 40, "kl_x0": 40, "valid_every": 20, "save_every": 20,
+             "max_valid_pairs": 300},
+    # The shipped-model recipe (BGT_SPEC §8.2): minutes on one GPU.
+    "small": {"model": {"d_model": 512, "ffn_dim": 1024, "n_heads": 8, "enc_layers": 3, "latent_dim": 512,
+                        "dropout": 0.1, "max_len": 128},
+              "max_sentence_len": 64, "max_tokens": 8000, "update_freq": 2, "lr": 8e-4, "warmup": 300,
+              "max_updates": 3000, "kl_x0": 9000, "valid_every": 500, "save_every": 500},
+    # The paper's sizes (§2.1, §5): d=1024, 5-layer encoders, ~25k-token updates, 20k pieces.
+    "paper": {"model": {"d_model": 1024, "ffn_dim": 1024, "n_heads": 8, "enc_layers": 5, "latent_dim": 1024,
+                        "dropout": 0.3, "max_len": 1024},
+              "vocab_size": 20000, "max_sentence_len": 100, "max_tokens": 500, "update_freq": 50, "lr": 5e-4,
+              "warmup": 4000, "max_updates": 20000, "kl_x0": 65536, "valid_every": 1000, "save_every": 1000},
+}
+
+
+@dataclass
+class TrainConfig:
+    model: str = "bgt"
+    pair: str = "en-fr"
+    preset: str = "tiny"
+    vocab_size: int = 8000
+    overrides: dict = field(default_factory=dict)  # BGTConfig fields (d_model, enc_layers, decoder_latent, ...)
+    max_pairs: int | None = None  # a seeded sample of the training pairs (None: all)
+    max_valid_pairs: int | None = 2000
+    max_sentence_len: int = 64  # sentencepiece ids per side, EOS included (longer ones are truncated)
+    max_tokens: int = 8000  # per micro-batch: max(len_en, len_xx) × pairs
+    update_freq: int = 1  # micro-batches accumulated per update (per process)
+    lr: float = 5e-4
+    warmup: int = 4000
+    warmup_init_lr: float = 1e-7
+    betas: tuple[float, float] = (0.9, 0.98)
+    eps: float = 1e-8
+    weight_decay: float = 1e-4
+    clip_norm: float = 25.0
+    max_updates: int = 1000
+    kl_x0: int | None = None  # None: 3 × max_updates (β ends near 0.3, as in the paper's run)
+    seed: int = 1
+    amp: str = "auto"  # "auto": bf16 autocast on CUDA, none on CPU; "bf16"; "off"
+    log_every: int = 1
+    valid_every: int = 1000
+    save_every: int = 1000
+    keep_checkpoints: int = 2
+
+    def __post_init__(self):
+        check_name("model", self.model, MODELS)
+        check_name("language pair", self.pair, PAIRS)
+        check_name("preset", self.preset, PRESETS)
+        check_name("amp mode", self.amp, ("auto", "bf16", "off"))
+        self.betas = tuple(self.betas)
+
+    @classmethod
+    def from_preset(cls, preset: str, **changes) -> "TrainConfig":
+        """The preset's values, then ``changes`` (``None`` values are ignored)."""
+        check_name("preset", preset, PRESETS)
+        values = {k: v for k, v in PRESETS[preset].items() if k != "model"}
+        overrides = {**PRESETS[preset]["model"], **(changes.pop("overrides", None) or {})}
+        values.update({k: v for k, v in changes.items() if v is not None})
+        return cls(preset=preset, overrides=overrides, **values)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> "TrainConfig":
+        """A TOML or JSON file of TrainConfig fields; ``preset`` (default tiny) supplies what it leaves out."""
+        path = Path(path)
+        text = path.read_text(encoding="utf-8")
+        data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise WorkbenchError(f"{path}: unknown training config keys {unknown}; valid: {', '.join(sorted(known))}")
+        return cls.from_preset(data.pop("preset", "tiny"), **data)
+
+    def model_config(self, tokenizer: Tokenizer) -> BGTConfig:
+        return BGTConfig(vocab_size=tokenizer.vocab_size, languages=("en", language_of(self.pair)),
+                         setting=self.model, pad_id=tokenizer.pad_id, eos_id=tokenizer.eos_id,
+                         kl_x0=self.kl_x0 or 3 * self.max_updates, **self.overrides)
+
+
+def inverse_sqrt_lr(update: int, cfg: TrainConfig) -> float:
+    """fairseq's inverse_sqrt: linear warmup from ``warmup_init_lr`` to ``lr``, then lr·sqrt(warmup/update)."""
+    if update < cfg.warmup:
+        return cfg.warmup_init_lr + (cfg.lr - cfg.warmup_init_lr) * update / cfg.warmup
+    return cfg.lr * math.sqrt(cfg.warmup / max(update, 1))
+
+
+# --- checkpoints ---------------------------------------------------------------------------------------------
+
+def _atomic_text(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def save_checkpoint(run_dir: Path, model: BGT, tokenizer: Tokenizer, cfg: TrainConfig,
+                    optimizer: torch.optim.Optimizer, state: dict) -> Path:
+    """Write ``checkpoints/update-N`` atomically and point ``latest`` at it; older ones beyond
+    ``keep_checkpoints`` are removed."""
+    folder = run_dir / "checkpoints" / f"update-{state['update']}"
+    tmp = folder.with_name(f".{folder.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    (tmp / "config.json").write_text(json.dumps({"train": asdict(cfg), "model": model.cfg.to_dict(),
+                                                 "tokenizer_sha256": tokenizer.digest}, indent=2))
+    save_file({k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}, str(tmp / "model.safetensors"))
+    shutil.copyfile(tokenizer.model_file, tmp / "spm.model")
+    tensors, opt_json = {}, {"param_groups": optimizer.state_dict()["param_groups"], "state_keys": {}}
+    for index, values in optimizer.state_dict()["state"].items():
+        for key, value in values.items():
+            tensors[f"optimizer.{index}.{key}"] = value.detach().cpu().contiguous()
+        opt_json["state_keys"][str(index)] = sorted(values)
+    tensors["rng.torch"] = torch.get_rng_state()
+    if torch.cuda.is_available():
+        for i, rng in enumerate(torch.cuda.get_rng_state_all()):
+            tensors[f"rng.cuda.{i}"] = rng
+    save_file(tensors, str(tmp / "trainer_state.safetensors"))
+    (tmp / "trainer_state.json").write_text(json.dumps({**state, "optimizer": opt_json}, indent=2))
+    shutil.rmtree(folder, ignore_errors=True)
+    os.replace(tmp, folder)
+    _atomic_text(run_dir / "latest", folder.name)
+    kept = sorted((run_dir / "checkpoints").glob("update-*"), key=lambda p: int(p.name.split("-")[1]))
+    for old in kept[: -cfg.keep_checkpoints]:
+        shutil.rmtree(old, ignore_errors=True)
+    return folder
+
+
+def latest_checkpoint(path: str | Path) -> Path:
+    """The checkpoint folder ``path`` names: itself, or a run directory's ``latest``."""
+    path = Path(path)
+    if (path / "model.safetensors").is_file():
+        return path
+    if (path / "latest").is_file():
+        return path / "checkpoints" / (path / "latest").read_text().strip()
+    raise WorkbenchError(f"{path} is neither a checkpoint (no model.safetensors) nor a run directory (no latest)")
+
+
+def load(path_or_name: str | Path, device: str | torch.device = "cpu") -> BGT:
+    """A trained model (run directory, checkpoint folder, or the name of a model in ``trained/``) with its
+    tokenizer attached, in eval mode: ``load(p).encoder("semantic").encode([...])``."""
+    from .paths import trained_dir
+    path = Path(path_or_name)
+    if not path.exists() and (trained_dir() / str(path_or_name)).exists():
+        path = trained_dir() / str(path_or_name)
+    if not path.exists():
+        raise WorkbenchError(f"no model at {path_or_name!r}: give a run directory, a checkpoint folder, or a name "
+                             f"in {trained_dir()}")
+    folder = latest_checkpoint(path)
+    meta = json.loads((folder / "config.json").read_text())
+    tokenizer = Tokenizer(folder / "spm.model", tuple(meta["model"]["languages"]))
+    model = BGT(BGTConfig.from_dict(meta["model"]))
+    model.load_state_dict(load_file(str(folder / "model.safetensors")))
+    model.tokenizer = tokenizer
+    return model.to(device).eval()
+
+
+# --- the trainer ---------------------------------------------------------------------------------------------
+
+def _distributed() -> tuple[int, int]:
+    """(rank, world size), initialising the process group under torchrun (gloo on CPU, nccl on CUDA)."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world > 1 and not torch.distributed.is_initialized():
+        torch.distributed.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+    return (torch.distributed.get_rank(), world) if world > 1 else (0, 1)
+
+
+def _tokenised(pairs, tokenizer: Tokenizer, max_len: int) -> tuple[list[list[int]], list[list[int]]]:
+    return (tokenizer.encode([en for en, _ in pairs], max_len=max_len),
+            tokenizer.encode([xx for _, xx in pairs], max_len=max_len))
+
+
+class Trainer:
+    """Train ``cfg.model`` on ``cfg.pair`` into ``run_dir``; :meth:`run` returns the final metrics line."""
+
+    def __init__(self, cfg: TrainConfig, run_dir: str | Path, resume: bool = False, show_progress: bool = True):
+        self.cfg, self.run_dir, self.show_progress = cfg, Path(run_dir), show_progress
+        self.rank, self.world = _distributed()
+        self.device = torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}" if torch.cuda.is_available()
+                                   else "cpu")
+        self.tokenizer = pair_tokenizer(cfg.pair, cfg.vocab_size)
+        torch.manual_seed(cfg.seed)
+        self.model = BGT(cfg.model_config(self.tokenizer)).to(self.device)
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, betas=cfg.betas, eps=cfg.eps,
+                                           weight_decay=cfg.weight_decay)
+        self.state = {"update": 0, "epoch": 0, "position": 0}
+        if resume:
+            self._resume()
+        elif (self.run_dir / "latest").exists():
+            raise WorkbenchError(f"{self.run_dir} already holds a run; pass --resume to continue it, or choose "
+                                 "another --out")
+        self.net = self.model
+        if self.world > 1:
+            self.net = torch.nn.parallel.DistributedDataParallel(self.model, find_unused_parameters=False)
+        self._prepare_data()
+
+    def _resume(self) -> None:
+        folder = latest_checkpoint(self.run_dir)
+        meta = json.loads((folder / "config.json").read_text())
+        if meta["model"]["setting"] != self.cfg.model:
+            raise WorkbenchError(f"{folder} is a checkpoint of model {meta['model']['setting']!r}, not "
+                                 f"{self.cfg.model!r}")
+        if meta["tokenizer_sha256"] != self.tokenizer.digest:
+            raise WorkbenchError(f"{folder} was trained with another vocabulary (tokenizer sha256 "
+                                 f"{meta['tokenizer_sha256'][:12]} vs {self.tokenizer.digest[:12]} now); resume "
+                                 "needs the same pair, vocab_size and data")
+        saved = BGTConfig.from_dict(meta["model"])
+        if saved != self.model.cfg:
+            raise WorkbenchError(f"{folder} has model config {saved}, which differs from the requested "
+                                 f"{self.model.cfg}")
+        self.model.load_state_dict(load_file(str(folder / "model.safetensors"), device=str(self.device)))
+        tensors = load_file(str(folder / "trainer_state.safetensors"))
+        state = json.loads((folder / "trainer_state.json").read_text())
+        opt = state.pop("optimizer")
+        opt_state = {int(i): {k: tensors[f"optimizer.{i}.{k}"].to(self.device) for k in keys}
+                     for i, keys in opt["state_keys"].items()}
+        self.optimizer.load_state_dict({"state": opt_state, "param_groups": opt["param_groups"]})
+        torch.set_rng_state(tensors["rng.torch"])
+        if torch.cuda.is_available():
+            cuda = [tensors[k] for k in sorted(k for k in tensors if k.startswith("rng.cuda."))]
+            if cuda:
+                torch.cuda.set_rng_state_all(cuda)
+        self.state = state
+        self._truncate_metrics(state["update"])
+        log.info("resumed %s at update %d", folder, state["update"])
+
+    def _truncate_metrics(self, update: int) -> None:
+        """Drop metric lines written after the checkpoint, so the log reads like an uninterrupted run."""
+        path = self.run_dir / "metrics.jsonl"
+        if self.rank == 0 and path.is_file():
+            lines = [line for line in path.read_text().splitlines() if json.loads(line)["update"] <= update]
+            _atomic_text(path, "".join(line + "\n" for line in lines))
+
+    def _prepare_data(self) -> None:
+        cfg = self.cfg
+        splits = load_splits(cfg.pair)
+        train = splits["train"]
+        if cfg.max_pairs and cfg.max_pairs < len(train):
+            pick = np.random.default_rng(cfg.seed).choice(len(train), cfg.max_pairs, replace=False)
+            train = [train[i] for i in sorted(pick)]
+        valid = splits["valid"][: cfg.max_valid_pairs]
+        self.train_ids = _tokenised(train, self.tokenizer, cfg.max_sentence_len)
+        self.valid_ids = _tokenised(valid, self.tokenizer, cfg.max_sentence_len)
+        self.n_train = len(train)
+
+    def _epoch_batches(self, epoch: int) -> list[np.ndarray]:
+        en, xx = self.train_ids
+        return token_batches([len(s) for s in en], [len(s) for s in xx], self.cfg.max_tokens, self.cfg.seed, epoch)
+
+    def _next_update_batches(self) -> list[np.ndarray]:
+        """The micro-batches of the next update for every process (update_freq × world), advancing the
+        data position; an epoch's leftover that cannot fill an update is skipped."""
+        need = self.cfg.update_freq * self.world
+        while True:
+            batches = self._epoch_batches(self.state["epoch"])
+            start = self.state["position"]
+            if start + need <= len(batches):
+                self.state["position"] = start + need
+                return batches[start:start + need]
+            if len(batches) < need:
+                raise WorkbenchError(f"an epoch has {len(batches)} micro-batches, fewer than the {need} one update "
+                                     "needs; lower max_tokens or update_freq")
+            self.state["epoch"] += 1
+            self.state["position"] = 0
+
+    def _autocast(self):
+        use = self.cfg.amp == "bf16" or (self.cfg.amp == "auto" and self.device.type == "cuda")
+        return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=use)
+
+    def _update(self) -> dict:
+        cfg, update = self.cfg, self.state["update"]
+        batches = self._next_update_batches()
+        n_sentences = sum(len(b) for b in batches)  # the gradient is divided by all pairs in the update
+        mine = batches[self.rank::self.world]
+        en_ids, xx_ids = self.train_ids
+        self.model.train()
+        totals = torch.zeros(7, dtype=torch.float64)
+        for micro, index in enumerate(mine):
+            step = update * len(mine) + micro  # the forward counter of sem_side="microbatch"
+            batch = collate(en_ids, xx_ids, index, self.model.cfg.sem_side, step)
+            with self._autocast():
+                out = self.net(batch.en.to(self.device), batch.xx.to(self.device), batch.sem_en, update)
+            (out["loss"] * (self.world / n_sentences)).backward()  # DDP averages over processes
+            totals += torch.stack([out[k].detach().double().cpu() for k in
+                                   ("loss", "recon", "trans", "kl", "sentences", "tokens_en", "tokens_xx")])
+        if self.world > 1:
+            torch.distributed.all_reduce(totals)
+        lr = inverse_sqrt_lr(update + 1, cfg)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.clip_norm)
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.state["update"] = update + 1
+        n, tokens = totals[4].item(), totals[5].item() + totals[6].item()
+        return {"update": update + 1, "epoch": self.state["epoch"], "loss": totals[0].item() / n,
+                "recon": totals[1].item() / n, "trans": totals[2].item() / n, "kl": totals[3].item() / n,
+                "recon_per_token": totals[1].item() / tokens, "trans_per_token": totals[2].item() / tokens,
+                "kl_weight": self.model.kl_weight(update), "lr": lr, "grad_norm": float(grad_norm),
+                "sentences": int(n), "tokens": int(tokens), "tokens_en": int(totals[5].item())}
+
+    @torch.no_grad()
+    def validate(self) -> float:
+        """Validation loss per sentence pair (same terms and KL weight as training; eval mode)."""
+        self.model.eval()
+        en, xx = self.valid_ids
+        total, n = 0.0, 0
+        for index in token_batches([len(s) for s in en], [len(s) for s in xx], self.cfg.max_tokens, 0, 0):
+            batch = collate(en, xx, index)
+            with self._autocast():
+                out = self.model(batch.en.to(self.device), batch.xx.to(self.device), batch.sem_en,
+                                 self.state["update"])
+            total, n = total + out["loss"].item(), n + len(index)
+        return total / max(n, 1)
+
+    def _log(self, record: dict) -> None:
+        if self.rank == 0:
+            with open(self.run_dir / "metrics.jsonl", "a", encoding="utf-8") as handle:
+                handle.write(json.dumps(record) + "\n")
+
+    def run(self) -> dict:
+        cfg = self.cfg
+        if self.rank == 0:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            n_params = sum(p.numel() for p in self.model.parameters())
+            log.info("%s on %s: %.1fM parameters, %d training pairs, device %s, %d process(es)", cfg.model,
+                     cfg.pair, n_params / 1e6, self.n_train, self.device, self.world)
+        bar = tqdm(total=cfg.max_updates, initial=self.state["update"], desc=f"train {cfg.model} {cfg.pair}",
+                   unit="update", disable=not self.show_progress or self.rank != 0)
+        record: dict = {}
+        while self.state["update"] < cfg.max_updates:
+            start = time.perf_counter()
+            record = self._update()
+            record["tokens_per_s"] = record["tokens"] / (time.perf_counter() - start)
+            update = record["update"]
+            if update % cfg.valid_every == 0 or update == cfg.max_updates:
+                record["valid_loss"] = self.validate()
+            if update % cfg.log_every == 0 or "valid_loss" in record:
+                self._log(record)
+            bar.update()
+            bar.set_postfix(loss=f"{record['loss']:.3f}", kl_w=f"{record['kl_weight']:.3f}")
+            if (update % cfg.save_every == 0 or update == cfg.max_updates) and self.rank == 0:
+                save_checkpoint(self.run_dir, self.model, self.tokenizer, cfg, self.optimizer, self.state)
+        bar.close()
+        if self.world > 1:
+            torch.distributed.barrier()
+        return record
