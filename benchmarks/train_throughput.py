@@ -10,8 +10,8 @@ backward, so an update costs 6 × Σ_modules (matmul parameters of the module ×
 semantic encoder reads the English and the foreign side, each language encoder and decoder its own side, and
 each translation decoder the target side; matmul parameters exclude the embedding tables (lookups) and include
 the bias-free output projections V × (C + d), which dominate. Attention scores add 12 × layers × d × T per
-token, with T taken as half the preset's maximum sentence length (counted). MFU = achieved / peak, with peak bf16 dense 989 TFLOP/s for H100/H200 SXM; on CPU there is no
-meaningful peak, so MFU is left empty.
+token, with T taken as half the preset's maximum sentence length. MFU = achieved / peak, with peak bf16 dense
+989 TFLOP/s for H100/H200 SXM; on CPU there is no meaningful peak, so MFU is left empty.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ import time
 import pandas as pd
 import torch
 
-from workbench.train import Trainer, TrainConfig
+from workbench.train import TrainConfig, Trainer
 
 PEAK_BF16 = {"H100": 989e12, "H200": 989e12, "A100": 312e12}
 

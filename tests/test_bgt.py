@@ -3,7 +3,14 @@ import pytest
 import torch
 
 from workbench.data.batching import collate
-from workbench.models.bgt import BGT, SETTINGS, BGTConfig, kl_to_standard_normal, shift_right, token_losses
+from workbench.models.bgt import (
+    BGT,
+    SETTINGS,
+    BGTConfig,
+    kl_to_standard_normal,
+    shift_right,
+    token_losses,
+)
 
 V = 50
 

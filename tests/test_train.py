@@ -11,7 +11,7 @@ import pytest
 
 from workbench.data.tokenizer import pair_tokenizer
 from workbench.errors import UnknownNameError, WorkbenchError
-from workbench.train import Trainer, TrainConfig, inverse_sqrt_lr, load
+from workbench.train import TrainConfig, Trainer, inverse_sqrt_lr, load
 
 QUICK = {"max_pairs": 1000, "max_valid_pairs": 100, "max_updates": 40, "save_every": 4, "valid_every": 10}
 LOSS_KEYS = ("loss", "recon", "trans", "kl", "grad_norm", "kl_weight", "lr", "sentences", "tokens")

@@ -28,7 +28,13 @@ def _data(args) -> None:
         rows = {pair: split_summary(pair) for pair in (args.pair or PAIRS)}
         print(pd.DataFrame(rows).T.to_string())
         return
-    from .data.download import OPUS_URL, STS_URLS, download, opus_moses_to_tsv, sts_archive_to_tsv
+    from .data.download import (
+        OPUS_URL,
+        STS_URLS,
+        download,
+        opus_moses_to_tsv,
+        sts_archive_to_tsv,
+    )
     from .paths import data_dir
     root = Path(args.dest) if args.dest else data_dir()
     if args.what == "opus":
@@ -46,7 +52,7 @@ def _data(args) -> None:
 
 
 def _train(args) -> None:
-    from .train import Trainer, TrainConfig
+    from .train import TrainConfig, Trainer
     changes = {"max_updates": args.max_updates, "seed": args.seed}
     if args.config:
         cfg = TrainConfig.from_file(args.config)

@@ -28,7 +28,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .transformer import EncoderLayer, SelfAttention, SentenceEncoder, TokenEmbedding, TransformerConfig, linear
+from .transformer import (
+    EncoderLayer,
+    SelfAttention,
+    SentenceEncoder,
+    TokenEmbedding,
+    TransformerConfig,
+    linear,
+)
 
 SETTINGS = ("bgt", "bgt_no_prior", "bgt_no_langvars", "bilingual_trans", "english_trans", "english_ae",
             "english_vae")
