@@ -130,12 +130,24 @@ def test_overfitting_a_few_pairs_and_greedy_equals_beam_one():
     assert out["recon"].item() / (b.en != 0).sum().item() < 0.05  # ≈ 0 nats per token
     model.eval()
     mu, _ = model.encoders["semantic"](b.en)
-    greedy = model.generate("en", mu, max_len=12, beam=1)
-    beam = model.generate("en", mu, max_len=12, beam=3)
+    greedy = model.generate(mu, decoder="en", max_len=12, beam=1)
+    beam = model.generate(mu, decoder="en", max_len=12, beam=3)
     references = [row[row != 0].tolist()[:-1] for row in b.en]
     assert greedy == references and beam == references
     with pytest.raises(ValueError, match="no decoder 'fr'"):
-        model.generate("fr", mu)
+        model.generate(mu, decoder="fr")
+
+
+def test_style_transfer_conditioning_takes_both_latents():
+    torch.manual_seed(0)
+    model = BGT(config()).eval()
+    b = batch()
+    z_sem, _ = model.encoders["semantic"](b.en)
+    z_style, _ = model.encoders["en"](b.en.flip(0))
+    out = model.generate(z_sem, z_style, decoder="en", max_len=5, beam=2)
+    assert len(out) == 4 and all(len(ids) <= 5 for ids in out)
+    with pytest.raises(ValueError, match="conditioned on 16 dimensions, got 8; pass z_lang"):
+        model.generate(z_sem, decoder="en")
 
 
 def test_bad_configs_are_explained():
@@ -145,3 +157,18 @@ def test_bad_configs_are_explained():
         config(decoder_latent="z")
     with pytest.raises(ValueError, match="unknown model config keys"):
         BGTConfig.from_dict({"vocab_size": 10, "layers": 3})
+
+
+def test_active_units_count_collapsed_latents():
+    torch.manual_seed(0)
+    model = BGT(config())
+    b = batch()
+    before = model(b.en, b.xx, b.sem_en)["active_units"].item()
+    assert 0 < before <= 3 * 8  # dimensions of [sem ; en ; fr] means that vary across the batch
+    with torch.no_grad():
+        model.encoders["en"].hidden2mean.weight.zero_()  # the English latent collapses to a constant
+    assert model(b.en, b.xx, b.sem_en)["active_units"].item() < before
+    with torch.no_grad():
+        for name in ("semantic", "fr"):
+            model.encoders[name].hidden2mean.weight.zero_()
+    assert model(b.en, b.xx, b.sem_en)["active_units"].item() == 0

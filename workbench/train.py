@@ -329,12 +329,14 @@ class Trainer:
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         self.state["update"] = update + 1
+        active_units = int(out["active_units"])  # of the last micro-batch
         n, tokens = totals[4].item(), totals[5].item() + totals[6].item()
         return {"update": update + 1, "epoch": self.state["epoch"], "loss": totals[0].item() / n,
                 "recon": totals[1].item() / n, "trans": totals[2].item() / n, "kl": totals[3].item() / n,
                 "recon_per_token": totals[1].item() / tokens, "trans_per_token": totals[2].item() / tokens,
                 "kl_weight": self.model.kl_weight(update), "lr": lr, "grad_norm": float(grad_norm),
-                "sentences": int(n), "tokens": int(tokens), "tokens_en": int(totals[5].item())}
+                "sentences": int(n), "tokens": int(tokens), "tokens_en": int(totals[5].item()),
+                "active_units": active_units}
 
     @torch.no_grad()
     def validate(self) -> float:

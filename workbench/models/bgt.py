@@ -239,7 +239,8 @@ class BGT(nn.Module):
 
         en, xx: (B, T) EOS-terminated, right-padded ids; sem_en: (B,) bool, True where the semantic encoder's
         generative path reads English. Returns ``loss`` (the weighted sum) and the terms ``recon``, ``trans``,
-        ``kl``, ``kl_weight``, ``sentences``, ``tokens_en``, ``tokens_xx``.
+        ``kl``, ``kl_weight``, ``sentences``, ``tokens_en``, ``tokens_xx`` and ``active_units`` (dimensions of
+        the concatenated posterior means whose variance over the batch is ≥ 0.01: a posterior-collapse check).
         """
         cfg, s = self.cfg, self.cfg.setting
         pad, eos, fx = cfg.pad_id, cfg.eos_id, cfg.foreign
@@ -248,6 +249,7 @@ class BGT(nn.Module):
         target = {"en": en, fx: xx}
         if s in ("english_ae", "english_vae"):
             mu, logv = self.encoders["semantic"](en)
+            means = [mu]
             loss, nll = token_losses(self.decoders["en"](shift_right(en, eos, pad), self.latent(mu, logv)), en, pad,
                                      cfg.label_smoothing)
             recon = loss
@@ -255,11 +257,13 @@ class BGT(nn.Module):
                 kl = kl_to_standard_normal(mu, logv).sum()
         elif s == "english_trans":
             mu, _ = self.encoders["semantic"](en)
+            means = [mu]
             trans, _ = token_losses(self.decoders[f"en->{fx}"](shift_right(xx, eos, pad), mu), xx, pad,
                                     cfg.label_smoothing)
         else:
             mu_en, logv_en = self.encoders["semantic"](en)
             mu_xx, logv_xx = self.encoders["semantic"](xx)
+            means = [mu_en, mu_xx]
             t1, _ = token_losses(self.decoders[f"en->{fx}"](shift_right(xx, eos, pad), mu_en), xx, pad,
                                  cfg.label_smoothing)
             t2, _ = token_losses(self.decoders[f"{fx}->en"](shift_right(en, eos, pad), mu_xx), en, pad,
@@ -268,6 +272,7 @@ class BGT(nn.Module):
             if s != "bilingual_trans":
                 side = sem_en[:, None].to(mu_en.device)
                 mu_sem = torch.where(side, mu_en, mu_xx)
+                means = [mu_sem]
                 logv_sem = None if logv_en is None else torch.where(side, logv_en, logv_xx)
                 z_sem = self.latent(mu_sem, logv_sem)
                 if logv_sem is not None:
@@ -277,6 +282,7 @@ class BGT(nn.Module):
                         cond = z_sem
                     else:
                         mu_l, logv_l = self.encoders[lang](target[lang])
+                        means.append(mu_l)
                         cond = torch.cat([self.latent(mu_l, logv_l), z_sem], dim=-1)  # [language ; semantic]
                         if logv_l is not None:
                             kl = kl + kl_to_standard_normal(mu_l, logv_l).sum()
@@ -286,19 +292,28 @@ class BGT(nn.Module):
         beta = self.kl_weight(update)
         trans_weight = 0.5 if s == "bilingual_trans" else cfg.trans_weight  # D7
         loss = cfg.recon_weight * recon + beta * kl + trans_weight * trans
+        active = (torch.cat(means, dim=-1).detach().float().var(dim=0) >= 0.01).sum() if en.shape[0] > 1 else 0
         return {"loss": loss, "recon": recon.detach(), "trans": trans.detach(), "kl": kl.detach(),
+                "active_units": torch.as_tensor(active),
                 "kl_weight": torch.tensor(beta), "sentences": torch.tensor(en.shape[0]),
                 "tokens_en": (en != pad).sum(), "tokens_xx": (xx != pad).sum()}
 
     # --- generation (style transfer) -----------------------------------------------------------------------
 
     @torch.no_grad()
-    def generate(self, decoder: str, cond: torch.Tensor, max_len: int = 100, beam: int = 1) -> list[list[int]]:
-        """Decode from conditioning vectors ``cond`` (B, C) with ``decoders[decoder]``: greedy (``beam=1``) or
-        beam search with length-normalised scores; returns id lists without the final EOS."""
+    def generate(self, z_sem: torch.Tensor, z_lang: torch.Tensor | None = None, decoder: str = "en",
+                 max_len: int = 100, beam: int = 1) -> list[list[int]]:
+        """Decode sentences from latents with ``decoders[decoder]`` (a language, or e.g. ``"en->fr"``): the
+        conditioning is ``[z_lang ; z_sem]`` for BGT's generative decoders (style transfer: z_lang from the
+        style sentence, z_sem from the source) and ``z_sem`` alone otherwise. Greedy (``beam=1``) or beam
+        search with length-normalised scores; returns id lists without the final EOS."""
         if decoder not in self.decoders:
             raise ValueError(f"no decoder {decoder!r}; this {self.cfg.setting} model has {', '.join(self.decoders)}")
         dec, cfg = self.decoders[decoder], self.cfg
+        cond = z_sem if z_lang is None else torch.cat([z_lang, z_sem], dim=-1)
+        if cond.shape[-1] != dec.cond_dim:
+            raise ValueError(f"decoder {decoder!r} is conditioned on {dec.cond_dim} dimensions, got {cond.shape[-1]}"
+                             + ("; pass z_lang as well" if z_lang is None else ""))
         was_training = self.training
         self.eval()
         B, device = cond.shape[0], cond.device
