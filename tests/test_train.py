@@ -11,7 +11,7 @@ import pytest
 
 from workbench.data.tokenizer import pair_tokenizer
 from workbench.errors import UnknownNameError, WorkbenchError
-from workbench.train import TrainConfig, Trainer, inverse_sqrt_lr, load
+from workbench.train import TrainConfig, Trainer, learning_rate, load
 
 QUICK = {"max_pairs": 1000, "max_valid_pairs": 100, "max_updates": 40, "save_every": 4, "valid_every": 10}
 LOSS_KEYS = ("loss", "recon", "trans", "kl", "grad_norm", "kl_weight", "lr", "sentences", "tokens")
@@ -96,9 +96,9 @@ def test_bad_training_configs_list_the_valid_choices(tmp_path):
 
 def test_inverse_sqrt_schedule():
     cfg = TrainConfig(lr=1e-3, warmup=100, warmup_init_lr=0.0)
-    assert inverse_sqrt_lr(50, cfg) == pytest.approx(5e-4)
-    assert inverse_sqrt_lr(100, cfg) == pytest.approx(1e-3)
-    assert inverse_sqrt_lr(400, cfg) == pytest.approx(5e-4)
+    assert learning_rate(50, cfg) == pytest.approx(5e-4)
+    assert learning_rate(100, cfg) == pytest.approx(1e-3)
+    assert learning_rate(400, cfg) == pytest.approx(5e-4)
 
 
 def train_command(config, out, *extra):

@@ -88,14 +88,17 @@ def _length_sorted_batches(lengths: Sequence[int], batch_size: int) -> list[np.n
     return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
 
 
-class TransformerEncoder:
-    """An Encoder view of a :class:`SentenceEncoder`: the test-time embedding ``mu`` (BGT_SPEC §6.1)."""
+class NetworkEncoder:
+    """An Encoder view of a network mapping padded ids (B, T) to ``(embedding, _)``: a
+    :class:`SentenceEncoder` (the test-time embedding ``mu``, BGT_SPEC §6.1) or a paraphrastic encoder. The
+    network declares ``output_dim``, ``max_len`` (longer inputs are truncated, EOS kept) and a dataclass ``cfg``.
+    """
 
-    def __init__(self, name: str, module: SentenceEncoder, tokenizer: Tokenizer, max_len: int = 256,
+    def __init__(self, name: str, module: torch.nn.Module, tokenizer: Tokenizer, max_len: int = 256,
                  languages: tuple[str, ...] | None = None):
         self.name, self.module, self.tokenizer = name, module, tokenizer
-        self.max_len = min(max_len, module.cfg.max_len)  # longer inputs are truncated (EOS kept)
-        self.dim, self.languages = module.cfg.latent_dim, languages or tokenizer.languages
+        self.max_len = min(max_len, module.max_len)
+        self.dim, self.languages = module.output_dim, languages or tokenizer.languages
         self.fingerprint = weights_fingerprint(module, tokenizer.digest, json.dumps(asdict(module.cfg)))
 
     @torch.no_grad()
@@ -119,7 +122,7 @@ class TransformerEncoder:
 
 
 def random_transformer(tokenizer: Tokenizer, cfg: TransformerConfig | None = None, seed: int = 0,
-                       name: str = "random-transformer") -> TransformerEncoder:
+                       name: str = "random-transformer") -> NetworkEncoder:
     """The paper's "random encoder": a semantic encoder at initialisation (no training), embedding = mu."""
     cfg = cfg or TransformerConfig(vocab_size=tokenizer.vocab_size, dropout=0.0)
     if cfg.vocab_size != tokenizer.vocab_size:
@@ -130,7 +133,7 @@ def random_transformer(tokenizer: Tokenizer, cfg: TransformerConfig | None = Non
         module = SentenceEncoder(cfg, with_logv=False)
     finally:
         torch.random.set_rng_state(generator_state)
-    return TransformerEncoder(name, module, tokenizer)
+    return NetworkEncoder(name, module, tokenizer)
 
 
 class RandomEmbeddingAverage:

@@ -1,4 +1,4 @@
-"""The Trainer every neural model uses: token-budget batches, accumulation, AdamW + inverse-sqrt, clipping,
+"""The Trainer every neural model uses (BGT and its ablations, SP, BILSTM): token-budget batches, accumulation, AdamW + inverse-sqrt, clipping,
 bf16 autocast on CUDA, DDP under ``torchrun``, JSONL metrics, atomic checkpoints and exact resume.
 
 A run directory holds ``metrics.jsonl`` (one line per update, plus validation lines), ``checkpoints/update-N/``
@@ -29,17 +29,22 @@ from .data.batching import collate, token_batches
 from .data.corpora import PAIRS, language_of, load_splits
 from .data.tokenizer import Tokenizer, pair_tokenizer
 from .errors import WorkbenchError, check_name
-from .models.bgt import BGT, SETTINGS, BGTConfig
+from .models import bgt, paraphrastic
+from .models.bgt import BGT, BGTConfig
+from .models.paraphrastic import Paraphrastic, ParaphrasticConfig
 
 log = logging.getLogger(__name__)
 
-MODELS = SETTINGS  # the neural models `workbench train --model` knows (SP, BiLSTM, NMT, WMF: issue #7)
+# model name -> (network, its config); `workbench train --model` knows these (NMT and WMF: not yet, issue #7)
+ARCHITECTURES = {**{name: (BGT, BGTConfig) for name in bgt.SETTINGS},
+                 **{name: (Paraphrastic, ParaphrasticConfig) for name in paraphrastic.SETTINGS}}
+MODELS = tuple(ARCHITECTURES)
 PRESETS = {
     # CI: trains in well under a minute on CPU and the loss visibly falls.
     "tiny": {"model": {"d_model": 64, "ffn_dim": 128, "n_heads": 2, "enc_layers": 1, "latent_dim": 32,
                        "dropout": 0.0, "max_len": 64},
-             "vocab_size": 1000, "max_pairs": 3000, "max_sentence_len": 32, "max_tokens": 1024, "update_freq": 1, "lr": 1e-3,
-             "warmup": 10, "max_updates": 40, "kl_x0": 40, "valid_every": 20, "save_every": 20,
+             "vocab_size": 1000, "max_pairs": 3000, "max_sentence_len": 32, "max_tokens": 1024, "update_freq": 1,
+             "lr": 1e-3, "warmup": 10, "max_updates": 40, "kl_x0": 40, "valid_every": 20, "save_every": 20,
              "max_valid_pairs": 300},
     # The shipped-model recipe (BGT_SPEC §8.2): minutes on one GPU.
     "small": {"model": {"d_model": 512, "ffn_dim": 1024, "n_heads": 8, "enc_layers": 3, "latent_dim": 512,
@@ -54,19 +59,34 @@ PRESETS = {
 }
 
 
+# SP / BILSTM (BGT_SPEC §4): Adam at a fixed lr (the paper's 1e-3; tiny uses 1e-2 to learn in seconds), no
+# warmup; the micro-batch is the mega-batch the hardest negatives come from, so it is large. These replace the
+# BGT values of the same preset.
+PARAPHRASTIC_PRESETS = {
+    "tiny": {"model": {"dim": 256, "hidden": 64, "max_len": 64}, "max_tokens": 4096, "lr": 1e-2,
+             "schedule": "constant", "warmup": 0},
+    "small": {"model": {"dim": 512, "hidden": 256, "max_len": 128}, "max_tokens": 16000, "update_freq": 1,
+              "lr": 1e-3, "schedule": "constant", "warmup": 0, "max_updates": 2000},
+    "paper": {"model": {"dim": 1024, "hidden": 512, "max_len": 1024, "dropout": 0.3}, "vocab_size": 20000,
+              "max_tokens": 40000, "update_freq": 1, "lr": 1e-3, "schedule": "constant", "warmup": 0,
+              "max_updates": 20000},
+}
+
+
 @dataclass
 class TrainConfig:
     model: str = "bgt"
     pair: str = "en-fr"
     preset: str = "tiny"
     vocab_size: int = 8000
-    overrides: dict = field(default_factory=dict)  # BGTConfig fields (d_model, enc_layers, decoder_latent, ...)
+    overrides: dict = field(default_factory=dict)  # model config fields (d_model, enc_layers, decoder_latent, ...)
     max_pairs: int | None = None  # a seeded sample of the training pairs (None: all)
     max_valid_pairs: int | None = 2000
     max_sentence_len: int = 64  # sentencepiece ids per side, EOS included (longer ones are truncated)
     max_tokens: int = 8000  # per micro-batch: max(len_en, len_xx) × pairs
     update_freq: int = 1  # micro-batches accumulated per update (per process)
     lr: float = 5e-4
+    schedule: str = "inverse_sqrt"  # or "constant"
     warmup: int = 4000
     warmup_init_lr: float = 1e-7
     betas: tuple[float, float] = (0.9, 0.98)
@@ -87,14 +107,16 @@ class TrainConfig:
         check_name("language pair", self.pair, PAIRS)
         check_name("preset", self.preset, PRESETS)
         check_name("amp mode", self.amp, ("auto", "bf16", "off"))
+        check_name("lr schedule", self.schedule, ("inverse_sqrt", "constant"))
         self.betas = tuple(self.betas)
 
     @classmethod
     def from_preset(cls, preset: str, **changes) -> "TrainConfig":
-        """The preset's values, then ``changes`` (``None`` values are ignored)."""
+        """The preset's values for the model, then ``changes`` (``None`` values are ignored)."""
         check_name("preset", preset, PRESETS)
-        values = {k: v for k, v in PRESETS[preset].items() if k != "model"}
-        overrides = {**PRESETS[preset]["model"], **(changes.pop("overrides", None) or {})}
+        table = PARAPHRASTIC_PRESETS if changes.get("model") in paraphrastic.SETTINGS else {}
+        values = {**PRESETS[preset], **table.get(preset, {})}
+        overrides = {**values.pop("model"), **(changes.pop("overrides", None) or {})}
         values.update({k: v for k, v in changes.items() if v is not None})
         return cls(preset=preset, overrides=overrides, **values)
 
@@ -110,14 +132,30 @@ class TrainConfig:
             raise WorkbenchError(f"{path}: unknown training config keys {unknown}; valid: {', '.join(sorted(known))}")
         return cls.from_preset(data.pop("preset", "tiny"), **data)
 
-    def model_config(self, tokenizer: Tokenizer) -> BGTConfig:
-        return BGTConfig(vocab_size=tokenizer.vocab_size, languages=("en", language_of(self.pair)),
-                         setting=self.model, pad_id=tokenizer.pad_id, eos_id=tokenizer.eos_id,
-                         kl_x0=self.kl_x0 or 3 * self.max_updates, **self.overrides)
+    def model_config(self, tokenizer: Tokenizer) -> BGTConfig | ParaphrasticConfig:
+        config_class = ARCHITECTURES[self.model][1]
+        extra = {"kl_x0": self.kl_x0 or 3 * self.max_updates} if config_class is BGTConfig else {}
+        return config_class(vocab_size=tokenizer.vocab_size, languages=("en", language_of(self.pair)),
+                            setting=self.model, pad_id=tokenizer.pad_id, eos_id=tokenizer.eos_id, **extra,
+                            **self.overrides)
 
 
-def inverse_sqrt_lr(update: int, cfg: TrainConfig) -> float:
-    """fairseq's inverse_sqrt: linear warmup from ``warmup_init_lr`` to ``lr``, then lr·sqrt(warmup/update)."""
+def build_model(model_config: dict | BGTConfig | ParaphrasticConfig) -> torch.nn.Module:
+    """The network for a model config (or its ``to_dict()`` form, as stored in ``config.json``)."""
+    if isinstance(model_config, dict):
+        network, config_class = ARCHITECTURES[check_name("model", model_config.get("setting"), MODELS)]
+        model_config = config_class.from_dict(model_config)
+    return ARCHITECTURES[model_config.setting][0](model_config)
+
+
+SUMMED = ("loss", "recon", "trans", "kl", "margin_violations", "sentences", "tokens_en", "tokens_xx")
+
+
+def learning_rate(update: int, cfg: TrainConfig) -> float:
+    """fairseq's inverse_sqrt: linear warmup from ``warmup_init_lr`` to ``lr``, then lr·sqrt(warmup/update)
+    (``schedule="constant"``: always ``lr``)."""
+    if cfg.schedule == "constant":
+        return cfg.lr
     if update < cfg.warmup:
         return cfg.warmup_init_lr + (cfg.lr - cfg.warmup_init_lr) * update / cfg.warmup
     return cfg.lr * math.sqrt(cfg.warmup / max(update, 1))
@@ -131,7 +169,7 @@ def _atomic_text(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def save_checkpoint(run_dir: Path, model: BGT, tokenizer: Tokenizer, cfg: TrainConfig,
+def save_checkpoint(run_dir: Path, model: torch.nn.Module, tokenizer: Tokenizer, cfg: TrainConfig,
                     optimizer: torch.optim.Optimizer, state: dict) -> Path:
     """Write ``checkpoints/update-N`` atomically and point ``latest`` at it; older ones beyond
     ``keep_checkpoints`` are removed."""
@@ -173,7 +211,7 @@ def latest_checkpoint(path: str | Path) -> Path:
     raise WorkbenchError(f"{path} is neither a checkpoint (no model.safetensors) nor a run directory (no latest)")
 
 
-def load(path_or_name: str | Path, device: str | torch.device = "cpu") -> BGT:
+def load(path_or_name: str | Path, device: str | torch.device = "cpu") -> torch.nn.Module:
     """A trained model (run directory, checkpoint folder, or the name of a model in ``trained/``) with its
     tokenizer attached, in eval mode: ``load(p).encoder("semantic").encode([...])``."""
     from .paths import trained_dir
@@ -186,7 +224,7 @@ def load(path_or_name: str | Path, device: str | torch.device = "cpu") -> BGT:
     folder = latest_checkpoint(path)
     meta = json.loads((folder / "config.json").read_text())
     tokenizer = Tokenizer(folder / "spm.model", tuple(meta["model"]["languages"]))
-    model = BGT(BGTConfig.from_dict(meta["model"]))
+    model = build_model(meta["model"])
     model.load_state_dict(load_file(str(folder / "model.safetensors")))
     model.tokenizer = tokenizer
     return model.to(device).eval()
@@ -217,7 +255,7 @@ class Trainer:
                                    else "cpu")
         self.tokenizer = pair_tokenizer(cfg.pair, cfg.vocab_size)
         torch.manual_seed(cfg.seed)
-        self.model = BGT(cfg.model_config(self.tokenizer)).to(self.device)
+        self.model = build_model(cfg.model_config(self.tokenizer)).to(self.device)
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, betas=cfg.betas, eps=cfg.eps,
                                            weight_decay=cfg.weight_decay)
         self.state = {"update": 0, "epoch": 0, "position": 0}
@@ -241,7 +279,7 @@ class Trainer:
             raise WorkbenchError(f"{folder} was trained with another vocabulary (tokenizer sha256 "
                                  f"{meta['tokenizer_sha256'][:12]} vs {self.tokenizer.digest[:12]} now); resume "
                                  "needs the same pair, vocab_size and data")
-        saved = BGTConfig.from_dict(meta["model"])
+        saved = build_model(meta["model"]).cfg
         if saved != self.model.cfg:
             raise WorkbenchError(f"{folder} has model config {saved}, which differs from the requested "
                                  f"{self.model.cfg}")
@@ -281,8 +319,12 @@ class Trainer:
         self.n_train = len(train)
 
     def _epoch_batches(self, epoch: int) -> list[np.ndarray]:
-        en, xx = self.train_ids
-        return token_batches([len(s) for s in en], [len(s) for s in xx], self.cfg.max_tokens, self.cfg.seed, epoch)
+        """The epoch's micro-batches (deterministic in seed and epoch; computed once per epoch)."""
+        if getattr(self, "_batches", (None,))[0] != epoch:
+            en, xx = self.train_ids
+            self._batches = (epoch, token_batches([len(s) for s in en], [len(s) for s in xx], self.cfg.max_tokens,
+                                                  self.cfg.seed, epoch))
+        return self._batches[1]
 
     def _next_update_batches(self) -> list[np.ndarray]:
         """The micro-batches of the next update for every process (update_freq × world), advancing the
@@ -311,32 +353,40 @@ class Trainer:
         mine = batches[self.rank::self.world]
         en_ids, xx_ids = self.train_ids
         self.model.train()
-        totals = torch.zeros(7, dtype=torch.float64)
+        totals = torch.zeros(len(SUMMED), dtype=torch.float64)
+        sem_side = getattr(self.model.cfg, "sem_side", "example")
         for micro, index in enumerate(mine):
             step = update * len(mine) + micro  # the forward counter of sem_side="microbatch"
-            batch = collate(en_ids, xx_ids, index, self.model.cfg.sem_side, step)
+            batch = collate(en_ids, xx_ids, index, sem_side, step)
             with self._autocast():
                 out = self.net(batch.en.to(self.device), batch.xx.to(self.device), batch.sem_en, update)
             (out["loss"] * (self.world / n_sentences)).backward()  # DDP averages over processes
-            totals += torch.stack([out[k].detach().double().cpu() for k in
-                                   ("loss", "recon", "trans", "kl", "sentences", "tokens_en", "tokens_xx")])
+            totals += torch.tensor([float(out[k].detach()) if k in out else 0.0 for k in SUMMED], dtype=torch.float64)
         if self.world > 1:
             torch.distributed.all_reduce(totals)
-        lr = inverse_sqrt_lr(update + 1, cfg)
+        lr = learning_rate(update + 1, cfg)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.clip_norm)
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         self.state["update"] = update + 1
-        active_units = int(out["active_units"])  # of the last micro-batch
-        n, tokens = totals[4].item(), totals[5].item() + totals[6].item()
-        return {"update": update + 1, "epoch": self.state["epoch"], "loss": totals[0].item() / n,
-                "recon": totals[1].item() / n, "trans": totals[2].item() / n, "kl": totals[3].item() / n,
-                "recon_per_token": totals[1].item() / tokens, "trans_per_token": totals[2].item() / tokens,
-                "kl_weight": self.model.kl_weight(update), "lr": lr, "grad_norm": float(grad_norm),
-                "sentences": int(n), "tokens": int(tokens), "tokens_en": int(totals[5].item()),
-                "active_units": active_units}
+        sums = dict(zip(SUMMED, totals.tolist()))
+        n, tokens = sums["sentences"], sums["tokens_en"] + sums["tokens_xx"]
+        record = {"update": update + 1, "epoch": self.state["epoch"], "loss": sums["loss"] / n}
+        for term in ("recon", "trans", "kl", "margin_violations"):
+            if term in out:
+                record[term] = sums[term] / n
+        for term in ("recon", "trans"):
+            if term in out:
+                record[f"{term}_per_token"] = sums[term] / tokens
+        if hasattr(self.model, "kl_weight"):
+            record["kl_weight"] = self.model.kl_weight(update)
+        record.update({"lr": lr, "grad_norm": float(grad_norm), "sentences": int(n), "tokens": int(tokens),
+                       "tokens_en": int(sums["tokens_en"])})
+        if "active_units" in out:
+            record["active_units"] = int(out["active_units"])  # of the last micro-batch
+        return record
 
     @torch.no_grad()
     def validate(self) -> float:
@@ -377,7 +427,7 @@ class Trainer:
             if update % cfg.log_every == 0 or "valid_loss" in record:
                 self._log(record)
             bar.update()
-            bar.set_postfix(loss=f"{record['loss']:.3f}", kl_w=f"{record['kl_weight']:.3f}")
+            bar.set_postfix(loss=f"{record['loss']:.3f}")
             if (update % cfg.save_every == 0 or update == cfg.max_updates) and self.rank == 0:
                 save_checkpoint(self.run_dir, self.model, self.tokenizer, cfg, self.optimizer, self.state)
         bar.close()

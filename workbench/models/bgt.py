@@ -212,14 +212,14 @@ class BGT(nn.Module):
     def encoder(self, view: str = "semantic", tokenizer=None):
         """An Encoder (``name``, ``dim``, ``fingerprint``, ``encode``) over one inference network's ``mu``:
         ``"semantic"`` or a language encoder (``"en"``, ``"fr"``, ...). Uses the tokenizer :func:`load` attached."""
-        from ..encoders import TransformerEncoder
+        from ..encoders import NetworkEncoder
         from ..errors import check_name
         check_name("encoder view", view, self.views)
         tokenizer = tokenizer or getattr(self, "tokenizer", None)
         if tokenizer is None:
             raise ValueError("this model has no tokenizer attached; load it with workbench.load or pass tokenizer=")
         name = f"{self.cfg.setting}-{'-'.join(self.cfg.languages)}:{view}"
-        return TransformerEncoder(name, self.encoders[view], tokenizer, languages=self.view_languages(view))
+        return NetworkEncoder(name, self.encoders[view], tokenizer, languages=self.view_languages(view))
 
     def latent(self, mu: torch.Tensor, logv: torch.Tensor | None) -> torch.Tensor:
         """What the decoders see: ``mu`` (released code), or a reparameterised sample (paper) in training."""

@@ -113,7 +113,7 @@ class SentenceEncoder(nn.Module):
 
     def __init__(self, cfg: TransformerConfig, with_logv: bool = True):
         super().__init__()
-        self.cfg = cfg
+        self.cfg, self.output_dim, self.max_len = cfg, cfg.latent_dim, cfg.max_len
         self.embed = TokenEmbedding(cfg)
         self.layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_layers))
         self.hidden2mean = nn.Linear(cfg.d_model, cfg.latent_dim, bias=False)
