@@ -8,7 +8,7 @@ import torch
 from workbench.data.batching import collate
 from workbench.evaluation.sts import evaluate_sts
 from workbench.models.paraphrastic import Paraphrastic, ParaphrasticConfig
-from workbench.train import Trainer, TrainConfig, build_model, load
+from workbench.train import TrainConfig, Trainer, build_model, load
 
 
 def config(setting="sp", **changes):

@@ -1,5 +1,6 @@
-"""The Trainer every neural model uses (BGT and its ablations, SP, BILSTM): token-budget batches, accumulation, AdamW + inverse-sqrt, clipping,
-bf16 autocast on CUDA, DDP under ``torchrun``, JSONL metrics, atomic checkpoints and exact resume.
+"""The Trainer every neural model uses (BGT and its ablations, SP, BILSTM): token-budget batches,
+accumulation, AdamW + inverse-sqrt (or constant) learning rate, clipping, bf16 autocast on CUDA, DDP under
+``torchrun``, JSONL metrics, atomic checkpoints and exact resume.
 
 A run directory holds ``metrics.jsonl`` (one line per update, plus validation lines), ``checkpoints/update-N/``
 (``config.json``, ``model.safetensors``, ``spm.model``, ``trainer_state.safetensors`` + ``.json``: optimizer
