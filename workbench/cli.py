@@ -60,6 +60,12 @@ def _train(args) -> None:
     else:
         cfg = TrainConfig.from_preset(args.preset, model=args.model, pair=args.pair, **changes)
     out = Path(args.out or f"runs/{cfg.model}-{cfg.pair}-{cfg.preset}")
+    if cfg.model == "wmf":
+        from .train import train_wmf
+        result = train_wmf(cfg, out)
+        print(f"wmf {cfg.pair} ({cfg.preset}): {result['pairs']} pairs, weighted loss {result['loss']:.1f}, "
+              f"{result['seconds']:.0f} s\nmodel: {out.resolve()}")
+        return
     final = Trainer(cfg, out, resume=args.resume).run()
     print(f"{cfg.model} {cfg.pair} ({cfg.preset}): update {final.get('update')}, loss {final.get('loss', 0):.3f}, "
           f"valid loss {final.get('valid_loss', float('nan')):.3f}\nrun: {out.resolve()}")

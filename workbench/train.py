@@ -39,7 +39,9 @@ log = logging.getLogger(__name__)
 # model name -> (network, its config); `workbench train --model` knows these (NMT and WMF: not yet, issue #7)
 ARCHITECTURES = {**{name: (BGT, BGTConfig) for name in bgt.SETTINGS},
                  **{name: (Paraphrastic, ParaphrasticConfig) for name in paraphrastic.SETTINGS}}
-MODELS = tuple(ARCHITECTURES)
+MODELS = (*ARCHITECTURES, "wmf")  # wmf is fitted by ALS (train_wmf), not by the Trainer
+# WMF (seed 003): the paper's k = 100, w_m = 0.01, λ = 20, 20 ALS iterations; tiny is a quick check.
+WMF_PRESETS = {"tiny": {"k": 20, "iterations": 5, "l2": 1.0}, "small": {}, "paper": {}}
 PRESETS = {
     # CI: trains in well under a minute on CPU and the loss visibly falls.
     "tiny": {"model": {"d_model": 64, "ffn_dim": 128, "n_heads": 2, "enc_layers": 1, "latent_dim": 32,
@@ -212,6 +214,27 @@ def latest_checkpoint(path: str | Path) -> Path:
     raise WorkbenchError(f"{path} is neither a checkpoint (no model.safetensors) nor a run directory (no latest)")
 
 
+def train_wmf(cfg: TrainConfig, run_dir: str | Path, show_progress: bool = True) -> dict:
+    """Fit b-WMF (or ``overrides={"variant": "x-wmf"}``) on the pair's training split and save it in
+    ``run_dir`` (config.json with the vocabularies, model.safetensors with the factors and idf)."""
+    from .models.wmf import WMF, WMFConfig
+    run_dir = Path(run_dir)
+    if (run_dir / "model.safetensors").exists():
+        raise WorkbenchError(f"{run_dir} already holds a model; choose another --out")
+    pairs = load_splits(cfg.pair)["train"]
+    if cfg.max_pairs and cfg.max_pairs < len(pairs):
+        pick = np.random.default_rng(cfg.seed).choice(len(pairs), cfg.max_pairs, replace=False)
+        pairs = [pairs[i] for i in sorted(pick)]
+    settings = {**WMF_PRESETS[cfg.preset], **{k: v for k, v in cfg.overrides.items() if k in ("variant", "k",
+                                                                                         "missing_weight", "l2",
+                                                                                         "iterations", "min_df")}}
+    start = time.perf_counter()
+    model = WMF(WMFConfig(languages=("en", language_of(cfg.pair)), seed=cfg.seed, **settings))
+    model.fit([en for en, _ in pairs], [xx for _, xx in pairs], show_progress=show_progress)
+    model.save(run_dir)
+    return {"model": "wmf", "pairs": len(pairs), "loss": model.history[-1], "seconds": time.perf_counter() - start}
+
+
 def load(path_or_name: str | Path, device: str | torch.device = "cpu") -> torch.nn.Module:
     """A trained model (run directory, checkpoint folder, or the name of a model in ``trained/``) with its
     tokenizer attached, in eval mode: ``load(p).encoder("semantic").encode([...])``."""
@@ -222,6 +245,10 @@ def load(path_or_name: str | Path, device: str | torch.device = "cpu") -> torch.
     if not path.exists():
         raise WorkbenchError(f"no model at {path_or_name!r}: give a run directory, a checkpoint folder, or a name "
                              f"in {trained_dir()}")
+    if (path / "config.json").is_file() and json.loads((path / "config.json").read_text())["model"].get(
+            "setting") == "wmf":
+        from .models.wmf import WMF
+        return WMF.load(path)
     folder = latest_checkpoint(path)
     meta = json.loads((folder / "config.json").read_text())
     tokenizer = Tokenizer(folder / "spm.model", tuple(meta["model"]["languages"]))
