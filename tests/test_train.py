@@ -81,7 +81,7 @@ def test_resume_refuses_another_model_or_vocabulary(tiny_run, tmp_path):
         Trainer(TrainConfig.from_preset("tiny", max_updates=30), copy, resume=True)
 
 
-def test_bad_training_configs_list_the_valid_choices(tmp_path):
+def test_bad_training_configs_list_the_valid_choices(tmp_path, tiny_tokenizer):
     with pytest.raises(UnknownNameError, match="valid: bgt, bgt_no_langvars"):
         TrainConfig(model="bgt_plus")
     with pytest.raises(UnknownNameError, match="en-fr"):
@@ -92,6 +92,11 @@ def test_bad_training_configs_list_the_valid_choices(tmp_path):
         TrainConfig.from_file(write_config(tmp_path / "c.toml", layers=3))
     with pytest.raises(WorkbenchError, match="neither a checkpoint"):
         load(tmp_path)
+    tokenizer = tiny_tokenizer
+    with pytest.raises(WorkbenchError, match=r"model settings \['d_model'\] do not apply to sp"):
+        TrainConfig.from_preset("tiny", model="sp", overrides={"d_model": 8}).model_config(tokenizer)
+    with pytest.raises(WorkbenchError, match="bad model settings for bgt: decoder_latent 'z'"):
+        TrainConfig.from_preset("tiny", overrides={"decoder_latent": "z"}).model_config(tokenizer)
 
 
 def test_inverse_sqrt_schedule():

@@ -138,15 +138,23 @@ class TrainConfig:
     def model_config(self, tokenizer: Tokenizer) -> BGTConfig | ParaphrasticConfig:
         config_class = ARCHITECTURES[self.model][1]
         extra = {"kl_x0": self.kl_x0 or 3 * self.max_updates} if config_class is BGTConfig else {}
-        return config_class(vocab_size=tokenizer.vocab_size, languages=("en", language_of(self.pair)),
-                            setting=self.model, pad_id=tokenizer.pad_id, eos_id=tokenizer.eos_id, **extra,
-                            **self.overrides)
+        known = {f.name for f in fields(config_class)}
+        unknown = sorted(set(self.overrides) - known)
+        if unknown:
+            raise WorkbenchError(f"model settings {unknown} do not apply to {self.model}; valid: "
+                                 f"{', '.join(sorted(known))}")
+        try:
+            return config_class(vocab_size=tokenizer.vocab_size, languages=("en", language_of(self.pair)),
+                                setting=self.model, pad_id=tokenizer.pad_id, eos_id=tokenizer.eos_id, **extra,
+                                **self.overrides)
+        except ValueError as err:
+            raise WorkbenchError(f"bad model settings for {self.model}: {err}") from None
 
 
 def build_model(model_config: dict | BGTConfig | ParaphrasticConfig) -> torch.nn.Module:
     """The network for a model config (or its ``to_dict()`` form, as stored in ``config.json``)."""
     if isinstance(model_config, dict):
-        network, config_class = ARCHITECTURES[check_name("model", model_config.get("setting"), MODELS)]
+        _, config_class = ARCHITECTURES[check_name("model", model_config.get("setting"), tuple(ARCHITECTURES))]
         model_config = config_class.from_dict(model_config)
     return ARCHITECTURES[model_config.setting][0](model_config)
 
