@@ -53,9 +53,12 @@ class WMFConfig:
 
 
 def tfidf_vectorizer(min_df: int = 1, vocabulary: Sequence[str] | None = None) -> TfidfVectorizer:
-    """A tf-idf vectoriser over the models' preprocessing (Moses tokens, lower case)."""
+    """Raw tf-idf weights (no length normalisation, as the paper's X_ij) over the models' preprocessing.
+
+    Normalised columns (values ≤ 1) against λ = 20 made ALS shrink every factor towards zero: on 20k en-fr
+    pairs STS12–16 was 6.5 with l2-normalised tf-idf and 50.6 with raw weights (5 iterations, k = 100)."""
     return TfidfVectorizer(preprocessor=preprocess, tokenizer=str.split, token_pattern=None, lowercase=False,
-                           min_df=min_df, vocabulary=vocabulary)
+                           min_df=min_df, vocabulary=vocabulary, norm=None)
 
 
 def solve_columns(F: np.ndarray, X: sp.spmatrix, w_m: float, l2: float, budget: int = 1 << 17,
@@ -124,8 +127,8 @@ class WMF:
         X = self.vectorizers[en].fit_transform(english).T.tocsc()  # terms × sentences
         Y = self.vectorizers[xx].fit_transform(foreign).T.tocsc()
         rng = np.random.default_rng(cfg.seed)
-        P = rng.normal(0, 0.01, (cfg.k, X.shape[0]))
-        A = rng.normal(0, 0.01, (cfg.k, Y.shape[0]))
+        P = rng.normal(0, 1.0, (cfg.k, X.shape[0]))  # unit scale: small factors collapse under λ
+        A = rng.normal(0, 1.0, (cfg.k, Y.shape[0]))
         w, l2 = cfg.missing_weight, cfg.l2
         self.history = []
         for _ in tqdm(range(cfg.iterations), desc=f"ALS {cfg.variant}", disable=not show_progress):
