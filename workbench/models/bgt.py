@@ -22,12 +22,13 @@ Losses are summed over tokens and latent dimensions and divided by the number of
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .base import ModelConfig, SentenceModel
 from .transformer import (
     EncoderLayer,
     SelfAttention,
@@ -42,7 +43,7 @@ SETTINGS = ("bgt", "bgt_no_prior", "bgt_no_langvars", "bilingual_trans", "englis
 
 
 @dataclass
-class BGTConfig:
+class BGTConfig(ModelConfig):
     vocab_size: int
     languages: tuple[str, str] = ("en", "fr")
     setting: str = "bgt"
@@ -88,17 +89,6 @@ class BGTConfig:
                                  n_heads=self.n_heads, n_layers=n_layers or self.enc_layers,
                                  latent_dim=self.latent_dim, dropout=self.dropout, max_len=self.max_len,
                                  pad_id=self.pad_id)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "BGTConfig":
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ValueError(f"unknown model config keys {unknown}; valid: {', '.join(sorted(known))}")
-        return cls(**data)
 
 
 class LatentDecoder(nn.Module):
@@ -168,7 +158,7 @@ def token_losses(logits: torch.Tensor, target: torch.Tensor, pad_id: int, smooth
     return (1 - smoothing) * nll + smoothing * smooth, nll
 
 
-class BGT(nn.Module):
+class BGT(SentenceModel):
     """The Bilingual Generative Transformer and its ablations/baselines (see the module docstring)."""
 
     def __init__(self, cfg: BGTConfig):
@@ -198,28 +188,11 @@ class BGT(nn.Module):
 
     # --- encoders ------------------------------------------------------------------------------------------
 
-    @property
-    def views(self) -> tuple[str, ...]:
-        """Names of the encoders that give sentence embeddings: ``semantic`` and the language encoders."""
-        return tuple(self.encoders)
-
     def view_languages(self, view: str) -> tuple[str, ...]:
-        """The languages an encoder view was trained to read."""
+        """The languages an encoder view was trained to read (``encoder(view)`` gives the Encoder)."""
         if view == "semantic":
             return ("en",) if self.cfg.setting.startswith("english_") else self.cfg.languages
         return (view,)
-
-    def encoder(self, view: str = "semantic", tokenizer=None):
-        """An Encoder (``name``, ``dim``, ``fingerprint``, ``encode``) over one inference network's ``mu``:
-        ``"semantic"`` or a language encoder (``"en"``, ``"fr"``, ...). Uses the tokenizer :func:`load` attached."""
-        from ..encoders import NetworkEncoder
-        from ..errors import check_name
-        check_name("encoder view", view, self.views)
-        tokenizer = tokenizer or getattr(self, "tokenizer", None)
-        if tokenizer is None:
-            raise ValueError("this model has no tokenizer attached; load it with workbench.load or pass tokenizer=")
-        name = f"{self.cfg.setting}-{'-'.join(self.cfg.languages)}:{view}"
-        return NetworkEncoder(name, self.encoders[view], tokenizer, languages=self.view_languages(view))
 
     def latent(self, mu: torch.Tensor, logv: torch.Tensor | None) -> torch.Tensor:
         """What the decoders see: ``mu`` (released code), or a reparameterised sample (paper) in training."""

@@ -11,17 +11,19 @@ pairs. The encoder is shared by both languages.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .base import ModelConfig, SentenceModel
+
 SETTINGS = ("sp", "bilstm")
 
 
 @dataclass
-class ParaphrasticConfig:
+class ParaphrasticConfig(ModelConfig):
     vocab_size: int
     languages: tuple[str, str] = ("en", "fr")
     setting: str = "sp"
@@ -41,17 +43,6 @@ class ParaphrasticConfig:
             raise ValueError(f"setting {self.setting!r} is not one of {', '.join(SETTINGS)}")
         if self.pooling not in ("max", "mean"):
             raise ValueError(f"pooling {self.pooling!r} is not 'max' or 'mean'")
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "ParaphrasticConfig":
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ValueError(f"unknown model config keys {unknown}; valid: {', '.join(sorted(known))}")
-        return cls(**data)
 
 
 class EmbeddingAverage(nn.Module):
@@ -109,7 +100,7 @@ def shuffle_tokens(tokens: torch.Tensor, lengths: torch.Tensor, prob: float) -> 
     return out
 
 
-class Paraphrastic(nn.Module):
+class Paraphrastic(SentenceModel):
     """SP or BILSTM with the mega-batch margin loss; ``encoder("semantic")`` is the sentence encoder."""
 
     def __init__(self, cfg: ParaphrasticConfig):
@@ -117,13 +108,6 @@ class Paraphrastic(nn.Module):
         self.cfg = cfg
         self.encoders = nn.ModuleDict({"semantic": EmbeddingAverage(cfg) if cfg.setting == "sp"
                                        else BiLSTMEncoder(cfg)})
-
-    @property
-    def views(self) -> tuple[str, ...]:
-        return ("semantic",)
-
-    def view_languages(self, view: str) -> tuple[str, ...]:
-        return self.cfg.languages
 
     def forward(self, en: torch.Tensor, xx: torch.Tensor, sem_en: torch.Tensor | None = None, update: int = 0
                 ) -> dict[str, torch.Tensor]:
@@ -139,14 +123,3 @@ class Paraphrastic(nn.Module):
         pad = self.cfg.pad_id
         return {"loss": hinge.sum(), "margin_violations": (hinge > 0).sum(),
                 "sentences": torch.tensor(en.shape[0]), "tokens_en": (en != pad).sum(), "tokens_xx": (xx != pad).sum()}
-
-    def encoder(self, view: str = "semantic", tokenizer=None):
-        """The sentence encoder as an Encoder (uses the tokenizer :func:`workbench.load` attached)."""
-        from ..encoders import NetworkEncoder
-        from ..errors import check_name
-        check_name("encoder view", view, self.views)
-        tokenizer = tokenizer or getattr(self, "tokenizer", None)
-        if tokenizer is None:
-            raise ValueError("this model has no tokenizer attached; load it with workbench.load or pass tokenizer=")
-        return NetworkEncoder(f"{self.cfg.setting}-{'-'.join(self.cfg.languages)}", self.encoders[view],
-                                  tokenizer, languages=self.cfg.languages)
