@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 from filelock import FileLock
 from safetensors import SafetensorError, safe_open
-from safetensors.numpy import load_file, save_file
+from safetensors.numpy import save_file
 
 from .encoders import Encoder, check_embeddings
 from .paths import home_dir
@@ -94,9 +94,9 @@ class CachedEncoder:
         if not path.is_file():
             return None
         try:
-            with safe_open(str(path), framework="numpy") as handle:
+            with safe_open(str(path), framework="numpy") as handle:  # one read: header and array
                 meta = handle.metadata() or {}
-            array = load_file(str(path))["embeddings"]
+                array = handle.get_tensor("embeddings")
             problem = None
             if meta.get("fingerprint") != self.fingerprint:
                 problem = "it belongs to another encoder"

@@ -31,12 +31,13 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from tqdm.auto import tqdm
 
 from ..data.tokenizer import preprocess
+from .base import ModelConfig
 
 VARIANTS = ("b-wmf", "x-wmf")
 
 
 @dataclass
-class WMFConfig:
+class WMFConfig(ModelConfig):
     languages: tuple[str, str] = ("en", "fr")
     variant: str = "b-wmf"
     k: int = 100
@@ -183,8 +184,7 @@ class WMF:
     def load(cls, folder: str | Path) -> "WMF":
         folder = Path(folder)
         meta = json.loads((folder / "config.json").read_text())
-        settings = {k: v for k, v in meta["model"].items() if k != "setting"}
-        model = cls(WMFConfig(**settings))
+        model = cls(WMFConfig.from_dict({k: v for k, v in meta["model"].items() if k != "setting"}))
         tensors = load_file(str(folder / "model.safetensors"))
         for lang, words in meta["vocabulary"].items():
             vectorizer = tfidf_vectorizer(vocabulary=words)
