@@ -6,20 +6,23 @@ from workbench.demo import run_demo
 
 
 @pytest.mark.slow
-def test_demo_end_to_end_on_reduced_sizes(tmp_path, en_fr_tokenizer):
+def test_demo_end_to_end_on_reduced_sizes(tmp_path):
     path = run_demo(tmp_path / "demo", sizes={"train": 600, "valid": 200, "test": 200}, years=(2016,),
-                    show_progress=False)
+                    tasks=("length", "subj_num"), show_progress=False)
     html = path.read_text()
     assert "Plotly.newPlot" in html and 'id="fig-probing"' in html and 'id="fig-sts"' in html
     assert '<script src="http' not in html and len(html) > 3_000_000  # plotly.js inlined: works offline
     df = pd.read_csv(path.with_suffix(".csv"))
     acc = df[df.metric == "accuracy"]
-    assert set(acc.encoder) == {"random-transformer", "random-sp-average"}
-    assert set(acc.task) == {"length", "punct_num", "bigram_shift", "tense"}
+    assert set(acc.encoder) == {"bgt-en-fr:semantic", "bgt-en-fr:en", "bilingual_trans-en-fr:semantic",
+                                "bgt-en-fr:fr"}  # Table 3's encoders; the fr language encoder for Gender
+    assert set(acc.task) == {"length", "subj_num", "gender_fr"}
+    assert set(acc[acc.encoder == "bgt-en-fr:fr"].task) == {"gender_fr"}
     assert set(df.metric) >= {"accuracy", "majority", "selectivity", "pearson"}
     assert ((acc.value > 0) & (acc.value <= 1)).all()
     sts = df[(df.metric == "pearson") & (df.dataset == "all")]
-    assert set(sts.task) == {"STS16"} and len(sts) == 2
+    assert set(sts.task) == {"STS16"} and len(sts) == 3
+    assert (tmp_path / "demo" / "results.csv").is_file()
 
 
 def test_help_lists_every_subcommand(capsys):
@@ -27,7 +30,8 @@ def test_help_lists_every_subcommand(capsys):
         cli.main(["--help"])
     assert info.value.code == 0
     out = capsys.readouterr().out
-    for command in ("demo", "train", "encode", "probe", "evaluate", "transfer", "report", "data"):
+    for command in ("demo", "train", "encode", "probe", "evaluate", "transfer", "report", "data", "models",
+                    "reproduce"):
         assert command in out
 
 
@@ -37,9 +41,12 @@ def test_unknown_choice_lists_valid_ones(capsys):
     assert "choose from 'bigram_shift', 'coord_inv'" in capsys.readouterr().err
 
 
-def test_planned_commands_say_so(capsys):
-    assert cli.main(["transfer"]) == 2
-    assert "not available yet" in capsys.readouterr().err
+def test_transfer_command(capsys):
+    assert cli.main(["transfer", "--source", "where is the car ?", "--style", "thank you very much .",
+                     "--beam", "1"]) == 0
+    assert capsys.readouterr().out.strip()
+    assert cli.main(["transfer", "--source", "where is the car ?"]) == 2
+    assert "give --source and --style" in capsys.readouterr().err
 
 
 def test_report_command_from_csv(tmp_path, capsys):
@@ -48,6 +55,22 @@ def test_report_command_from_csv(tmp_path, capsys):
     df.to_csv(tmp_path / "r.csv", index=False)
     assert cli.main(["report", "--results", str(tmp_path / "r.csv"), "--out", str(tmp_path / "out")]) == 0
     assert (tmp_path / "out" / "report.html").is_file() and (tmp_path / "out" / "report.json").is_file()
+    assert pd.read_csv(tmp_path / "out" / "report-probing.csv")["value"].tolist() == [0.5, 0.7]
+
+
+def test_report_without_a_browser_says_so_and_still_writes_html(tmp_path, monkeypatch, caplog):
+    import plotly.graph_objects as go
+
+    from workbench.figures import report
+
+    def no_browser(*args, **kwargs):
+        raise RuntimeError("Kaleido requires Google Chrome to be installed.")
+
+    monkeypatch.setattr(go.Figure, "write_image", no_browser)
+    df = pd.DataFrame({"encoder": ["a"], "task": ["length"], "metric": ["accuracy"], "value": [0.5]})
+    path = report(df, tmp_path / "r.html")
+    assert "static PNG export skipped" in path.read_text() and "apt-get install chromium" in caplog.text
+    assert not list(tmp_path.glob("*.png")) and (tmp_path / "r-probing.csv").is_file()
 
 
 def test_data_info(capsys):

@@ -8,6 +8,7 @@ import time
 
 import numpy as np
 import pytest
+import torch
 
 from workbench.data.tokenizer import pair_tokenizer
 from workbench.errors import UnknownNameError, WorkbenchError
@@ -160,3 +161,31 @@ def test_cli_probes_a_view_of_a_trained_model(tiny_run, capsys):
     assert "task 'length' is in 'en' but encoder 'bgt-en-fr:fr' reads fr" in capsys.readouterr().err
     assert main(["probe", "--model", str(run_dir), "--encoder", "de", "--task", "length", *small]) == 2
     assert "unknown encoder view 'de'; valid: en, fr, semantic" in capsys.readouterr().err
+
+
+def test_export_writes_an_fp16_encoder_only_model_whose_card_matches(tiny_run, tmp_path):
+    from safetensors import safe_open
+
+    from workbench.zoo import card, export, shipped
+    _, run_dir = tiny_run
+    folder = export(run_dir, name="bgt-tiny", root=tmp_path, sizes={"train": 600, "valid": 200, "test": 200},
+                    show_progress=False)
+    assert shipped(tmp_path) == ["bgt-tiny"]
+    with safe_open(str(folder / "model.safetensors"), "pt") as f:
+        assert not any(k.startswith("decoders.") for k in f.keys())
+        assert {f.get_slice(k).get_dtype() for k in f.keys()} <= {"F16", "I64"}
+    info = card("bgt-tiny", root=tmp_path)
+    assert info["training"]["updates"] == 30 and info["training"]["pairs_seen"] > 0
+    assert set(info["views"]) == {"semantic", "en", "fr"}
+    assert set(info["views"]["en"]["probing"]) == {"subj_num", "obj_num", "tree_depth", "top_const",
+                                                   "word_content", "length", "punct_num", "punct_first"}
+    assert set(info["views"]["fr"]["probing"]) == {"gender_fr"} and "sts" not in info["views"]["fr"]
+    model = load(folder)  # the exported model: fp16 weights in float32 parameters, same fingerprints as its card
+    for view, entry in info["views"].items():
+        assert model.encoder(view).fingerprint == entry["fingerprint"]
+    sts, hard = info["views"]["semantic"]["sts"], info["views"]["semantic"]["hard_sts"]
+    assert list(sts) == ["STS12", "STS13", "STS14", "STS15", "STS16", "STS12-16"]
+    assert hard["avg"] == pytest.approx((hard["hard+"] + hard["hard-"]) / 2, abs=0.01)
+    assert "| STS12 |" in (folder / "card.md").read_text()
+    with pytest.raises(ValueError, match="shipped without its decoders"):
+        model.generate(torch.zeros(1, model.cfg.latent_dim), torch.zeros(1, model.cfg.latent_dim))

@@ -4,16 +4,20 @@
     enc = wb.untrained_encoder("random-transformer", pair="en-fr")
     wb.probe(enc, "punct_num")          # ProbeResult(accuracy, ci, majority, ...)
     wb.evaluate(enc, "sts")             # tidy DataFrame, Pearson per STS dataset and year
-    wb.report(df, "reports/x.html")     # self-contained HTML + CSV/JSON
+    wb.report(df, "reports/x.html")     # self-contained HTML + CSV/JSON (+ PNG/PDF with Chromium)
+    bgt = wb.load("bgt-en-fr")          # a shipped model (wb.shipped() lists them), a run, or a checkpoint
+    wb.transfer(bgt, ["source"], ["style"])   # style transfer
 """
 from .cache import cached
 from .encoders import Encoder, untrained_encoder
 from .evaluation import evaluate
 from .figures import report
+from .generation import transfer
 from .probing.build import build_task
 from .probing.probe import ProbeResult, probe, probe_all
 from .probing.tasks import get_task, task_names
 from .train import load
+from .zoo import shipped
 
 __all__ = ["Encoder", "untrained_encoder", "evaluate", "report", "build_task", "ProbeResult", "probe",
-           "probe_all", "get_task", "task_names", "load", "cached"]
+           "probe_all", "get_task", "task_names", "load", "cached", "shipped", "transfer"]

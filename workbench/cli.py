@@ -13,14 +13,51 @@ from .data.corpora import PAIRS, split_summary
 from .data.sts import STS_DATASETS
 from .errors import WorkbenchError
 
-PLANNED = {"transfer": "style transfer with a trained BGT (issue #8)"}
-
 
 def _demo(args) -> None:
     from .demo import run_demo
     sizes = {"train": args.train_size, "valid": args.valid_size, "test": args.test_size}
-    path = run_demo(args.out, pair=args.pair, sizes=sizes, years=tuple(args.years))
+    pairs = tuple(PAIRS) if args.all else tuple(args.pair)
+    path = run_demo(args.out, pairs=pairs, sizes=sizes, years=tuple(args.years))
     print(f"report: {path.resolve()}\nnumbers: {path.with_suffix('.csv').resolve()}")
+
+
+def _models(args) -> None:
+    from .zoo import card, export, shipped
+    if args.action == "export":
+        path = export(args.run, name=args.name, keep_decoders=args.keep_decoders)
+        print(f"shipped: {path.resolve()}\ncard: {(path / 'card.md').resolve()}")
+        return
+    rows = []
+    for name in shipped():
+        info = card(name)
+        sem = info["views"].get("semantic", {})
+        rows.append({"name": name, "model": info["model"], "pair": info["pair"], "MB": info["megabytes"],
+                     "updates": info["training"]["updates"], "STS12-16": sem.get("sts", {}).get("STS12-16"),
+                     "Hard STS": sem.get("hard_sts", {}).get("avg"), "decoders": info["decoders"]})
+    print(pd.DataFrame(rows).to_string(index=False) if rows else "no shipped models in trained/")
+
+
+def _reproduce(args) -> None:
+    from .paper import reproduce
+    path = reproduce(args.out, recompute=args.recompute)
+    print(f"report: {Path(path).resolve()}")
+
+
+def _transfer(args) -> None:
+    from .generation import transfer, transfer_table
+    from .train import load
+    model = load(args.model)
+    if args.pairs:
+        table = pd.read_csv(args.pairs, sep="\t" if args.pairs.endswith((".tsv", ".tsv.gz")) else ",")
+        out = transfer_table(model, table, beam=args.beam, max_len=args.max_len)
+        if args.out:
+            out.to_csv(args.out, index=False)
+        print(out.to_string(index=False))
+        return
+    if not (args.source and args.style):
+        raise WorkbenchError("give --source and --style sentences, or --pairs FILE with source and style columns")
+    print(transfer(model, [args.source], [args.style], beam=args.beam, max_len=args.max_len)[0])
 
 
 def _data(args) -> None:
@@ -170,11 +207,6 @@ def _report(args) -> None:
     print(f"report: {path.resolve()}")
 
 
-def _planned(args) -> None:
-    raise WorkbenchError(f"`workbench {args.command}` is not available yet: it arrives with "
-                         f"{PLANNED[args.command]}.")
-
-
 def build_parser() -> argparse.ArgumentParser:
     from .encoders import REFERENCE, UNTRAINED
     from .evaluation import SUITES
@@ -201,10 +233,36 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("demo", help="run the demo pipeline on real data and write an HTML report")
     p.add_argument("--out", default="reports/demo", help="output folder (reports/demo)")
-    p.add_argument("--pair", choices=PAIRS, default="en-fr")
+    p.add_argument("--pair", choices=PAIRS, nargs="+", default=["en-fr"], help="language pairs (en-fr)")
+    p.add_argument("--all", action="store_true", help="every language pair")
     p.add_argument("--years", type=int, nargs="+", choices=list(STS_DATASETS), default=list(STS_DATASETS))
     sizes(p, 6000, 1000, 1000)
     p.set_defaults(func=_demo)
+
+    p = sub.add_parser("models", help="list the shipped models, or export a training run into trained/")
+    msub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    msub.add_parser("list", help="the models in trained/ with their headline numbers")
+    q = msub.add_parser("export", help="copy a run into trained/NAME (fp16) and measure it for its card")
+    q.add_argument("run", help="run directory or checkpoint folder")
+    q.add_argument("--name", help="model name (MODEL-PAIR)")
+    q.add_argument("--keep-decoders", action=argparse.BooleanOptionalAction, default=None,
+                   help="keep the decoders (default: only for bgt-en-fr, the style-transfer model)")
+    p.set_defaults(func=_models)
+
+    p = sub.add_parser("reproduce", help="our shipped models next to the paper's tables (reports/reproduction.html)")
+    p.add_argument("--out", default="reports/reproduction.html")
+    p.add_argument("--recompute", action="store_true", help="measure the models again instead of reading their cards")
+    p.set_defaults(func=_reproduce)
+
+    p = sub.add_parser("transfer", help="style transfer with BGT: meaning from --source, style from --style")
+    p.add_argument("--model", default="bgt-en-fr", help="a BGT with decoders (bgt-en-fr)")
+    p.add_argument("--source", help="sentence whose meaning is kept (semantic encoder)")
+    p.add_argument("--style", help="sentence whose style is used (English language encoder)")
+    p.add_argument("--pairs", help="batch mode: CSV/TSV with source and style columns")
+    p.add_argument("--out", help="batch mode: write the table with an output column as CSV")
+    p.add_argument("--beam", type=int, default=5, help="beam size (1 = greedy; 5)")
+    p.add_argument("--max-len", type=int, help="maximum generated pieces (the model's maximum)")
+    p.set_defaults(func=_transfer)
 
     p = sub.add_parser("data", help="inspect the corpora or download public data")
     dsub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -224,7 +282,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", choices=MODELS, default="bgt")
     p.add_argument("--pair", choices=PAIRS, default="en-fr")
     p.add_argument("--preset", choices=list(PRESETS), default="tiny",
-                   help="tiny (CI, <1 min CPU), small (the shipped recipe, minutes on a GPU), paper")
+                   help="tiny (CI, <1 min CPU), cpu (what trained/ holds: minutes on 2 cores), small (the GPU recipe), paper")
     p.add_argument("--config", help="TOML/JSON file of training settings (instead of --model/--pair/--preset)")
     p.add_argument("--out", help="run directory (runs/MODEL-PAIR-PRESET)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its latest checkpoint")
@@ -279,9 +337,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--title", default="BGT workbench report")
     p.set_defaults(func=_report)
 
-    for name, what in PLANNED.items():
-        p = sub.add_parser(name, help=f"(not yet available: {what})")
-        p.set_defaults(func=_planned)
     return parser
 
 
@@ -289,6 +344,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(levelname)s %(name)s: %(message)s")
+    for chatty in ("kaleido", "choreographer", "logistro"):  # the static-export browser's own bookkeeping
+        logging.getLogger(chatty).setLevel(logging.WARNING)
     try:
         args.func(args)
     except (WorkbenchError, FileNotFoundError) as err:

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import html
 import json
+import logging
 import os
 from pathlib import Path
 
 import pandas as pd
 import plotly.graph_objects as go
+
+log = logging.getLogger(__name__)
 
 RESULT_COLUMNS = ("encoder", "task", "dataset", "metric", "value", "ci_low", "ci_high", "n")
 
@@ -71,45 +74,107 @@ def sts_figure(df: pd.DataFrame) -> go.Figure:
     return fig
 
 
-def figures_for(df: pd.DataFrame) -> dict[str, go.Figure]:
-    """The figures a result frame supports, by file stem."""
+def table3_figure(table: pd.DataFrame, title: str = "Probing accuracy by encoder (Table 3 layout)") -> go.Figure:
+    """Heat map of a Table-3-shaped frame (rows ``language / encoder``, columns tasks, values × 100)."""
+    fig = go.Figure(go.Heatmap(z=table.to_numpy(dtype=float), x=list(table.columns), y=list(table.index),
+                               colorscale="Viridis", text=table.map(lambda v: "" if pd.isna(v) else f"{v:.1f}").to_numpy(),
+                               texttemplate="%{text}", colorbar=dict(title="× 100")))
+    fig.update_layout(title=title, template="plotly_white", yaxis=dict(autorange="reversed"),
+                      height=max(300, 28 * len(table) + 150))
+    return fig
+
+
+def gap_figure(gaps: pd.DataFrame, title: str = "Semantic minus English language encoder, by language") -> go.Figure:
+    """Lines of a gap (``language, task, gap`` rows, × 100) against the languages in their row order, which is
+    the stated distance order; one line per task."""
+    fig = go.Figure()
+    for task, rows in gaps.groupby("task", sort=False):
+        fig.add_scatter(name=task, x=rows["language"], y=rows["gap"], mode="lines+markers")
+    fig.add_hline(y=0, line=dict(color="grey", dash="dot"))
+    fig.update_layout(title=title, template="plotly_white", xaxis_title="language (ordered by distance)",
+                      yaxis_title="semantic − language encoder (× 100)")
+    return fig
+
+
+def figures_for(df: pd.DataFrame) -> dict[str, tuple[go.Figure, pd.DataFrame]]:
+    """The figures a result frame supports, by file stem, each with the rows behind it."""
     df = tidy(df)
     figures = {}
     if (df["metric"] == "accuracy").any():
-        figures["probing"] = probe_figure(df)
+        figures["probing"] = (probe_figure(df), df[df["metric"].isin(["accuracy", "majority"])])
     if (df["metric"] == "selectivity").any():
-        figures["selectivity"] = selectivity_figure(df)
-    if ((df["metric"] == "pearson") & (df["dataset"] == "all")).any():
-        figures["sts"] = sts_figure(df)
+        figures["selectivity"] = (selectivity_figure(df), df[df["metric"] == "selectivity"])
+    sts = (df["metric"] == "pearson") & (df["dataset"] == "all")
+    if sts.any():
+        figures["sts"] = (sts_figure(df), df[sts])
     return figures
 
 
-def report(df: pd.DataFrame, path: str | Path, title: str = "BGT workbench report", notes: str = "") -> Path:
-    """Write a self-contained HTML report (plotly.js embedded: works offline) with the CSV and JSON of the
-    numbers beside it (``<stem>.csv``, ``<stem>.json``). Returns the HTML path."""
+def export_figures(figures: dict[str, tuple[go.Figure, pd.DataFrame]], folder: str | Path,
+                   stem: str = "figure", formats: tuple[str, ...] = ("png", "pdf")) -> list[str]:
+    """Write ``<stem>-<name>.csv``/``.json`` (the numbers behind each figure) and, through kaleido and a
+    Chromium, ``.png``/``.pdf``. Returns problems as messages (no Chromium: the static images are skipped,
+    the data files are still written)."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    problems = []
+    for name, (fig, data) in figures.items():
+        base = folder / f"{stem}-{name}"
+        _write(base.with_suffix(".csv"), data.to_csv(index=False))
+        _write(base.with_suffix(".json"), json.dumps(json.loads(data.to_json(orient="records")), indent=1))
+        for fmt in formats if not problems else ():
+            try:
+                fig.write_image(str(base.with_suffix(f".{fmt}")), format=fmt, width=1100, height=600)
+            except Exception as err:  # kaleido raises several types when it finds no usable browser
+                problems.append(f"static {fmt.upper()} export skipped: plotly/kaleido could not render "
+                                f"({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}). "
+                                "Install Chromium (Debian: apt-get install chromium) and kaleido>=1 for PNG/PDF; "
+                                "the HTML and the CSV/JSON are complete without it.")
+                break
+    return problems
+
+
+def page(title: str, body: str) -> str:
+    """A self-contained HTML page around ``body``."""
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<style>body{{font-family:system-ui,sans-serif;margin:2em;max-width:1200px}}
+table{{border-collapse:collapse;font-size:0.85em}} td,th{{border:1px solid #ccc;padding:2px 6px}}
+.ok{{color:#1a7f37}} .miss{{color:#c0392b}} .warn{{background:#fff3cd;padding:0.5em}}</style>
+</head><body>
+<h1>{html.escape(title)}</h1>
+{body}
+</body></html>
+"""
+
+
+def figure_html(figures: dict[str, go.Figure]) -> str:
+    """The figures as HTML divs, plotly.js embedded once (offline)."""
+    return "".join(fig.to_html(full_html=False, include_plotlyjs="inline" if i == 0 else False, div_id=f"fig-{name}")
+                   for i, (name, fig) in enumerate(figures.items()))
+
+
+def report(df: pd.DataFrame, path: str | Path, title: str = "BGT workbench report", notes: str = "",
+           static: bool = True) -> Path:
+    """Write a self-contained HTML report (plotly.js embedded: works offline) with the CSV and JSON of all
+    numbers beside it (``<stem>.csv``, ``<stem>.json``) and, per figure, its data and (``static``, needs
+    Chromium) PNG and PDF. Returns the HTML path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     df = tidy(df)
     figures = figures_for(df)
     if not figures:
         raise ValueError("nothing to plot: the results have no 'accuracy' (probe) or 'pearson' (STS) rows")
-    parts = [fig.to_html(full_html=False, include_plotlyjs="inline" if i == 0 else False, div_id=f"fig-{name}")
-             for i, (name, fig) in enumerate(figures.items())]
+    problems = export_figures(figures, path.parent, stem=path.stem, formats=("png", "pdf") if static else ())
+    for problem in problems:
+        log.warning("%s", problem)
+    warnings = "".join(f'<p class="warn">{html.escape(p)}</p>' for p in problems)
     table = df.to_html(index=False, float_format=lambda v: f"{v:.4f}", na_rep="", classes="results")
-    page = f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<style>body{{font-family:system-ui,sans-serif;margin:2em;max-width:1100px}}
-table.results{{border-collapse:collapse;font-size:0.85em}} table.results td,table.results th{{border:1px solid #ccc;padding:2px 6px}}</style>
-</head><body>
-<h1>{html.escape(title)}</h1>
-{notes}
-{''.join(parts)}
-<h2>Numbers</h2>
-<p>Also in <code>{html.escape(path.stem)}.csv</code> and <code>{html.escape(path.stem)}.json</code> beside this file.</p>
-{table}
-</body></html>
-"""
-    _write(path, page)
+    body = (f"{notes}{warnings}{figure_html({k: f for k, (f, _) in figures.items()})}<h2>Numbers</h2>"
+            f"<p>Also in <code>{html.escape(path.stem)}.csv</code> and <code>{html.escape(path.stem)}.json</code> "
+            f"beside this file; each figure's own numbers in <code>{html.escape(path.stem)}-FIGURE.csv</code>.</p>"
+            f"{table}")
+    _write(path, page(title, body))
     _write(path.with_suffix(".csv"), df.to_csv(index=False))
     _write(path.with_suffix(".json"), json.dumps(json.loads(df.to_json(orient="records")), indent=1))
     return path

@@ -41,7 +41,7 @@ ARCHITECTURES = {**{name: (BGT, BGTConfig) for name in bgt.SETTINGS},
                  **{name: (Paraphrastic, ParaphrasticConfig) for name in paraphrastic.SETTINGS}}
 MODELS = (*ARCHITECTURES, "wmf")  # wmf is fitted by ALS (train_wmf), not by the Trainer
 # WMF (seed 003): the paper's k = 100, w_m = 0.01, λ = 20, 20 ALS iterations; tiny is a quick check.
-WMF_PRESETS = {"tiny": {"k": 20, "iterations": 5, "l2": 1.0}, "small": {}, "paper": {}}
+WMF_PRESETS = {"tiny": {"k": 20, "iterations": 5, "l2": 1.0}, "cpu": {"iterations": 10}, "small": {}, "paper": {}}
 PRESETS = {
     # CI: trains in well under a minute on CPU and the loss visibly falls.
     "tiny": {"model": {"d_model": 64, "ffn_dim": 128, "n_heads": 2, "enc_layers": 1, "latent_dim": 32,
@@ -49,7 +49,14 @@ PRESETS = {
              "vocab_size": 1000, "max_pairs": 3000, "max_sentence_len": 32, "max_tokens": 1024, "update_freq": 1,
              "lr": 1e-3, "warmup": 10, "max_updates": 40, "kl_x0": 40, "valid_every": 20, "save_every": 20,
              "max_valid_pairs": 300},
-    # The shipped-model recipe (BGT_SPEC §8.2): minutes on one GPU.
+    # What the shipped models were trained with when no GPU was lent: minutes per model on 2 CPU cores
+    # (trained/README.md); a run of "small" on a GPU replaces them.
+    "cpu": {"model": {"d_model": 128, "ffn_dim": 256, "n_heads": 4, "enc_layers": 2, "latent_dim": 128,
+                      "dropout": 0.1, "max_len": 64},
+            "vocab_size": 8000, "max_pairs": 60000, "max_sentence_len": 40, "max_tokens": 4000, "update_freq": 1,
+            "lr": 1.5e-3, "warmup": 50, "max_updates": 150, "valid_every": 75, "save_every": 75,
+            "max_valid_pairs": 500},
+    # The GPU recipe for shipped models (BGT_SPEC §8.2): minutes on one GPU.
     "small": {"model": {"d_model": 512, "ffn_dim": 1024, "n_heads": 8, "enc_layers": 3, "latent_dim": 512,
                         "dropout": 0.1, "max_len": 128},
               "max_sentence_len": 64, "max_tokens": 8000, "update_freq": 2, "lr": 8e-4, "warmup": 300,
@@ -68,6 +75,8 @@ PRESETS = {
 PARAPHRASTIC_PRESETS = {
     "tiny": {"model": {"dim": 256, "hidden": 64, "max_len": 64}, "max_tokens": 4096, "lr": 1e-2,
              "schedule": "constant", "warmup": 0},
+    "cpu": {"model": {"dim": 512, "hidden": 256, "max_len": 128}, "max_pairs": None, "max_tokens": 16000,
+            "lr": 1e-3, "schedule": "constant", "warmup": 0, "max_updates": 300},
     "small": {"model": {"dim": 512, "hidden": 256, "max_len": 128}, "max_tokens": 16000, "update_freq": 1,
               "lr": 1e-3, "schedule": "constant", "warmup": 0, "max_updates": 2000},
     "paper": {"model": {"dim": 1024, "hidden": 512, "max_len": 1024, "dropout": 0.3}, "vocab_size": 20000,
@@ -240,7 +249,10 @@ def train_wmf(cfg: TrainConfig, run_dir: str | Path, show_progress: bool = True)
     model = WMF(WMFConfig(languages=("en", language_of(cfg.pair)), seed=cfg.seed, **settings))
     model.fit([en for en, _ in pairs], [xx for _, xx in pairs], show_progress=show_progress)
     model.save(run_dir)
-    return {"model": "wmf", "pairs": len(pairs), "loss": model.history[-1], "seconds": time.perf_counter() - start}
+    result = {"model": "wmf", "pairs": len(pairs), "iterations": len(model.history), "loss": model.history[-1],
+              "seconds": time.perf_counter() - start}
+    _atomic_text(run_dir / "metrics.jsonl", json.dumps(result) + "\n")
+    return result
 
 
 def load(path_or_name: str | Path, device: str | torch.device = "cpu") -> torch.nn.Module:
@@ -251,8 +263,9 @@ def load(path_or_name: str | Path, device: str | torch.device = "cpu") -> torch.
     if not path.exists() and (trained_dir() / str(path_or_name)).exists():
         path = trained_dir() / str(path_or_name)
     if not path.exists():
+        from .zoo import shipped
         raise WorkbenchError(f"no model at {path_or_name!r}: give a run directory, a checkpoint folder, or a name "
-                             f"in {trained_dir()}")
+                             f"in {trained_dir()} ({', '.join(shipped()) or 'none shipped'})")
     if (path / "config.json").is_file() and json.loads((path / "config.json").read_text())["model"].get(
             "setting") == "wmf":
         from .models.wmf import WMF
@@ -261,7 +274,10 @@ def load(path_or_name: str | Path, device: str | torch.device = "cpu") -> torch.
     meta = json.loads((folder / "config.json").read_text())
     tokenizer = Tokenizer(folder / "spm.model", tuple(meta["model"]["languages"]))
     model = build_model(meta["model"])
-    model.load_state_dict(load_file(str(folder / "model.safetensors")))
+    state = load_file(str(folder / "model.safetensors"))  # float16 in trained/: copied into float32 parameters
+    if not meta.get("decoders", True):  # a shipped encoder-only model
+        model.decoders = torch.nn.ModuleDict()
+    model.load_state_dict(state)
     model.tokenizer = tokenizer
     return model.to(device).eval()
 

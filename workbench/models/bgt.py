@@ -273,6 +273,12 @@ class BGT(SentenceModel):
 
     # --- generation (style transfer) -----------------------------------------------------------------------
 
+    def transfer(self, source: str, style: str, beam: int = 5, max_len: int | None = None) -> str:
+        """Style transfer of one pair (see :func:`workbench.generation.transfer`): ``source``'s meaning in
+        ``style``'s form."""
+        from ..generation import transfer
+        return transfer(self, [source], [style], beam=beam, max_len=max_len)[0]
+
     @torch.no_grad()
     def generate(self, z_sem: torch.Tensor, z_lang: torch.Tensor | None = None, decoder: str = "en",
                  max_len: int = 100, beam: int = 1) -> list[list[int]]:
@@ -280,6 +286,9 @@ class BGT(SentenceModel):
         conditioning is ``[z_lang ; z_sem]`` for BGT's generative decoders (style transfer: z_lang from the
         style sentence, z_sem from the source) and ``z_sem`` alone otherwise. Greedy (``beam=1``) or beam
         search with length-normalised scores; returns id lists without the final EOS."""
+        if not self.decoders:
+            raise ValueError("this model was shipped without its decoders (encoders only); style transfer needs a "
+                             "model with decoders, such as the shipped bgt-en-fr or a training run")
         if decoder not in self.decoders:
             raise ValueError(f"no decoder {decoder!r}; this {self.cfg.setting} model has {', '.join(self.decoders)}")
         dec, cfg = self.decoders[decoder], self.cfg

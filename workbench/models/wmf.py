@@ -162,6 +162,10 @@ class WMF:
         covered = {lang: sum(t in v.vocabulary_ for t in tokens) for lang, v in self.vectorizers.items()}
         return max(self.cfg.languages, key=lambda lang: (covered[lang], lang == "en"))
 
+    @property
+    def views(self) -> tuple[str, ...]:
+        return ("semantic", *self.cfg.languages)
+
     def encoder(self, view: str = "semantic") -> "WMFEncoder":
         """``"en"``/``"<xx>"``: fold in with that language's factor; ``"semantic"``: per sentence, the language
         :meth:`guess_language` picks (so cross-lingual pairs go through one encoder)."""

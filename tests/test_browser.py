@@ -1,0 +1,48 @@
+"""A real browser opens an exported report: headless Chromium renders the plotly figures (needs Chromium:
+Debian's `chromium` package, which .ci/run installs when apt-get is available)."""
+import shutil
+import subprocess
+
+import numpy as np
+import pandas as pd
+import pytest
+from PIL import Image
+
+import workbench as wb
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (apt-get install chromium)")
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    enc = wb.untrained_encoder("random-sp-average", pair="en-fr")
+    df = pd.concat([wb.probe_all([enc], ["length"], sizes={"train": 400, "valid": 100, "test": 100}),
+                    wb.evaluate(enc, "sts")])
+    return wb.report(df, tmp_path_factory.mktemp("report") / "report.html")
+
+
+def test_report_renders_in_headless_chromium(exported, tmp_path):
+    url = exported.resolve().as_uri()
+    dom = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=10000",
+                          "--dump-dom", url], capture_output=True, text=True, timeout=120).stdout
+    # plotly draws its SVG into each figure div only when plotly.js ran (it is inlined: no network needed)
+    assert 'id="fig-probing"' in dom and 'id="fig-sts"' in dom and dom.count('class="main-svg"') >= 2
+    assert dom.count('class="trace bars"') >= 2 and dom.count('class="point"') >= 6  # bars drawn, one per value
+    shot = tmp_path / "shot.png"
+    subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile2'}", "--virtual-time-budget=10000",
+                    "--window-size=1200,900", f"--screenshot={shot}", url], capture_output=True, timeout=120)
+    pixels = np.asarray(Image.open(shot).convert("L"), dtype=float)
+    assert pixels.shape == (900, 1200) and pixels.std() > 10  # not a blank page
+
+
+def test_static_png_and_pdf_exports_are_valid(exported):
+    for name in ("probing", "sts"):
+        png = exported.parent / f"report-{name}.png"
+        with Image.open(png) as image:
+            assert image.format == "PNG" and image.size == (1100, 600)
+            assert np.asarray(image.convert("L"), dtype=float).std() > 5
+        assert (exported.parent / f"report-{name}.pdf").read_bytes()[:5] == b"%PDF-"
+        assert len(pd.read_csv(exported.parent / f"report-{name}.csv")) > 0

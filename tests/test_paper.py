@@ -1,0 +1,71 @@
+"""The paper comparison: tables as in BGT_SPEC §11, winner matching, language-distance ordering, the report."""
+import pandas as pd
+import pytest
+
+from workbench.paper import (
+    language_gaps,
+    our_table3,
+    paper_table,
+    reproduce,
+    table3_cells,
+    vocabulary_overlap,
+)
+from workbench.zoo import card, shipped
+
+
+def test_paper_tables_carry_the_spec_numbers():
+    t3 = paper_table("table3").set_index(["lang", "role"])
+    assert t3.loc[("fr", "semantic"), "SubjNum"] == 84.6 and t3.loc[("ja", "en"), "Len"] == 80.4
+    assert t3.loc[("es", "xx"), "Gender"] == 54.7 and pd.isna(t3.loc[("ar", "bilingual_trans"), "Gender"])
+    assert paper_table("figure3").set_index("model").loc["bgt", "STS12-16"] == 73.1
+    assert paper_table("figure4").set_index("model").loc["bilingual_trans", "en-ar"] == 37.6
+    with pytest.raises(Exception, match="valid: table2, table3"):
+        paper_table("table9")
+
+
+def test_winner_matching_counts_agreeing_cells():
+    paper = paper_table("table3")
+    cells = table3_cells(paper)
+    assert cells["match"].all() and len(cells) == 5 * 9 + 2  # 9 English columns per language, Gender for fr/es
+    swapped = paper.copy()  # exchange the semantic and English language encoders' numbers
+    sem, en = swapped["role"] == "semantic", swapped["role"] == "en"
+    swapped.loc[sem, "Len"], swapped.loc[en, "Len"] = paper.loc[en, "Len"].to_numpy(), paper.loc[sem, "Len"].to_numpy()
+    cells = table3_cells(swapped).set_index(["lang", "task"])
+    assert not cells.loc[("fr", "Len"), "match"] and cells.loc[("fr", "Len"), "our_winner"] == "Semantic"
+    assert cells["match"].sum() == len(cells) - 5
+
+
+def test_gaps_follow_the_distance_order():
+    paper = paper_table("table3")
+    gaps = language_gaps(paper, {"fr": 0.3, "ja": 0.9, "es": 0.1})
+    assert list(dict.fromkeys(gaps["language"])) == ["ja", "fr", "es"]
+    fr_word = gaps[(gaps.language == "fr") & (gaps.task == "Word")]["gap"].iloc[0]
+    assert fr_word == pytest.approx(77.4 - 65.4)
+
+
+def test_vocabulary_overlap_is_lower_for_a_different_script():
+    fr, ja = vocabulary_overlap("en-fr", n_pairs=1000), vocabulary_overlap("en-ja", n_pairs=1000)
+    assert 0 < ja < fr < 1
+
+
+def test_our_table3_comes_from_the_cards():
+    ours = our_table3().set_index(["lang", "role"])
+    assert set(ours.index.get_level_values("lang")) == {"fr", "es", "ar", "tr", "ja"}
+    fr = card("bgt-en-fr")["views"]
+    assert ours.loc[("fr", "en"), "Len"] == fr["en"]["probing"]["length"]
+    assert ours.loc[("fr", "semantic"), "STS"] == fr["semantic"]["sts"]["STS12-16"]
+    assert ours.loc[("fr", "xx"), "Gender"] == fr["fr"]["probing"]["gender_fr"]
+
+
+@pytest.mark.slow
+def test_reproduce_writes_the_report(tmp_path):
+    path = reproduce(tmp_path / "reproduction.html", transfer_examples=2, show_progress=False)
+    text = path.read_text()
+    for heading in ("Table 2", "Table 3", "Figure 3", "Figure 4", "Table 4", "Language distance"):
+        assert heading in text
+    assert "Winner matches the paper in" in text and 'id="fig-table3"' in text
+    cells = pd.read_csv(tmp_path / "reproduction-table3_cells.csv")
+    assert len(cells) == 5 * 9 + 2 and cells["match"].dtype == bool
+    transfers = pd.read_csv(tmp_path / "reproduction-style_transfer.csv")
+    assert len(transfers) == 2 and transfers["output"].str.len().gt(0).all()
+    assert len(shipped()) >= 10

@@ -1,0 +1,52 @@
+"""Every model in trained/ loads, has the fingerprint its card states, and reproduces its card's STS."""
+import json
+
+import pytest
+import torch
+
+import workbench as wb
+from workbench.evaluation import evaluate
+from workbench.paths import trained_dir
+from workbench.zoo import WITH_DECODERS, card, shipped
+
+SHIPPED = shipped()
+TABLE3 = [f"{model}-en-{lang}" for lang in ("fr", "es", "ar", "tr", "ja") for model in ("bgt", "bilingual_trans")]
+
+
+def test_the_table3_models_are_shipped_and_small_enough():
+    assert set(TABLE3) <= set(SHIPPED)
+    total = sum(p.stat().st_size for p in trained_dir().rglob("*") if p.is_file())
+    assert total < 200 * 2 ** 20, f"trained/ holds {total / 2 ** 20:.0f} MB; the limit is 200 MB"
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_shipped_model_matches_its_card(name):
+    info = card(name)
+    model = wb.load(name)
+    for view, entry in info["views"].items():
+        assert model.encoder(view).fingerprint == entry["fingerprint"], view
+    sem = model.encoder("semantic")
+    rows = evaluate(sem, "sts", cache=False)
+    avg = rows[(rows.task == "STS12-16") & (rows.metric == "pearson")]["value"].iloc[0]
+    assert avg == pytest.approx(info["views"]["semantic"]["sts"]["STS12-16"], abs=0.05)
+    config = json.loads((trained_dir() / name / "config.json").read_text())
+    if info["model"] != "wmf":  # float16 weights, decoders only where style transfer needs them
+        from safetensors import safe_open
+        with safe_open(str(trained_dir() / name / "model.safetensors"), "pt") as f:
+            dtypes = {f.get_slice(k).get_dtype() for k in f.keys()}
+            has_decoders = any(k.startswith("decoders.") for k in f.keys())
+        assert dtypes <= {"F16", "I64"}
+        assert has_decoders == (name in WITH_DECODERS) == config["decoders"]
+
+
+def test_encoder_only_models_say_why_they_cannot_generate():
+    model = wb.load("bgt-en-es")
+    with pytest.raises(ValueError, match="shipped without its decoders"):
+        model.generate(torch.zeros(1, model.cfg.latent_dim), torch.zeros(1, model.cfg.latent_dim))
+
+
+def test_unknown_model_name_lists_what_is_shipped():
+    with pytest.raises(wb.errors.WorkbenchError, match="no model at 'bgt-en-xx'"):
+        wb.load("bgt-en-xx")
+    with pytest.raises(wb.errors.WorkbenchError, match="shipped: .*bgt-en-fr"):
+        card("bgt-en-xx")

@@ -1,0 +1,87 @@
+"""The notebook widgets, driven as a user would (``.value = ...``, ``.click()``), on the shipped models."""
+import numpy as np
+import pytest
+
+import workbench as wb
+from workbench.demo import compare
+from workbench.paper import LANGUAGES, paper_table
+from workbench.widgets import GapExplorer, ProbeExplorer, StyleTransferApp
+
+SIZES = {"train": 600, "valid": 200, "test": 200}
+
+
+@pytest.fixture(scope="module")
+def results():
+    return compare(("en-fr",), SIZES, years=(2016,), tasks=("length", "punct_num"), show_progress=False)
+
+
+def test_probe_explorer_redraws_on_every_control(results):
+    explorer = ProbeExplorer(results, group="pair")
+    assert explorer.group.value == "en-fr"
+    encoders = set(results[results.metric == "accuracy"].encoder)
+    assert {t.name for t in explorer.figure.data} == encoders  # one bar trace per encoder
+    semantic = "bgt-en-fr:semantic"
+    acc = results[(results.metric == "accuracy") & (results.encoder == semantic)].set_index("task")["value"]
+    trace = next(t for t in explorer.figure.data if t.name == semantic)
+    assert np.allclose(trace.y, 100 * acc[list(trace.x)].to_numpy())
+    assert trace.error_y.array is not None  # CIs drawn for accuracy
+
+    explorer.encoders.value = (semantic,)
+    assert [t.name for t in explorer.figure.data] == [semantic]
+    explorer.tasks.value = ("length",)
+    assert list(explorer.figure.data[0].x) == ["length"]
+
+    explorer.metric.value = "selectivity"
+    sel = results[(results.metric == "selectivity") & (results.encoder == semantic) & (results.task == "length")]
+    assert np.isclose(explorer.figure.data[0].y[0], 100 * sel["value"].iloc[0])
+    assert "selectivity" in explorer.figure.layout.title.text
+
+    explorer.encoders.value = ()
+    assert len(explorer.figure.data) == 0
+
+
+def test_gap_explorer_follows_task_and_roles():
+    paper = paper_table("table3")
+    distance = dict(zip(LANGUAGES, (0.5, 0.4, 0.1, 0.3, 0.05)))  # any order: the x axis must follow it
+    explorer = GapExplorer(paper, paper, distance)
+    assert list(explorer.figure.data[0].x) == ["fr", "es", "tr", "ar", "ja"]
+    word = paper.pivot_table(index="lang", columns="role", values="Word", aggfunc="first")
+    assert np.allclose(explorer.figure.data[0].y, (word["semantic"] - word["en"])[["fr", "es", "tr", "ar", "ja"]])
+    explorer.task.value = "Len"
+    assert explorer.figure.data[0].y[0] == pytest.approx(73.0 - 80.2)  # fr: semantic - en language encoder
+    explorer.subtrahend.value = "bilingual_trans"
+    assert explorer.figure.data[0].y[0] == pytest.approx(73.0 - 74.0)
+    assert explorer.figure.layout.title.text == "Len: semantic − bilingual_trans"
+
+
+def test_style_transfer_app_generates_swaps_and_draws_examples():
+    model = wb.load("bgt-en-fr")
+    examples = ["where did you go last night ?", "you are late again .", "thank you very much .", "i know him ."]
+    app = StyleTransferApp(model, examples=examples)
+    assert app.result == wb.transfer(model, examples[:1], examples[1:2], beam=5, max_len=40)[0]
+    assert app.result and app.result in app.output.value
+
+    app.search.value = "greedy"
+    assert app.result == wb.transfer(model, examples[:1], examples[1:2], beam=1, max_len=40)[0]
+
+    app.swap.click()
+    assert (app.source.value, app.style.value) == (examples[1], examples[0])
+    assert app.result == wb.transfer(model, examples[1:2], examples[:1], beam=1, max_len=40)[0]
+    assert app.result == model.transfer(examples[1], examples[0], beam=1, max_len=40)  # the model's shortcut
+
+    app.example.click()
+    assert app.source.value in examples and app.style.value in examples
+    assert app.source.value != app.style.value
+
+    app.source.value = "   "
+    assert app.result == "" and "type a Source" in app.output.value
+
+
+def test_style_transfer_rejects_bad_input():
+    model = wb.load("bgt-en-fr")
+    with pytest.raises(wb.errors.WorkbenchError, match="one style sentence per source"):
+        wb.transfer(model, ["a", "b"], ["c"])
+    with pytest.raises(wb.errors.WorkbenchError, match="beam must be at least 1"):
+        wb.transfer(model, ["a"], ["c"], beam=0)
+    with pytest.raises(wb.errors.WorkbenchError, match="needs a BGT model"):
+        wb.transfer(wb.load("bilingual_trans-en-fr"), ["a"], ["c"])

@@ -1,0 +1,174 @@
+"""Interactive explorers for JupyterLab (ipywidgets + plotly ``FigureWidget``); the notebooks only wire these up.
+
+Each explorer is a small class holding its controls as attributes (so tests drive them with ``.value = ...`` and
+``.click()``) and a ``.widget`` to display. Figures for export come from :mod:`workbench.figures`.
+"""
+from __future__ import annotations
+
+import html
+import os
+from collections.abc import Callable, Sequence
+
+import ipywidgets as w
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from .figures import tidy
+
+
+def notebook_sizes() -> dict[str, int]:
+    """Probing sizes for notebooks: the cards' sizes, or small ones when ``WORKBENCH_QUICK=1`` (CI)."""
+    from .zoo import CARD_SIZES
+    quick = os.environ.get("WORKBENCH_QUICK", "") not in ("", "0")
+    return {"train": 600, "valid": 200, "test": 200} if quick else dict(CARD_SIZES)
+
+
+class ProbeExplorer:
+    """Grouped bars of one probing metric (accuracy with 95% CI, or selectivity) for the chosen encoders and
+    tasks of a tidy result frame; ``group`` (e.g. the language pair) picks a subset when the frame has that
+    column."""
+
+    def __init__(self, results: pd.DataFrame, group: str | None = None):
+        self.results = tidy(results)
+        self.group_column = group if group in self.results.columns else None
+        groups = sorted(self.results[self.group_column].unique()) if self.group_column else []
+        self.group = w.Dropdown(options=groups, description=group or "", layout={"display": "" if groups else "none"})
+        self.metric = w.ToggleButtons(options=[m for m in ("accuracy", "selectivity")
+                                               if (self.results["metric"] == m).any()], description="metric")
+        self.encoders = w.SelectMultiple(description="encoders", rows=5)
+        self.tasks = w.SelectMultiple(description="tasks", rows=8)
+        self.figure = go.FigureWidget(layout={"barmode": "group", "template": "plotly_white",
+                                              "yaxis_title": "× 100", "height": 420})
+        self._refresh_choices()
+        self.group.observe(lambda _: self._refresh_choices(), "value")
+        for control in (self.metric, self.encoders, self.tasks):
+            control.observe(lambda _: self.update(), "value")
+        self.update()
+        self.widget = w.VBox([w.HBox([self.group, self.metric]), w.HBox([self.encoders, self.tasks]), self.figure])
+
+    def _subset(self) -> pd.DataFrame:
+        df = self.results
+        if self.group_column:
+            df = df[df[self.group_column] == self.group.value]
+        return df
+
+    def _refresh_choices(self) -> None:
+        df = self._subset()
+        probes = df[df["metric"] == "accuracy"]
+        encoders, tasks = list(dict.fromkeys(probes["encoder"])), list(dict.fromkeys(probes["task"]))
+        with self.figure.batch_update():
+            self.encoders.options, self.tasks.options = encoders, tasks
+            self.encoders.value, self.tasks.value = tuple(encoders), tuple(tasks)
+        self.update()
+
+    def update(self) -> None:
+        """Redraw for the current choices."""
+        df = self._subset()
+        rows = df[(df["metric"] == self.metric.value) & df["encoder"].isin(self.encoders.value)
+                  & df["task"].isin(self.tasks.value)]
+        bars = []
+        for encoder, part in rows.groupby("encoder", sort=False):
+            error = None
+            if self.metric.value == "accuracy":
+                error = {"type": "data", "symmetric": False, "array": 100 * (part["ci_high"] - part["value"]),
+                         "arrayminus": 100 * (part["value"] - part["ci_low"])}
+            bars.append(go.Bar(name=encoder, x=part["task"], y=100 * part["value"], error_y=error))
+        with self.figure.batch_update():
+            self.figure.data = ()
+            if bars:
+                self.figure.add_traces(bars)
+            self.figure.layout.title = f"{self.metric.value} × 100" + (
+                f" — {self.group.value}" if self.group_column else "")
+
+
+class GapExplorer:
+    """A gap between two encoder roles (e.g. semantic − en language encoder) per language, languages ordered by
+    a distance measure, ours beside the paper's; pick the task and the two roles."""
+
+    def __init__(self, ours: pd.DataFrame, paper: pd.DataFrame, distance: dict[str, float],
+                 roles: Sequence[str] = ("semantic", "en", "bilingual_trans")):
+        self.ours, self.paper, self.distance = ours, paper, distance
+        self.order = sorted(distance, key=distance.get, reverse=True)
+        tasks = [c for c in ours.columns if c not in ("lang", "role") and ours[c].notna().any()]
+        self.task = w.Dropdown(options=tasks, value="Word" if "Word" in tasks else tasks[0], description="task")
+        self.minuend = w.Dropdown(options=list(roles), value=roles[0], description="encoder A")
+        self.subtrahend = w.Dropdown(options=list(roles), value=roles[1], description="minus B")
+        self.figure = go.FigureWidget(layout={"template": "plotly_white", "height": 400,
+                                              "xaxis_title": "language (closest to English first)",
+                                              "yaxis_title": "A − B (× 100)"})
+        for control in (self.task, self.minuend, self.subtrahend):
+            control.observe(lambda _: self.update(), "value")
+        self.update()
+        self.widget = w.VBox([w.HBox([self.task, self.minuend, self.subtrahend]), self.figure])
+
+    def gaps(self, table: pd.DataFrame) -> pd.Series:
+        """A − B for the current task per language, in distance order (NaN where a cell is missing)."""
+        pivot = table.pivot_table(index="lang", columns="role", values=self.task.value, aggfunc="first")
+        if self.minuend.value not in pivot or self.subtrahend.value not in pivot:
+            return pd.Series(index=self.order, dtype=float)
+        return (pivot[self.minuend.value] - pivot[self.subtrahend.value]).reindex(self.order)
+
+    def update(self) -> None:
+        with self.figure.batch_update():
+            self.figure.data = ()
+            for name, table in (("ours", self.ours), ("paper", self.paper)):
+                gap = self.gaps(table)
+                self.figure.add_scatter(name=name, x=list(gap.index), y=list(gap.values), mode="lines+markers")
+            self.figure.layout.title = f"{self.task.value}: {self.minuend.value} − {self.subtrahend.value}"
+
+
+class StyleTransferApp:
+    """Two text boxes (Source → z_sem, Style → z_en), decoding options, live output, a swap button and a
+    button that draws an example pair from held-out data."""
+
+    def __init__(self, model, examples: Sequence[str] = (), transfer: Callable | None = None):
+        from .generation import transfer as default_transfer
+        self.model, self.examples = model, list(examples)
+        self._transfer = transfer or default_transfer
+        first = self.examples[:2] if len(self.examples) >= 2 else ["", ""]
+        self.source = w.Textarea(value=first[0], description="Source", placeholder="meaning comes from here",
+                                 continuous_update=False, layout={"width": "95%"})
+        self.style = w.Textarea(value=first[1], description="Style", placeholder="form comes from here",
+                                continuous_update=False, layout={"width": "95%"})
+        self.search = w.ToggleButtons(options=["greedy", "beam"], value="beam", description="decoding")
+        self.beam = w.IntSlider(value=5, min=2, max=10, description="beam size")
+        self.max_len = w.IntSlider(value=40, min=5, max=model.cfg.max_len, description="max pieces")
+        self.swap = w.Button(description="Swap", icon="exchange")
+        self.example = w.Button(description="Random held-out pair", disabled=len(self.examples) < 2)
+        self.output = w.HTML()
+        self._draw, self._quiet = 0, False
+        self.swap.on_click(lambda _: self._set(self.style.value, self.source.value))
+        self.example.on_click(lambda _: self._random_example())
+        for control in (self.source, self.style, self.search, self.beam, self.max_len):
+            control.observe(lambda _: None if self._quiet else self.update(), "value")
+        self.update()
+        self.widget = w.VBox([self.source, self.style, w.HBox([self.search, self.beam, self.max_len]),
+                              w.HBox([self.swap, self.example]), self.output])
+
+    def _set(self, source: str, style: str) -> None:
+        """Set both boxes, then generate once."""
+        self._quiet = True
+        self.source.value, self.style.value = source, style
+        self._quiet = False
+        self.update()
+
+    def _random_example(self) -> None:
+        self._draw += 1
+        i, j = np.random.default_rng(self._draw).choice(len(self.examples), 2, replace=False)
+        self._set(self.examples[i], self.examples[j])
+
+    @property
+    def result(self) -> str:
+        """The last generated sentence ('' when an input is empty)."""
+        return self._result
+
+    def update(self) -> None:
+        if not (self.source.value.strip() and self.style.value.strip()):
+            self._result = ""
+            self.output.value = "<i>type a Source and a Style sentence</i>"
+            return
+        beam = 1 if self.search.value == "greedy" else self.beam.value
+        self._result = self._transfer(self.model, [self.source.value], [self.style.value], beam=beam,
+                                      max_len=self.max_len.value)[0]
+        self.output.value = f"<b>Output:</b> {html.escape(self._result)}"

@@ -1,0 +1,189 @@
+"""The models shipped in ``trained/``: export a training run into a model folder with its card, and list them.
+
+A shipped model is a folder ``trained/<model>-<pair>`` (``bgt-en-fr``, ``bilingual_trans-en-ja``, ``sp-en-fr``,
+...) holding ``config.json`` (model config, training config, tokenizer sha256, whether the decoders were kept),
+float16 ``model.safetensors``, ``spm.model``, ``card.md`` for people and ``card.json`` with the same numbers for
+tests and reports. Decoders are dropped except where style transfer needs them (:data:`WITH_DECODERS`).
+``workbench.load("bgt-en-fr")`` resolves these names.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import torch
+from safetensors.torch import load_file, save_file
+
+from .errors import WorkbenchError
+from .evaluation import evaluate
+from .paths import trained_dir
+from .probing.probe import probe
+from .probing.tasks import get_task
+
+WITH_DECODERS = ("bgt-en-fr",)  # the style-transfer model (paper §5.3 uses the en–fr model)
+# Table 3's tasks (Gender is added for encoders that read French or Spanish).
+TABLE3_TASKS = ("subj_num", "obj_num", "tree_depth", "top_const", "word_content", "length", "punct_num",
+                "punct_first")
+GENDER_TASKS = {"fr": "gender_fr", "es": "gender_es"}
+TABLE3_MODELS = ("bgt", "bilingual_trans")
+CARD_SIZES = {"train": 6000, "valid": 1000, "test": 1000}  # probing sizes for cards, demo and reproduction
+
+
+def shipped(root: str | Path | None = None) -> list[str]:
+    """Names of the models in ``trained/`` (folders with a ``card.json``)."""
+    root = Path(root) if root else trained_dir()
+    return sorted(p.name for p in root.iterdir() if (p / "card.json").is_file()) if root.is_dir() else []
+
+
+def card(name: str, root: str | Path | None = None) -> dict:
+    """The ``card.json`` of a shipped model."""
+    path = (Path(root) if root else trained_dir()) / name / "card.json"
+    if not path.is_file():
+        raise WorkbenchError(f"no shipped model {name!r}; shipped: {', '.join(shipped(root)) or 'none'}")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _training_record(run: Path) -> dict:
+    """Updates, pairs seen and summed update time from a run's ``metrics.jsonl``."""
+    lines = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    steps = [line for line in lines if "tokens_per_s" in line]
+    if steps:
+        return {"updates": steps[-1]["update"], "pairs_seen": int(sum(s.get("sentences", 0) for s in steps)),
+                "train_seconds": round(sum(s["tokens"] / s["tokens_per_s"] for s in steps), 1)}
+    last = lines[-1]  # WMF: one line for the whole fit
+    return {"updates": last.get("iterations"), "pairs_seen": last.get("pairs"),
+            "train_seconds": round(last.get("seconds", float("nan")), 1)}
+
+
+def hardware() -> str:
+    """A short description of this machine (where a run exported here was trained, unless stated)."""
+    if torch.cuda.is_available():
+        return f"1 × {torch.cuda.get_device_name(0)}"
+    return f"CPU ({platform.machine()}, {os.cpu_count()} cores, {torch.get_num_threads()} torch threads)"
+
+
+def export(run: str | Path, name: str | None = None, keep_decoders: bool | None = None,
+           root: str | Path | None = None, hardware_text: str | None = None, sizes: dict[str, int] = CARD_SIZES,
+           show_progress: bool = True) -> Path:
+    """Copy a finished run into ``trained/<name>`` (float16 weights, decoders dropped unless needed), then
+    measure it (probes at ``sizes``) and write its card. Returns the model folder."""
+    from .train import latest_checkpoint
+    run = Path(run)
+    root = Path(root) if root else trained_dir()
+    meta = json.loads(((run / "config.json") if (run / "config.json").is_file()
+                       else latest_checkpoint(run) / "config.json").read_text())
+    setting, train = meta["model"]["setting"], meta.get("train", {})
+    name = name or f"{setting}-{train.get('pair') or '-'.join(meta['model']['languages'])}"
+    keep = name in WITH_DECODERS if keep_decoders is None else keep_decoders
+    tmp = root / f".{name}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    record = {**_training_record(run), "hardware": hardware_text or hardware()}
+    if setting == "wmf":
+        for file in ("config.json", "model.safetensors"):
+            shutil.copyfile(run / file, tmp / file)
+        info = json.loads((tmp / "config.json").read_text())
+        (tmp / "config.json").write_text(json.dumps({**info, "training": record}))
+    else:
+        folder = latest_checkpoint(run)
+        state = load_file(str(folder / "model.safetensors"))
+        state = {k: (v.half() if v.is_floating_point() else v) for k, v in state.items()
+                 if keep or not k.startswith("decoders.")}
+        save_file(state, str(tmp / "model.safetensors"))
+        shutil.copyfile(folder / "spm.model", tmp / "spm.model")
+        (tmp / "config.json").write_text(json.dumps({**meta, "decoders": keep, "training": record}, indent=2))
+    dest = root / name
+    shutil.rmtree(dest, ignore_errors=True)
+    os.replace(tmp, dest)
+    write_card(name, root=root, sizes=sizes, show_progress=show_progress)
+    return dest
+
+
+def measure(model, sizes: dict[str, int] = CARD_SIZES, show_progress: bool = False) -> pd.DataFrame:
+    """STS 2012–16 and Hard STS for every view of ``model`` that reads English, and the Table 3 probes (at
+    ``sizes``, no control task) for every view of the Table 3 models (BGT, BILINGUALTRANS) or the
+    semantic view of the others: tidy rows with a ``view`` column."""
+    frames = []
+    for view in model.views:
+        encoder = model.encoder(view)
+        rows = []
+        if "en" in encoder.languages:
+            rows += [evaluate(encoder, "sts", show_progress=show_progress),
+                     evaluate(encoder, "hard_sts", show_progress=show_progress)]
+        probed = view == "semantic" or getattr(model.cfg, "setting", "wmf") in TABLE3_MODELS
+        tasks = [*(TABLE3_TASKS if "en" in encoder.languages else ()),
+                 *(GENDER_TASKS[lang] for lang in encoder.languages if lang in GENDER_TASKS)] if probed else []
+        rows += [probe(encoder, task, control=False, sizes=sizes).to_frame() for task in tasks]
+        if rows:
+            frames.append(pd.concat(rows, ignore_index=True).assign(view=view, fingerprint=encoder.fingerprint))
+    return pd.concat(frames, ignore_index=True)
+
+
+def _summary(df: pd.DataFrame) -> dict:
+    """Per view: fingerprint, STS per year + average, Hard STS, probe accuracies (all × 100)."""
+    out = {}
+    for view, rows in df.groupby("view", sort=False):
+        entry = {"fingerprint": rows["fingerprint"].iloc[0]}
+        sts = rows[(rows["metric"] == "pearson") & (rows["dataset"] == "all")]
+        if not sts.empty:
+            entry["sts"] = {task: round(float(v), 2) for task, v in zip(sts["task"], sts["value"])}
+            hard = rows[(rows["task"] == "Hard STS") & (rows["metric"] == "pearson")]
+            entry["hard_sts"] = {d: round(float(v), 2) for d, v in zip(hard["dataset"], hard["value"])}
+            entry["hard_sts"]["avg"] = round(float(hard["value"].mean()), 2)
+        acc = rows[rows["metric"] == "accuracy"]
+        entry["probing"] = {t: round(100 * float(v), 2) for t, v in zip(acc["task"], acc["value"])}
+        out[view] = entry
+    return out
+
+
+def write_card(name: str, root: str | Path | None = None, sizes: dict[str, int] = CARD_SIZES,
+               show_progress: bool = False) -> dict:
+    """Measure the shipped model ``name`` and write its ``card.json`` and ``card.md``."""
+    from .train import load
+    folder = (Path(root) if root else trained_dir()) / name
+    config = json.loads((folder / "config.json").read_text())
+    model = load(folder)
+    views = _summary(measure(model, sizes=sizes, show_progress=show_progress))
+    train, record = config.get("train", {}), config["training"]
+    size = sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
+    info = {"name": name, "model": config["model"]["setting"], "pair": train.get("pair", "-".join(
+                config["model"]["languages"])), "preset": train.get("preset"), "training": record,
+            "decoders": config.get("decoders", False), "megabytes": round(size / 2 ** 20, 1),
+            "probing_sizes": sizes, "views": views}
+    (folder / "card.json").write_text(json.dumps(info, indent=1), encoding="utf-8")
+    (folder / "card.md").write_text(_card_markdown(info, config), encoding="utf-8")
+    return info
+
+
+def _card_markdown(info: dict, config: dict) -> str:
+    train, record = config.get("train", {}), info["training"]
+    model_cfg = {k: v for k, v in config["model"].items() if k not in ("languages", "setting", "pad_id", "eos_id")}
+    lines = [f"# {info['name']}", "",
+             f"- **model**: `{info['model']}` on **{info['pair']}** (the shared parallel data's training split)",
+             f"- **preset**: `{info['preset']}`; model settings: "
+             + ", ".join(f"{k}={v}" for k, v in model_cfg.items() if not isinstance(v, (list, dict))),
+             f"- **training**: {record['updates']} updates, {record['pairs_seen']} pairs seen"
+             + (f" (sampled from {train['max_pairs']} pairs)" if train.get("max_pairs") else "")
+             + f", {record['train_seconds']:.0f} s of update time on {record['hardware']}",
+             f"- **weights**: float16, {info['megabytes']} MB; decoders "
+             + ("kept (style transfer)" if info["decoders"] else "dropped (encoders only)"), "",
+             "Numbers: Pearson's r × 100 (STS) and test accuracy × 100 (logistic-regression probes, "
+             f"{info['probing_sizes']['train']}/{info['probing_sizes']['valid']}/{info['probing_sizes']['test']} "
+             "sentences). Recomputed by the tests from these weights.", ""]
+    for view, entry in info["views"].items():
+        lines += [f"## view `{view}`", "", f"fingerprint `{entry['fingerprint'][:16]}`", ""]
+        if "sts" in entry:
+            lines += ["| " + " | ".join(entry["sts"]) + " | Hard+ | Hard− | Hard avg |",
+                      "|" + "---|" * (len(entry["sts"]) + 3),
+                      "| " + " | ".join(f"{v:.1f}" for v in entry["sts"].values())
+                      + f" | {entry['hard_sts'].get('hard+', float('nan')):.1f} | "
+                        f"{entry['hard_sts'].get('hard-', float('nan')):.1f} | {entry['hard_sts']['avg']:.1f} |", ""]
+        if entry["probing"]:
+            lines += ["| " + " | ".join(get_task(t).title for t in entry["probing"]) + " |",
+                      "|" + "---|" * len(entry["probing"]),
+                      "| " + " | ".join(f"{v:.1f}" for v in entry["probing"].values()) + " |", ""]
+    return "\n".join(lines)
