@@ -301,8 +301,12 @@ def reproduce(out: str | Path = REPO_ROOT / "reports" / "reproduction.html", rec
                 row[track] = float(hit["value"].iloc[0]) if len(hit) else np.nan
         rows.append(row)
     data["figure4"] = _side_by_side(pd.DataFrame(rows), paper_table("figure4"), ["model"])
+    fig4 = pd.DataFrame(rows).set_index("model")
+    wins = [t for t in TRACK_PAIR if t in fig4 and fig4.loc["bgt", t] >= fig4.loc["bilingual_trans", t]]
     sections.append("<h2>Figure 4 — SemEval 2017 (semantic encoder of the track's pair)</h2>"
-                    + _table(data["figure4"]))
+                    + _table(data["figure4"]) + "<ul>"
+                    + _check(len(wins) > fig4.shape[1] / 2, f"BGT ≥ BILINGUALTRANS on {len(wins)} of "
+                             f"{fig4.shape[1]} tracks ({', '.join(wins)}; paper: all 5)") + "</ul>")
 
     # Table 4: style transfer with the en-fr BGT on held-out sentences.
     test = [en for en, _ in load_splits("en-fr")["test"] if 4 <= len(en.split()) <= 12]

@@ -249,8 +249,8 @@ def train_wmf(cfg: TrainConfig, run_dir: str | Path, show_progress: bool = True)
     model = WMF(WMFConfig(languages=("en", language_of(cfg.pair)), seed=cfg.seed, **settings))
     model.fit([en for en, _ in pairs], [xx for _, xx in pairs], show_progress=show_progress)
     model.save(run_dir)
-    result = {"model": "wmf", "pairs": len(pairs), "iterations": len(model.history), "loss": model.history[-1],
-              "seconds": time.perf_counter() - start}
+    result = {"model": "wmf", "preset": cfg.preset, "pairs": len(pairs), "iterations": len(model.history),
+              "loss": model.history[-1], "seconds": time.perf_counter() - start}
     _atomic_text(run_dir / "metrics.jsonl", json.dumps(result) + "\n")
     return result
 

@@ -55,7 +55,7 @@ def _training_record(run: Path) -> dict:
         return {"updates": steps[-1]["update"], "pairs_seen": int(sum(s.get("sentences", 0) for s in steps)),
                 "train_seconds": round(sum(s["tokens"] / s["tokens_per_s"] for s in steps), 1)}
     last = lines[-1]  # WMF: one line for the whole fit
-    return {"updates": last.get("iterations"), "pairs_seen": last.get("pairs"),
+    return {"updates": last.get("iterations"), "pairs_seen": last.get("pairs"), "preset": last.get("preset"),
             "train_seconds": round(last.get("seconds", float("nan")), 1)}
 
 
@@ -63,7 +63,7 @@ def hardware() -> str:
     """A short description of this machine (where a run exported here was trained, unless stated)."""
     if torch.cuda.is_available():
         return f"1 × {torch.cuda.get_device_name(0)}"
-    return f"CPU ({platform.machine()}, {os.cpu_count()} cores, {torch.get_num_threads()} torch threads)"
+    return f"CPU ({platform.machine()}, {os.cpu_count()} cores)"
 
 
 def export(run: str | Path, name: str | None = None, keep_decoders: bool | None = None,
@@ -83,11 +83,11 @@ def export(run: str | Path, name: str | None = None, keep_decoders: bool | None 
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     record = {**_training_record(run), "hardware": hardware_text or hardware()}
-    if setting == "wmf":
-        for file in ("config.json", "model.safetensors"):
-            shutil.copyfile(run / file, tmp / file)
-        info = json.loads((tmp / "config.json").read_text())
-        (tmp / "config.json").write_text(json.dumps({**info, "training": record}))
+    if setting == "wmf":  # word factors in float16 (upcast on load); idf as it is
+        tensors = load_file(str(run / "model.safetensors"))
+        save_file({k: v.half() if k.startswith("factor.") else v for k, v in tensors.items()},
+                  str(tmp / "model.safetensors"))
+        (tmp / "config.json").write_text(json.dumps({**meta, "training": record}))
     else:
         folder = latest_checkpoint(run)
         state = load_file(str(folder / "model.safetensors"))
@@ -151,7 +151,7 @@ def write_card(name: str, root: str | Path | None = None, sizes: dict[str, int] 
     train, record = config.get("train", {}), config["training"]
     size = sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
     info = {"name": name, "model": config["model"]["setting"], "pair": train.get("pair", "-".join(
-                config["model"]["languages"])), "preset": train.get("preset"), "training": record,
+                config["model"]["languages"])), "preset": train.get("preset", record.get("preset")), "training": record,
             "decoders": config.get("decoders", False), "megabytes": round(size / 2 ** 20, 1),
             "probing_sizes": sizes, "views": views}
     (folder / "card.json").write_text(json.dumps(info, indent=1), encoding="utf-8")
@@ -166,11 +166,14 @@ def _card_markdown(info: dict, config: dict) -> str:
              f"- **model**: `{info['model']}` on **{info['pair']}** (the shared parallel data's training split)",
              f"- **preset**: `{info['preset']}`; model settings: "
              + ", ".join(f"{k}={v}" for k, v in model_cfg.items() if not isinstance(v, (list, dict))),
-             f"- **training**: {record['updates']} updates, {record['pairs_seen']} pairs seen"
-             + (f" (sampled from {train['max_pairs']} pairs)" if train.get("max_pairs") else "")
+             (f"- **training**: {record['updates']} ALS iterations on {record['pairs_seen']} pairs"
+              if info["model"] == "wmf" else
+              f"- **training**: {record['updates']} updates, {record['pairs_seen']} pairs seen"
+              + (f" (sampled from {train['max_pairs']} pairs)" if train.get("max_pairs") else ""))
              + f", {record['train_seconds']:.0f} s of update time on {record['hardware']}",
-             f"- **weights**: float16, {info['megabytes']} MB; decoders "
-             + ("kept (style transfer)" if info["decoders"] else "dropped (encoders only)"), "",
+             f"- **weights**: float16, {info['megabytes']} MB"
+             + ("" if info["model"] == "wmf" else "; decoders " + ("kept (style transfer)" if info["decoders"]
+                                                                    else "dropped (encoders only)")), "",
              "Numbers: Pearson's r × 100 (STS) and test accuracy × 100 (logistic-regression probes, "
              f"{info['probing_sizes']['train']}/{info['probing_sizes']['valid']}/{info['probing_sizes']['test']} "
              "sentences). Recomputed by the tests from these weights.", ""]

@@ -195,7 +195,7 @@ class WMF:
             vectorizer.fit(words[:1])  # sets up the vocabulary; the trained idf replaces the fitted one
             vectorizer.idf_ = tensors[f"idf.{lang}"]
             model.vectorizers[lang] = vectorizer
-            model.factors[lang] = tensors[f"factor.{lang}"]
+            model.factors[lang] = tensors[f"factor.{lang}"].astype(np.float32)  # float16 in trained/
         model.history = meta["history"]
         return model
 
