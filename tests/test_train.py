@@ -87,7 +87,7 @@ def test_bad_training_configs_list_the_valid_choices(tmp_path, tiny_tokenizer):
         TrainConfig(model="bgt_plus")
     with pytest.raises(UnknownNameError, match="en-fr"):
         TrainConfig(pair="en-de")
-    with pytest.raises(UnknownNameError, match="valid: paper, small, tiny"):
+    with pytest.raises(UnknownNameError, match="valid: cpu, paper, small, tiny"):
         TrainConfig.from_preset("huge")
     with pytest.raises(WorkbenchError, match="unknown training config keys"):
         TrainConfig.from_file(write_config(tmp_path / "c.toml", layers=3))

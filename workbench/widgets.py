@@ -57,9 +57,8 @@ class ProbeExplorer:
         df = self._subset()
         probes = df[df["metric"] == "accuracy"]
         encoders, tasks = list(dict.fromkeys(probes["encoder"])), list(dict.fromkeys(probes["task"]))
-        with self.figure.batch_update():
-            self.encoders.options, self.tasks.options = encoders, tasks
-            self.encoders.value, self.tasks.value = tuple(encoders), tuple(tasks)
+        self.encoders.options, self.tasks.options = encoders, tasks
+        self.encoders.value, self.tasks.value = tuple(encoders), tuple(tasks)
         self.update()
 
     def update(self) -> None:

@@ -195,7 +195,8 @@ class WMF:
             vectorizer.fit(words[:1])  # sets up the vocabulary; the trained idf replaces the fitted one
             vectorizer.idf_ = tensors[f"idf.{lang}"]
             model.vectorizers[lang] = vectorizer
-            model.factors[lang] = tensors[f"factor.{lang}"].astype(np.float32)  # float16 in trained/
+            factor = tensors[f"factor.{lang}"]
+            model.factors[lang] = factor.astype(np.float32) if factor.dtype == np.float16 else factor  # trained/: fp16
         model.history = meta["history"]
         return model
 
