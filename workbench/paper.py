@@ -20,7 +20,7 @@ from .data.tokenizer import Tokenizer
 from .errors import WorkbenchError
 from .figures import export_figures, figure_html, gap_figure, page, table3_figure
 from .paths import REPO_ROOT, trained_dir
-from .zoo import CARD_SIZES, card, shipped
+from .zoo import CARD_SIZES, card, measure, shipped, summarise_views
 
 LANGUAGES = ("fr", "es", "ar", "tr", "ja")
 TASKS = {"sts": "STS", "subj_num": "SubjNum", "obj_num": "ObjNum", "tree_depth": "Depth", "top_const": "TopConst",
@@ -195,7 +195,6 @@ def reproduce(out: str | Path = REPO_ROOT / "reports" / "reproduction.html", rec
     from .evaluation import evaluate
     from .generation import transfer
     from .train import build_model, load
-    from .zoo import _summary, measure
     start = time.perf_counter()
     out = Path(out)
     names = shipped()
@@ -204,7 +203,7 @@ def reproduce(out: str | Path = REPO_ROOT / "reports" / "reproduction.html", rec
     cards = {name: card(name) for name in names}
     if recompute:
         for name in names:
-            cards[name]["views"] = _summary(measure(load(name), show_progress=show_progress))
+            cards[name]["views"] = summarise_views(measure(load(name), show_progress=show_progress))
     sections = [f"<p>Our models: {len(names)} shipped in <code>trained/</code> ({html.escape(cards['bgt-en-fr']['preset'] or '')} "
                 f"preset; {html.escape(cards['bgt-en-fr']['training']['hardware'])}; see each <code>card.md</code>). "
                 f"The paper trained on 1M (Figure 3) or full OpenSubtitles (Table 3) pairs with 20k updates of 25k "
@@ -218,7 +217,7 @@ def reproduce(out: str | Path = REPO_ROOT / "reports" / "reproduction.html", rec
     torch.manual_seed(0)
     random_model = build_model(bgt.cfg.to_dict()).eval()
     random_encoder = random_model.encoder("semantic", tokenizer=bgt.tokenizer)
-    random_view = _summary(pd.concat([evaluate(random_encoder, suite) for suite in ("sts", "hard_sts")])
+    random_view = summarise_views(pd.concat([evaluate(random_encoder, suite) for suite in ("sts", "hard_sts")])
                            .assign(view="semantic", fingerprint=random_encoder.fingerprint))["semantic"]
     table2 = pd.DataFrame([{"encoder": enc, **view["sts"], "hard+": view["hard_sts"]["hard+"],
                             "hard-": view["hard_sts"]["hard-"]}

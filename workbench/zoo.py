@@ -123,7 +123,7 @@ def measure(model, sizes: dict[str, int] = CARD_SIZES, show_progress: bool = Fal
     return pd.concat(frames, ignore_index=True)
 
 
-def _summary(df: pd.DataFrame) -> dict:
+def summarise_views(df: pd.DataFrame) -> dict:
     """Per view: fingerprint, STS per year + average, Hard STS, probe accuracies (all × 100)."""
     out = {}
     for view, rows in df.groupby("view", sort=False):
@@ -147,7 +147,7 @@ def write_card(name: str, root: str | Path | None = None, sizes: dict[str, int] 
     folder = (Path(root) if root else trained_dir()) / name
     config = json.loads((folder / "config.json").read_text())
     model = load(folder)
-    views = _summary(measure(model, sizes=sizes, show_progress=show_progress))
+    views = summarise_views(measure(model, sizes=sizes, show_progress=show_progress))
     train, record = config.get("train", {}), config["training"]
     size = sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
     info = {"name": name, "model": config["model"]["setting"], "pair": train.get("pair", "-".join(
