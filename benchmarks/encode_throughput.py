@@ -1,46 +1,78 @@
 """Encoding throughput (sentences/s) on the same real sentences, side by side.
 
-    .venv/bin/python benchmarks/encode_throughput.py [--n 4000] [--models RUN_OR_CHECKPOINT ...]
+    .venv/bin/python benchmarks/encode_throughput.py [--n 4000] [--models NAME_OR_RUN ...]
 
-Always the untrained encoders (random Transformer, random SP average) and all-MiniLM-L6-v2 when the 'minilm'
-extra is installed; ``--models`` adds trained models (the semantic view of BGT/SP/BILSTM runs, WMF folders).
-Each encoder gets a warm-up call first; the time includes preprocessing (Moses + sentencepiece), as a user pays it.
+By default: the shipped SP, BILSTM, b-WMF, multilingual NMT and BGT (semantic view) models, the untrained
+encoders, and all-MiniLM-L6-v2 when the 'minilm' extra is installed. Two rates per encoder:
+
+* ``text_per_s``: from raw text, as a user pays it (Moses + sentencepiece + network; the preprocessing memo is
+  cleared first);
+* ``ids_per_s``: from sentencepiece ids (the network alone; what the SP paper's 855k sentences/s on a GPU times).
+
+``x_bgt`` divides each rate by the BGT semantic encoder's. A warm-up call precedes every timing.
 """
 import argparse
 import time
 
 import pandas as pd
+import torch
 
 from workbench.data.sts import STS_DATASETS, load_sts
+from workbench.data.tokenizer import preprocess
 from workbench.encoders import REFERENCE, UNTRAINED, named_encoder
 from workbench.errors import WorkbenchError
 from workbench.train import load
+from workbench.zoo import shipped
+
+DEFAULT_MODELS = ("sp-en-fr", "bilstm-en-fr", "wmf-en-fr", "nmt-all", "bgt-en-fr")
+
+
+def rate(n: int, call) -> float:
+    preprocess.cache_clear()
+    start = time.perf_counter()
+    call()
+    return n / (time.perf_counter() - start)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=4000, help="number of STS sentences to encode")
-    parser.add_argument("--models", nargs="*", default=[], help="trained runs, checkpoints or WMF folders")
+    parser.add_argument("--models", nargs="*", help="shipped names, runs, checkpoints or WMF folders (default: "
+                        + ", ".join(DEFAULT_MODELS) + ", those shipped)")
+    parser.add_argument("--batch-size", type=int, default=1024)
     args = parser.parse_args()
     sentences = [s for year in STS_DATASETS for f in load_sts(year).values() for s in f["sentence1"]][: args.n]
-    encoders = [named_encoder(name) for name in UNTRAINED]
+    models = args.models if args.models is not None else [m for m in DEFAULT_MODELS if m in shipped()]
+    encoders = [load(name).encoder("semantic") for name in models]
+    encoders += [named_encoder(name) for name in UNTRAINED]
     for name in REFERENCE:
         try:
             encoders.append(named_encoder(name))
         except WorkbenchError as err:
             print(f"skipped {name}: {err}")
-    encoders += [load(path).encoder("semantic") for path in args.models]
     rows = []
     for encoder in encoders:
-        encoder.encode(sentences[:64])  # warm-up
-        start = time.perf_counter()
-        encoder.encode(sentences)
-        rows.append({"encoder": encoder.name, "dim": encoder.dim,
-                     "sentences_per_s": len(sentences) / (time.perf_counter() - start)})
+        encoder.encode(sentences[:64], batch_size=args.batch_size)  # warm-up
+        row = {"encoder": encoder.name, "dim": encoder.dim,
+               "text_per_s": rate(len(sentences), lambda: encoder.encode(sentences, batch_size=args.batch_size))}
+        if hasattr(encoder, "encode_ids"):
+            ids = encoder.tokenizer.encode(sentences, max_len=encoder.max_len)
+            row["ids_per_s"] = rate(len(ids), lambda: encoder.encode_ids(ids, batch_size=args.batch_size))
+        rows.append(row)
     df = pd.DataFrame(rows)
-    df["x_slowest"] = df.sentences_per_s / df.sentences_per_s.min()
-    print(f"{len(sentences)} STS sentences, CPU\n")
-    print(df.round(1).to_string(index=False))
+    bgt = df[df.encoder.str.startswith("bgt-")]
+    base = bgt.iloc[0] if len(bgt) else df.iloc[0]
+    for column in ("text_per_s", "ids_per_s"):
+        df[f"{column[:-6]}_x_bgt"] = df[column] / base[column]
+    tokenizer = next((e.tokenizer for e in encoders if hasattr(e, "tokenizer")), None)
+    stages = {"moses": rate(len(sentences), lambda: [preprocess(s) for s in sentences])}
+    if tokenizer is not None:
+        lowered = [preprocess(s) for s in sentences]
+        stages["sentencepiece"] = rate(len(sentences), lambda: tokenizer.sp.encode(lowered))
+    print(f"{len(sentences)} STS sentences, CPU, {torch.get_num_threads()} threads, batch {args.batch_size}; "
+          f"ratios against {base.encoder}\n")
+    print(df.round(2).to_string(index=False))
+    print("\npreprocessing alone (sentences/s): " + ", ".join(f"{k} {v:,.0f}" for k, v in stages.items()))
 
 
 if __name__ == "__main__":

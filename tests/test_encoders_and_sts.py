@@ -16,6 +16,8 @@ def test_random_transformer_is_padding_invariant_and_deterministic(small_tokeniz
     alone = enc.encode(sentences[:1])
     assert together.dtype == np.float32 and together.shape == (2, enc.dim)
     np.testing.assert_allclose(together[0], alone[0], rtol=1e-5, atol=1e-5)
+    ids = small_tokenizer.encode(sentences[::-1] * 3)  # encode_ids: the same vectors from ids, any order
+    np.testing.assert_allclose(enc.encode_ids(ids, batch_size=4)[[5, 4]], together, rtol=1e-5, atol=1e-5)
     again = random_transformer(small_tokenizer, seed=3)
     assert again.fingerprint == enc.fingerprint
     assert random_transformer(small_tokenizer, seed=4).fingerprint != enc.fingerprint

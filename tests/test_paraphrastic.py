@@ -33,6 +33,11 @@ def test_sp_averages_embeddings_without_eos_and_bilstm_pools_over_real_tokens():
     sp = Paraphrastic(config()).encoders["semantic"]
     tokens = torch.tensor([[5, 6, 3, 0]])
     np.testing.assert_allclose(sp(tokens)[0][0].detach(), sp.embed.weight[[5, 6]].mean(0).detach(), rtol=1e-6)
+    dropped = Paraphrastic(config(dropout=0.5)).encoders["semantic"]  # per-token dropout in training only
+    batch = torch.tensor([[5, 6, 3, 0], [3, 0, 0, 0]])
+    manual = torch.stack([dropped.embed.weight[[5, 6]].mean(0), dropped.embed.weight[3]])
+    torch.testing.assert_close(dropped.eval()(batch)[0], manual)
+    assert not torch.allclose(dropped.train()(batch)[0], manual)
     for pooling in ("max", "mean"):
         lstm = Paraphrastic(config("bilstm", pooling=pooling)).encoders["semantic"].eval()
         short, padded = lstm(torch.tensor([[5, 6, 3]]))[0], lstm(torch.tensor([[5, 6, 3, 0, 0]]))[0]

@@ -187,5 +187,9 @@ def test_export_writes_an_fp16_encoder_only_model_whose_card_matches(tiny_run, t
     assert list(sts) == ["STS12", "STS13", "STS14", "STS15", "STS16", "STS12-16"]
     assert hard["avg"] == pytest.approx((hard["hard+"] + hard["hard-"]) / 2, abs=0.01)
     assert "| STS12 |" in (folder / "card.md").read_text()
+    tatoeba = info["views"]["semantic"]["tatoeba"]  # the semantic view reads en and fr: both directions
+    assert list(tatoeba) == ["fr"] and set(tatoeba["fr"]) == {"xx->en", "en->xx"}
+    assert all(0 <= v <= 100 for v in tatoeba["fr"].values()) and "tatoeba" not in info["views"]["en"]
+    assert "| fr→en | en→fr |" in (folder / "card.md").read_text()
     with pytest.raises(ValueError, match="shipped without its decoders"):
         model.generate(torch.zeros(1, model.cfg.latent_dim), torch.zeros(1, model.cfg.latent_dim))

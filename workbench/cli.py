@@ -278,9 +278,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_data)
 
     from .train import MODELS, PRESETS
-    p = sub.add_parser("train", help="train BGT or one of its Transformer ablations/baselines")
+    p = sub.add_parser("train", help="train BGT, its ablations, or a seed baseline (sp, bilstm, nmt, wmf)")
     p.add_argument("--model", choices=MODELS, default="bgt")
-    p.add_argument("--pair", choices=PAIRS, default="en-fr")
+    p.add_argument("--pair", choices=[*PAIRS, "all"],
+                   help="language pair (default en-fr; nmt: all, every pair through one encoder)")
     p.add_argument("--preset", choices=list(PRESETS), default="tiny",
                    help="tiny (CI, <1 min CPU), cpu (what trained/ holds: minutes on 2 cores), small (the GPU recipe), paper")
     p.add_argument("--config", help="TOML/JSON file of training settings (instead of --model/--pair/--preset)")

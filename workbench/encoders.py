@@ -101,19 +101,27 @@ class NetworkEncoder:
         self.dim, self.languages = module.output_dim, languages or tokenizer.languages
         self.fingerprint = weights_fingerprint(module, tokenizer.digest, json.dumps(asdict(module.cfg)))
 
-    @torch.no_grad()
     def encode(self, sentences: Sequence[str], batch_size: int = 256, show_progress: bool = False) -> np.ndarray:
-        ids = self.tokenizer.encode(sentences, max_len=self.max_len)
+        return self.encode_ids(self.tokenizer.encode(sentences, max_len=self.max_len), batch_size, show_progress)
+
+    @torch.no_grad()
+    def encode_ids(self, ids: Sequence[Sequence[int]], batch_size: int = 256, show_progress: bool = False
+                   ) -> np.ndarray:
+        """Embeddings of already-tokenised sentences (the tokenizer's id lists, EOS included)."""
+        lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
+        flat = np.fromiter((i for x in ids for i in x), dtype=np.int64, count=int(lengths.sum()))
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]) if len(ids) else lengths
         out = np.empty((len(ids), self.dim), dtype=np.float32)
         device = next(self.module.parameters()).device
         self.module.eval()
-        batches = _length_sorted_batches([len(x) for x in ids], batch_size)
-        for index in tqdm(batches, desc=f"encode {self.name}", disable=not show_progress, unit="batch"):
-            width = max(len(ids[i]) for i in index)
-            tokens = torch.full((len(index), width), self.tokenizer.pad_id, dtype=torch.long)
-            for row, i in enumerate(index):
-                tokens[row, : len(ids[i])] = torch.as_tensor(ids[i])
-            mu, _ = self.module(tokens.to(device))
+        for index in tqdm(_length_sorted_batches(lengths, batch_size), desc=f"encode {self.name}",
+                          disable=not show_progress, unit="batch"):
+            width = int(lengths[index].max())
+            columns = np.arange(width)
+            keep = columns < lengths[index, None]  # right padding, gathered from the flat id array
+            tokens = np.full((len(index), width), self.tokenizer.pad_id, dtype=np.int64)
+            tokens[keep] = flat[(starts[index, None] + columns)[keep]]
+            mu, _ = self.module(torch.from_numpy(tokens).to(device))
             out[index] = mu.float().cpu().numpy()
         return out
 

@@ -1,4 +1,4 @@
-"""The Trainer every neural model uses (BGT and its ablations, SP, BILSTM): token-budget batches,
+"""The Trainer every neural model uses (BGT and its ablations, SP, BILSTM, the multilingual NMT): token-budget batches,
 accumulation, AdamW + inverse-sqrt (or constant) learning rate, clipping, bf16 autocast on CUDA, DDP under
 ``torchrun``, JSONL metrics, atomic checkpoints and exact resume.
 
@@ -27,18 +27,20 @@ from safetensors.torch import load_file, save_file
 from tqdm.auto import tqdm
 
 from .data.batching import collate, token_batches
-from .data.corpora import PAIRS, language_of, load_splits
+from .data.corpora import PAIRS, language_of, load_splits, pairs_of
 from .data.tokenizer import Tokenizer, pair_tokenizer
 from .errors import WorkbenchError, check_name
 from .models import bgt, paraphrastic
 from .models.bgt import BGT, BGTConfig
+from .models.nmt import MultilingualNMT, NMTConfig
 from .models.paraphrastic import Paraphrastic, ParaphrasticConfig
 
 log = logging.getLogger(__name__)
 
-# model name -> (network, its config); `workbench train --model` knows these (NMT and WMF: not yet, issue #7)
+# model name -> (network, its config): what the Trainer trains (`workbench train --model`)
 ARCHITECTURES = {**{name: (BGT, BGTConfig) for name in bgt.SETTINGS},
-                 **{name: (Paraphrastic, ParaphrasticConfig) for name in paraphrastic.SETTINGS}}
+                 **{name: (Paraphrastic, ParaphrasticConfig) for name in paraphrastic.SETTINGS},
+                 "nmt": (MultilingualNMT, NMTConfig)}
 MODELS = (*ARCHITECTURES, "wmf")  # wmf is fitted by ALS (train_wmf), not by the Trainer
 # WMF (seed 003): the paper's k = 100, w_m = 0.01, λ = 20, 20 ALS iterations; tiny is a quick check.
 WMF_PRESETS = {"tiny": {"k": 20, "iterations": 5, "l2": 1.0}, "cpu": {"iterations": 10}, "small": {}, "paper": {}}
@@ -85,10 +87,27 @@ PARAPHRASTIC_PRESETS = {
 }
 
 
+# The multilingual NMT (Schwenk & Douze 2017): trained on every pair at once by default (pair "all"); Adam at
+# a fixed lr, gradients clipped at 2 (the paper's value). These replace the BGT values of the same preset.
+NMT_PRESETS = {
+    "tiny": {"model": {"dim": 64, "hidden": 64, "dec_hidden": 128, "dropout": 0.0, "max_len": 64}, "lr": 3e-3,
+             "schedule": "constant", "warmup": 0, "clip_norm": 2.0},
+    "cpu": {"model": {"dim": 256, "hidden": 256, "dec_hidden": 512, "dropout": 0.1, "max_len": 128},
+            "vocab_size": 16000, "max_pairs": None, "max_tokens": 6000, "lr": 2e-3, "schedule": "constant",
+            "warmup": 0, "clip_norm": 2.0, "max_updates": 500, "valid_every": 250, "save_every": 50},
+    "small": {"model": {"dim": 384, "hidden": 512, "dec_hidden": 1024, "dropout": 0.1, "max_len": 128},
+              "vocab_size": 20000, "max_tokens": 16000, "update_freq": 1, "lr": 1e-3, "schedule": "constant",
+              "warmup": 0, "clip_norm": 2.0, "max_updates": 5000},
+    "paper": {"model": {"dim": 384, "hidden": 512, "dec_hidden": 2048, "dropout": 0.2, "max_len": 1024},
+              "vocab_size": 20000, "max_sentence_len": 100, "max_tokens": 10000, "update_freq": 1, "lr": 1e-3,
+              "schedule": "constant", "warmup": 0, "clip_norm": 2.0, "max_updates": 50000},
+}
+
+
 @dataclass
 class TrainConfig:
     model: str = "bgt"
-    pair: str = "en-fr"
+    pair: str = "en-fr"  # or "all" (every pair; the multilingual NMT only)
     preset: str = "tiny"
     vocab_size: int = 8000
     overrides: dict = field(default_factory=dict)  # model config fields (d_model, enc_layers, decoder_latent, ...)
@@ -116,7 +135,10 @@ class TrainConfig:
 
     def __post_init__(self):
         check_name("model", self.model, MODELS)
-        check_name("language pair", self.pair, PAIRS)
+        check_name("language pair", self.pair, (*PAIRS, "all"))
+        if self.pair == "all" and self.model != "nmt":
+            raise WorkbenchError(f"only the multilingual NMT trains on all pairs at once; give {self.model} one "
+                                 f"pair: {', '.join(PAIRS)}")
         check_name("preset", self.preset, PRESETS)
         check_name("amp mode", self.amp, ("auto", "bf16", "off"))
         check_name("lr schedule", self.schedule, ("inverse_sqrt", "constant"))
@@ -124,9 +146,13 @@ class TrainConfig:
 
     @classmethod
     def from_preset(cls, preset: str, **changes) -> "TrainConfig":
-        """The preset's values for the model, then ``changes`` (``None`` values are ignored)."""
+        """The preset's values for the model, then ``changes`` (``None`` values are ignored). The NMT's pair
+        defaults to ``"all"``."""
         check_name("preset", preset, PRESETS)
-        table = PARAPHRASTIC_PRESETS if changes.get("model") in paraphrastic.SETTINGS else {}
+        model = changes.get("model")
+        table = PARAPHRASTIC_PRESETS if model in paraphrastic.SETTINGS else NMT_PRESETS if model == "nmt" else {}
+        if model == "nmt" and changes.get("pair") is None:
+            changes["pair"] = "all"
         values = {**PRESETS[preset], **table.get(preset, {})}
         overrides = {**values.pop("model"), **(changes.pop("overrides", None) or {})}
         values.update({k: v for k, v in changes.items() if v is not None})
@@ -144,23 +170,30 @@ class TrainConfig:
             raise WorkbenchError(f"{path}: unknown training config keys {unknown}; valid: {', '.join(sorted(known))}")
         return cls.from_preset(data.pop("preset", "tiny"), **data)
 
-    def model_config(self, tokenizer: Tokenizer) -> BGTConfig | ParaphrasticConfig:
+    @property
+    def languages(self) -> tuple[str, ...]:
+        """English, then the foreign language(s) of the run's pair(s)."""
+        return ("en", *(language_of(p) for p in pairs_of(self.pair)))
+
+    def model_config(self, tokenizer: Tokenizer) -> BGTConfig | ParaphrasticConfig | NMTConfig:
         config_class = ARCHITECTURES[self.model][1]
         extra = {"kl_x0": self.kl_x0 or 3 * self.max_updates} if config_class is BGTConfig else {}
+        if config_class is NMTConfig:
+            extra = {"tag_ids": tuple(tokenizer.tag_id(lang) for lang in self.languages)}
         known = {f.name for f in fields(config_class)}
         unknown = sorted(set(self.overrides) - known)
         if unknown:
             raise WorkbenchError(f"model settings {unknown} do not apply to {self.model}; valid: "
                                  f"{', '.join(sorted(known))}")
         try:
-            return config_class(vocab_size=tokenizer.vocab_size, languages=("en", language_of(self.pair)),
+            return config_class(vocab_size=tokenizer.vocab_size, languages=self.languages,
                                 setting=self.model, pad_id=tokenizer.pad_id, eos_id=tokenizer.eos_id, **extra,
                                 **self.overrides)
         except ValueError as err:
             raise WorkbenchError(f"bad model settings for {self.model}: {err}") from None
 
 
-def build_model(model_config: dict | BGTConfig | ParaphrasticConfig) -> torch.nn.Module:
+def build_model(model_config: dict | BGTConfig | ParaphrasticConfig | NMTConfig) -> torch.nn.Module:
     """The network for a model config (or its ``to_dict()`` form, as stored in ``config.json``)."""
     if isinstance(model_config, dict):
         _, config_class = ARCHITECTURES[check_name("model", model_config.get("setting"), tuple(ARCHITECTURES))]
@@ -292,9 +325,13 @@ def _distributed() -> tuple[int, int]:
     return (torch.distributed.get_rank(), world) if world > 1 else (0, 1)
 
 
-def _tokenised(pairs, tokenizer: Tokenizer, max_len: int) -> tuple[list[list[int]], list[list[int]]]:
-    return (tokenizer.encode([en for en, _ in pairs], max_len=max_len),
-            tokenizer.encode([xx for _, xx in pairs], max_len=max_len))
+def _tokenised(pairs, tokenizer: Tokenizer, max_len: int, tagged: bool) -> tuple[list[list[int]], list[list[int]]]:
+    """Ids of the (en, xx, language) triples' two sides; ``tagged``: xx ids start with their language tag."""
+    en = tokenizer.encode([en for en, _, _ in pairs], max_len=max_len)
+    xx = tokenizer.encode([xx for _, xx, _ in pairs], max_len=max_len)
+    if tagged:
+        xx = [[tokenizer.tag_id(lang)] + ids for (_, _, lang), ids in zip(pairs, xx)]
+    return en, xx
 
 
 class Trainer:
@@ -305,7 +342,7 @@ class Trainer:
         self.rank, self.world = _distributed()
         self.device = torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}" if torch.cuda.is_available()
                                    else "cpu")
-        self.tokenizer = pair_tokenizer(cfg.pair, cfg.vocab_size)
+        self.tokenizer = pair_tokenizer(cfg.pair, cfg.vocab_size, language_tags=cfg.model == "nmt")
         torch.manual_seed(cfg.seed)
         self.model = build_model(cfg.model_config(self.tokenizer)).to(self.device)
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, betas=cfg.betas, eps=cfg.eps,
@@ -360,14 +397,19 @@ class Trainer:
 
     def _prepare_data(self) -> None:
         cfg = self.cfg
-        splits = load_splits(cfg.pair)
-        train = splits["train"]
+        pairs = pairs_of(cfg.pair)
+        train, valid = [], []
+        for pair in pairs:  # (en, xx, language) triples; with several pairs the validation pairs are shared out
+            splits, language = load_splits(pair), language_of(pair)
+            train += [(en, xx, language) for en, xx in splits["train"]]
+            valid += [(en, xx, language) for en, xx in splits["valid"][: (cfg.max_valid_pairs or 10 ** 9)
+                                                                           // len(pairs)]]
         if cfg.max_pairs and cfg.max_pairs < len(train):
             pick = np.random.default_rng(cfg.seed).choice(len(train), cfg.max_pairs, replace=False)
             train = [train[i] for i in sorted(pick)]
-        valid = splits["valid"][: cfg.max_valid_pairs]
-        self.train_ids = _tokenised(train, self.tokenizer, cfg.max_sentence_len)
-        self.valid_ids = _tokenised(valid, self.tokenizer, cfg.max_sentence_len)
+        tagged = cfg.model == "nmt"
+        self.train_ids = _tokenised(train, self.tokenizer, cfg.max_sentence_len, tagged)
+        self.valid_ids = _tokenised(valid, self.tokenizer, cfg.max_sentence_len, tagged)
         self.n_train = len(train)
 
     def _epoch_batches(self, epoch: int) -> list[np.ndarray]:

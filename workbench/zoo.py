@@ -19,6 +19,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from .errors import WorkbenchError
+from .data.sts import TATOEBA_CODES
 from .evaluation import evaluate
 from .paths import trained_dir
 from .probing.probe import probe
@@ -104,9 +105,10 @@ def export(run: str | Path, name: str | None = None, keep_decoders: bool | None 
 
 
 def measure(model, sizes: dict[str, int] = CARD_SIZES, show_progress: bool = False) -> pd.DataFrame:
-    """STS 2012–16 and Hard STS for every view of ``model`` that reads English, and the Table 3 probes (at
-    ``sizes``, no control task) for every view of the Table 3 models (BGT, BILINGUALTRANS) or the
-    semantic view of the others: tidy rows with a ``view`` column."""
+    """STS 2012–16 and Hard STS for every view of ``model`` that reads English, Tatoeba error rates (both
+    directions) for every view that reads English and a Tatoeba language, and the Table 3 probes (at ``sizes``,
+    no control task) for every view of the Table 3 models (BGT, BILINGUALTRANS) or the semantic view of the
+    others: tidy rows with a ``view`` column."""
     frames = []
     for view in model.views:
         encoder = model.encoder(view)
@@ -114,6 +116,8 @@ def measure(model, sizes: dict[str, int] = CARD_SIZES, show_progress: bool = Fal
         if "en" in encoder.languages:
             rows += [evaluate(encoder, "sts", show_progress=show_progress),
                      evaluate(encoder, "hard_sts", show_progress=show_progress)]
+            if set(encoder.languages) & set(TATOEBA_CODES):
+                rows.append(evaluate(encoder, "tatoeba", show_progress=show_progress))
         probed = view == "semantic" or getattr(model.cfg, "setting", "wmf") in TABLE3_MODELS
         tasks = [*(TABLE3_TASKS if "en" in encoder.languages else ()),
                  *(GENDER_TASKS[lang] for lang in encoder.languages if lang in GENDER_TASKS)] if probed else []
@@ -124,7 +128,8 @@ def measure(model, sizes: dict[str, int] = CARD_SIZES, show_progress: bool = Fal
 
 
 def summarise_views(df: pd.DataFrame) -> dict:
-    """Per view: fingerprint, STS per year + average, Hard STS, probe accuracies (all × 100)."""
+    """Per view: fingerprint, STS per year + average, Hard STS, Tatoeba error rates (%), probe accuracies
+    (× 100)."""
     out = {}
     for view, rows in df.groupby("view", sort=False):
         entry = {"fingerprint": rows["fingerprint"].iloc[0]}
@@ -134,6 +139,11 @@ def summarise_views(df: pd.DataFrame) -> dict:
             hard = rows[(rows["task"] == "Hard STS") & (rows["metric"] == "pearson")]
             entry["hard_sts"] = {d: round(float(v), 2) for d, v in zip(hard["dataset"], hard["value"])}
             entry["hard_sts"]["avg"] = round(float(hard["value"].mean()), 2)
+        tatoeba = rows[rows["task"] == "Tatoeba"]
+        if not tatoeba.empty:
+            entry["tatoeba"] = {dataset.split("-")[0]: {m.removeprefix("error "): round(float(v), 2)
+                                                        for m, v in zip(group["metric"], group["value"])}
+                                for dataset, group in tatoeba.groupby("dataset", sort=False)}
         acc = rows[rows["metric"] == "accuracy"]
         entry["probing"] = {t: round(100 * float(v), 2) for t, v in zip(acc["task"], acc["value"])}
         out[view] = entry
@@ -163,7 +173,9 @@ def _card_markdown(info: dict, config: dict) -> str:
     train, record = config.get("train", {}), info["training"]
     model_cfg = {k: v for k, v in config["model"].items() if k not in ("languages", "setting", "pad_id", "eos_id")}
     lines = [f"# {info['name']}", "",
-             f"- **model**: `{info['model']}` on **{info['pair']}** (the shared parallel data's training split)",
+             f"- **model**: `{info['model']}` on **"
+             + ("every pair (en–fr, es, ar, tr, ja)" if info["pair"] == "all" else info["pair"])
+             + "** (the shared parallel data's training split)",
              f"- **preset**: `{info['preset']}`; model settings: "
              + ", ".join(f"{k}={v}" for k, v in model_cfg.items() if not isinstance(v, (list, dict))),
              (f"- **training**: {record['updates']} ALS iterations on {record['pairs_seen']} pairs"
@@ -185,6 +197,12 @@ def _card_markdown(info: dict, config: dict) -> str:
                       "| " + " | ".join(f"{v:.1f}" for v in entry["sts"].values())
                       + f" | {entry['hard_sts'].get('hard+', float('nan')):.1f} | "
                         f"{entry['hard_sts'].get('hard-', float('nan')):.1f} | {entry['hard_sts']['avg']:.1f} |", ""]
+        if "tatoeba" in entry:
+            lines += ["Tatoeba similarity-search error (%, 1000 pairs per language):", "",
+                      "| " + " | ".join(f"{lang}→en | en→{lang}" for lang in entry["tatoeba"]) + " |",
+                      "|" + "---|" * (2 * len(entry["tatoeba"])),
+                      "| " + " | ".join(f"{e['xx->en']:.1f} | {e['en->xx']:.1f}" for e in entry["tatoeba"].values())
+                      + " |", ""]
         if entry["probing"]:
             lines += ["| " + " | ".join(get_task(t).title for t in entry["probing"]) + " |",
                       "|" + "---|" * len(entry["probing"]),

@@ -52,6 +52,11 @@ def language_of(pair: str) -> str:
     return check_name("language pair", pair, PAIRS).split("-", 1)[1]
 
 
+def pairs_of(pair: str) -> tuple[str, ...]:
+    """The pairs a training run reads: ``pair`` itself, or every pair for ``"all"`` (the multilingual NMT)."""
+    return PAIRS if pair == "all" else (check_name("language pair", pair, (*PAIRS, "all")),)
+
+
 def corpus_path(pair: str) -> Path:
     language_of(pair)
     return data_dir() / "parallel" / f"{pair}.tsv.gz"

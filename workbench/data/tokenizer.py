@@ -2,7 +2,8 @@
 
 Text is Moses-tokenised with the *English* rules for every language (as the official code does), lower-cased,
 then cut into pieces by one sentencepiece model shared by English and the foreign language. Every sequence
-gets EOS appended; there is no BOS. A model is trained once and stored under the workbench home in a folder
+gets EOS appended; there is no BOS. The multilingual NMT encoder (Schwenk & Douze 2017) uses one model for all
+pairs (``pair="all"``) with a language-tag piece per language (``<2fr>``: "translate into French"). A model is trained once and stored under the workbench home in a folder
 named by a digest of everything that determines it (corpus file, split, vocabulary, options), so asking again
 is free and a changed input gives a new model.
 """
@@ -22,7 +23,7 @@ from sacremoses import MosesDetokenizer, MosesTokenizer
 
 from ..paths import home_dir
 from . import sha256_of
-from .corpora import SplitConfig, corpus_path, language_of, load_splits
+from .corpora import SplitConfig, corpus_path, language_of, load_splits, pairs_of
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +44,10 @@ def detokenise(tokens: str) -> str:
     return _moses_detok.detokenize(tokens.split())
 
 
+@lru_cache(maxsize=1 << 18)
 def preprocess(sentence: str) -> str:
-    """What the models see: :func:`tokenise`, then lower case."""
+    """What the models see: :func:`tokenise`, then lower case (memoised: Moses is the slow part of encoding,
+    and a session encodes the same sentences with several encoders)."""
     return tokenise(sentence).lower()
 
 
@@ -69,6 +72,15 @@ class Tokenizer:
     def vocab_size(self) -> int:
         return self.sp.get_piece_size()
 
+    def tag_id(self, language: str) -> int:
+        """Id of the language-tag piece ``<2xx>`` (only in models trained with ``language_tags``)."""
+        piece = f"<2{language}>"
+        index = self.sp.piece_to_id(piece)
+        if self.sp.id_to_piece(index) != piece:
+            raise ValueError(f"{self.model_file} has no language tag {piece}; tokenizers with tags: "
+                             "pair_tokenizer(..., language_tags=True)")
+        return index
+
     def encode(self, sentences: Sequence[str], max_len: int | None = None) -> list[list[int]]:
         """Token ids of each sentence, EOS appended; truncated to ``max_len`` ids (EOS kept) if given."""
         pieces = self.sp.encode([preprocess(s) for s in sentences])
@@ -84,8 +96,9 @@ class Tokenizer:
 
 
 def train_sentencepiece(sentences: Iterable[str], out_dir: str | Path, vocab_size: int,
-                        character_coverage: float = 1.0) -> Tokenizer:
-    """Train a unigram sentencepiece model on already-preprocessed ``sentences`` into ``out_dir/spm.model``.
+                        character_coverage: float = 1.0, symbols: Sequence[str] = ()) -> Tokenizer:
+    """Train a unigram sentencepiece model on already-preprocessed ``sentences`` into ``out_dir/spm.model``;
+    ``symbols`` become pieces of their own (never produced from text: they are not in preprocessed text).
 
     Single-threaded with a fixed seed so that the same input gives the same model bytes.
     """
@@ -97,7 +110,8 @@ def train_sentencepiece(sentences: Iterable[str], out_dir: str | Path, vocab_siz
         sentence_iterator=(s.replace("\n", " ") for s in sentences), model_writer=model,
         vocab_size=vocab_size, model_type="unigram", character_coverage=character_coverage,
         hard_vocab_limit=False, pad_id=PAD, unk_id=UNK, bos_id=BOS, eos_id=EOS, input_sentence_size=2_000_000,
-        shuffle_input_sentence=False, num_threads=1, minloglevel=2)
+        shuffle_input_sentence=False, num_threads=1, minloglevel=2, **(
+            {"control_symbols": list(symbols)} if symbols else {}))
     tmp = out_dir / f".spm.model.{os.getpid()}.tmp"
     tmp.write_bytes(model.getvalue())
     os.replace(tmp, out_dir / "spm.model")
@@ -106,22 +120,31 @@ def train_sentencepiece(sentences: Iterable[str], out_dir: str | Path, vocab_siz
 
 
 @lru_cache(maxsize=8)
-def pair_tokenizer(pair: str, vocab_size: int = 8000, split: SplitConfig = SplitConfig()) -> Tokenizer:
+def pair_tokenizer(pair: str, vocab_size: int = 8000, split: SplitConfig = SplitConfig(),
+                   language_tags: bool = False) -> Tokenizer:
     """The joint sentencepiece model of ``pair`` trained on its train split (built once, then loaded).
 
-    The paper uses 20k pieces on 1M pairs; 8k suits the shared data (~100–200k pairs).
+    ``pair="all"``: one model over every pair's training split (English and all five foreign languages).
+    ``language_tags``: add a piece ``<2xx>`` per language (:meth:`Tokenizer.tag_id`). The paper uses 20k
+    pieces on 1M pairs; 8k suits one pair of the shared data (~100–200k pairs).
     """
-    language = language_of(pair)
-    spec = {"pair": pair, "vocab_size": vocab_size, "corpus_sha256": sha256_of(corpus_path(pair)),
-            "split": split.__dict__, "builder_version": BUILDER_VERSION,
-            "character_coverage": 0.9995 if language == "ja" else 1.0}
+    pairs = pairs_of(pair)
+    languages = ("en", *(language_of(p) for p in pairs))
+    spec = {"pair": pair, "vocab_size": vocab_size, "split": split.__dict__, "builder_version": BUILDER_VERSION,
+            "character_coverage": 0.9995 if "ja" in languages else 1.0}
+    if pair == "all":
+        spec["corpus_sha256"] = {p: sha256_of(corpus_path(p)) for p in pairs}
+    else:
+        spec["corpus_sha256"] = sha256_of(corpus_path(pair))
+    if language_tags:
+        spec["language_tags"] = [f"<2{lang}>" for lang in languages]
     key = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
     folder = home_dir() / "tokenizers" / f"{pair}-{vocab_size}-{key}"
     if (folder / "spm.model").is_file():
-        return Tokenizer(folder / "spm.model", ("en", language))
+        return Tokenizer(folder / "spm.model", languages)
     log.info("training the %s sentencepiece model (%d pieces) into %s", pair, vocab_size, folder)
-    train = load_splits(pair, config=split)["train"]
-    text = (preprocess(s) for en, xx in train for s in (en, xx))
-    tokenizer = train_sentencepiece(text, folder, vocab_size, spec["character_coverage"])
+    text = (preprocess(s) for p in pairs for en, xx in load_splits(p, config=split)["train"] for s in (en, xx))
+    tokenizer = train_sentencepiece(text, folder, vocab_size, spec["character_coverage"],
+                                    spec.get("language_tags", ()))
     (folder / "spec.json").write_text(json.dumps(spec, indent=2, sort_keys=True))
-    return Tokenizer(tokenizer.model_file, ("en", language))
+    return Tokenizer(tokenizer.model_file, languages)
