@@ -8,6 +8,7 @@ from workbench.paper import (
     paper_table,
     reproduce,
     table3_cells,
+    tatoeba_table,
     vocabulary_overlap,
 )
 from workbench.zoo import card, shipped
@@ -57,11 +58,21 @@ def test_our_table3_comes_from_the_cards():
     assert ours.loc[("fr", "xx"), "Gender"] == fr["fr"]["probing"]["gender_fr"]
 
 
+def test_tatoeba_table_comes_from_the_cards():
+    table = tatoeba_table({name: card(name) for name in shipped()}).set_index("model")
+    sp = card("sp-en-fr")["views"]["semantic"]["tatoeba"]["fr"]
+    assert (table.loc["sp-en-fr", "fr→en"], table.loc["sp-en-fr", "en→fr"]) == (sp["xx->en"], sp["en->xx"])
+    assert pd.isna(table.loc["sp-en-fr", "ja→en"]) and table.loc["sp-en-fr", "mean"] == pytest.approx(
+        (sp["xx->en"] + sp["en->xx"]) / 2)
+    assert table.loc["nmt-all"].notna().all()  # one encoder, every language, both directions
+    assert "bgt-en-ja" in table.index and "english_ae-en-fr" not in table.index  # English-only: no Tatoeba
+
+
 @pytest.mark.slow
 def test_reproduce_writes_the_report(tmp_path):
     path = reproduce(tmp_path / "reproduction.html", transfer_examples=2, show_progress=False)
     text = path.read_text()
-    for heading in ("Table 2", "Table 3", "Figure 3", "Figure 4", "Table 4", "Language distance"):
+    for heading in ("Table 2", "Table 3", "Figure 3", "Figure 4", "Table 4", "Language distance", "Tatoeba"):
         assert heading in text
     assert "Winner matches the paper in" in text and 'id="fig-table3"' in text
     cells = pd.read_csv(tmp_path / "reproduction-table3_cells.csv")
@@ -69,3 +80,7 @@ def test_reproduce_writes_the_report(tmp_path):
     transfers = pd.read_csv(tmp_path / "reproduction-style_transfer.csv")
     assert len(transfers) == 2 and transfers["output"].str.len().gt(0).all()
     assert len(shipped()) >= 10
+    tatoeba = pd.read_csv(tmp_path / "reproduction-tatoeba.csv").set_index("model")
+    nmt = tatoeba.loc["nmt-all"]  # one encoder, all five languages, both directions
+    assert nmt[[f"{lang}→en" for lang in "fr es ar tr ja".split()]].notna().all()
+    assert nmt[[f"en→{lang}" for lang in "fr es ar tr ja".split()]].notna().all()

@@ -1,10 +1,11 @@
-"""Every model in trained/ loads, has the fingerprint its card states, and reproduces its card's STS."""
+"""Every model in trained/ loads, has the fingerprint its card states, and reproduces its card's STS and Tatoeba."""
 import json
 
 import pytest
 import torch
 
 import workbench as wb
+from workbench import cli
 from workbench.evaluation import evaluate
 from workbench.paths import trained_dir
 from workbench.zoo import WITH_DECODERS, card, shipped
@@ -29,6 +30,12 @@ def test_shipped_model_matches_its_card(name):
     rows = evaluate(sem, "sts", cache=False)
     avg = rows[(rows.task == "STS12-16") & (rows.metric == "pearson")]["value"].iloc[0]
     assert avg == pytest.approx(info["views"]["semantic"]["sts"]["STS12-16"], abs=0.05)
+    if "tatoeba" in info["views"]["semantic"]:  # every model whose semantic view reads English and another language
+        rows = evaluate(sem, "tatoeba", cache=False)
+        got = {(r.dataset.split("-")[0], r.metric.removeprefix("error ")): r.value for r in rows.itertuples()}
+        stated = {(lang, d): v for lang, e in info["views"]["semantic"]["tatoeba"].items() for d, v in e.items()}
+        assert got == pytest.approx(stated, abs=0.21)  # ≤ 2 of 1000: near-chance models have near-ties that
+        # float rounding (thread count, batch order) can flip
     config = json.loads((trained_dir() / name / "config.json").read_text())
     if info["model"] != "wmf":  # float16 weights, decoders only where style transfer needs them
         from safetensors import safe_open
@@ -37,6 +44,19 @@ def test_shipped_model_matches_its_card(name):
             has_decoders = any(k.startswith("decoders.") for k in f.keys())
         assert dtypes <= {"F16", "I64"}
         assert has_decoders == (name in WITH_DECODERS) == config["decoders"]
+
+
+def test_the_multilingual_nmt_reads_all_languages_and_lists_them_all_in_its_card(capsys):
+    model = wb.load("nmt-all")
+    assert model.encoder("semantic").languages == ("en", "fr", "es", "ar", "tr", "ja")
+    tatoeba = card("nmt-all")["views"]["semantic"]["tatoeba"]
+    assert list(tatoeba) == ["fr", "es", "ar", "tr", "ja"]
+    assert all(set(errors) == {"xx->en", "en->xx"} for errors in tatoeba.values())
+    with pytest.raises(ValueError, match="shipped without its decoder"):
+        model.translate(["Hello."], "fr")
+    assert cli.main(["models", "list"]) == 0
+    listing = capsys.readouterr().out
+    assert "Tatoeba err %" in listing and all(name in listing for name in SHIPPED)
 
 
 def test_encoder_only_models_say_why_they_cannot_generate():

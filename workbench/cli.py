@@ -32,9 +32,11 @@ def _models(args) -> None:
     for name in shipped():
         info = card(name)
         sem = info["views"].get("semantic", {})
+        tatoeba = [v for errors in sem.get("tatoeba", {}).values() for v in errors.values()]
         rows.append({"name": name, "model": info["model"], "pair": info["pair"], "MB": info["megabytes"],
                      "updates": info["training"]["updates"], "STS12-16": sem.get("sts", {}).get("STS12-16"),
-                     "Hard STS": sem.get("hard_sts", {}).get("avg"), "decoders": info["decoders"]})
+                     "Hard STS": sem.get("hard_sts", {}).get("avg"),
+                     "Tatoeba err %": sum(tatoeba) / len(tatoeba) if tatoeba else None, "decoders": info["decoders"]})
     print(pd.DataFrame(rows).to_string(index=False) if rows else "no shipped models in trained/")
 
 

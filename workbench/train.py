@@ -94,7 +94,7 @@ NMT_PRESETS = {
              "schedule": "constant", "warmup": 0, "clip_norm": 2.0},
     "cpu": {"model": {"dim": 256, "hidden": 256, "dec_hidden": 512, "dropout": 0.1, "max_len": 128},
             "vocab_size": 16000, "max_pairs": None, "max_tokens": 6000, "lr": 2e-3, "schedule": "constant",
-            "warmup": 0, "clip_norm": 2.0, "max_updates": 500, "valid_every": 250, "save_every": 50},
+            "warmup": 0, "clip_norm": 2.0, "max_updates": 1000, "valid_every": 250, "save_every": 50},
     "small": {"model": {"dim": 384, "hidden": 512, "dec_hidden": 1024, "dropout": 0.1, "max_len": 128},
               "vocab_size": 20000, "max_tokens": 16000, "update_freq": 1, "lr": 1e-3, "schedule": "constant",
               "warmup": 0, "clip_norm": 2.0, "max_updates": 5000},

@@ -16,11 +16,14 @@ from .sts import cosine, embed_unique, evaluate_hard_sts, evaluate_sts, evaluate
 def evaluate_tatoeba(encoder: Encoder, languages=None, margin: bool = False,
                      show_progress: bool = False) -> pd.DataFrame:
     """Tatoeba similarity-search error rates (%) in both directions, for each language the encoder reads
-    (``languages=None``; others skipped with a warning) or for the ones named (an unreadable one raises)."""
+    besides English (``languages=None``; an encoder that does not declare its languages: all five) or for the
+    ones named (one it cannot read raises)."""
+    if languages is None:
+        reads = getattr(encoder, "languages", None)
+        languages = [lang for lang in TATOEBA_CODES if reads is None or {"en", lang} <= set(reads)]
     rows = []
-    for language in languages or TATOEBA_CODES:
-        if not readable(encoder, (language,), f"Tatoeba {language}-en", strict=bool(languages)):
-            continue
+    for language in languages:
+        readable(encoder, ("en", language), f"Tatoeba {language}-en", strict=True)
         frame = load_tatoeba(language)
         xx = check_embeddings(encoder, encoder.encode(list(frame["xx"]), show_progress=show_progress), len(frame))
         en = check_embeddings(encoder, encoder.encode(list(frame["en"]), show_progress=show_progress), len(frame))
