@@ -1,6 +1,6 @@
-"""The Trainer every neural model uses (BGT and its ablations, SP, BILSTM, the multilingual NMT): token-budget batches,
-accumulation, AdamW + inverse-sqrt (or constant) learning rate, clipping, bf16 autocast on CUDA, DDP under
-``torchrun``, JSONL metrics, atomic checkpoints and exact resume.
+"""The Trainer every neural model uses (BGT and its ablations, SP, BILSTM, the multilingual NMT): token-budget
+batches, accumulation, AdamW + inverse-sqrt (or constant) learning rate, clipping, bf16 autocast on CUDA, DDP
+under ``torchrun``, JSONL metrics, atomic checkpoints and exact resume.
 
 A run directory holds ``metrics.jsonl`` (one line per update, plus validation lines), ``checkpoints/update-N/``
 (``config.json``, ``model.safetensors``, ``spm.model``, ``trainer_state.safetensors`` + ``.json``: optimizer
@@ -88,7 +88,9 @@ PARAPHRASTIC_PRESETS = {
 
 
 # The multilingual NMT (Schwenk & Douze 2017): trained on every pair at once by default (pair "all"); Adam at
-# a fixed lr, gradients clipped at 2 (the paper's value). These replace the BGT values of the same preset.
+# a fixed lr (the paper: initial lr 0.01, lowered when dev perplexity stalls), gradients clipped at 2 (the
+# paper's value). "paper" has its embedding/BiLSTM sizes and dropout, and LASER's 2048-unit decoder (the 2017
+# paper does not give its decoder's size). These replace the BGT values of the same preset.
 NMT_PRESETS = {
     "tiny": {"model": {"dim": 64, "hidden": 64, "dec_hidden": 128, "dropout": 0.0, "max_len": 64}, "lr": 3e-3,
              "schedule": "constant", "warmup": 0, "clip_norm": 2.0},

@@ -18,8 +18,8 @@ import pandas as pd
 import torch
 from safetensors.torch import load_file, save_file
 
-from .errors import WorkbenchError
 from .data.sts import TATOEBA_CODES
+from .errors import WorkbenchError
 from .evaluation import evaluate
 from .paths import trained_dir
 from .probing.probe import probe

@@ -3,9 +3,11 @@
 Text is Moses-tokenised with the *English* rules for every language (as the official code does), lower-cased,
 then cut into pieces by one sentencepiece model shared by English and the foreign language. Every sequence
 gets EOS appended; there is no BOS. The multilingual NMT encoder (Schwenk & Douze 2017) uses one model for all
-pairs (``pair="all"``) with a language-tag piece per language (``<2fr>``: "translate into French"). A model is trained once and stored under the workbench home in a folder
-named by a digest of everything that determines it (corpus file, split, vocabulary, options), so asking again
-is free and a changed input gives a new model.
+pairs (``pair="all"``) with a language-tag piece per language (``<2fr>``: "translate into French").
+
+A model is trained once and stored under the workbench home in a folder named by a digest of everything that
+determines it (corpus files, split, vocabulary, options), so asking again is free and a changed input gives a
+new model.
 """
 from __future__ import annotations
 
