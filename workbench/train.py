@@ -332,7 +332,8 @@ def _tokenised(pairs, tokenizer: Tokenizer, max_len: int, tagged: bool) -> tuple
     en = tokenizer.encode([en for en, _, _ in pairs], max_len=max_len)
     xx = tokenizer.encode([xx for _, xx, _ in pairs], max_len=max_len)
     if tagged:
-        xx = [[tokenizer.tag_id(lang)] + ids for (_, _, lang), ids in zip(pairs, xx)]
+        tags = {lang: tokenizer.tag_id(lang) for lang in {lang for _, _, lang in pairs}}
+        xx = [[tags[lang]] + ids for (_, _, lang), ids in zip(pairs, xx)]
     return en, xx
 
 
