@@ -9,7 +9,7 @@ from workbench.models.bgt import (
     BGTConfig,
     kl_to_standard_normal,
     shift_right,
-    token_losses,
+    token_loss,
 )
 
 V = 50
@@ -55,6 +55,33 @@ def test_decoder_is_causal_and_encoder_ignores_padding():
     torch.testing.assert_close(single, padded, rtol=1e-5, atol=1e-6)
 
 
+def test_english_vae_decodes_a_sampled_z_in_training_and_english_ae_does_not():
+    b = batch()
+    for setting, differs in (("english_vae", True), ("english_ae", False), ("bgt", False)):
+        torch.manual_seed(0)
+        model = BGT(config(setting)).train()  # dropout 0: only sampling can make two passes differ
+        first, second = (model(b.en, b.xx, b.sem_en, update=50)["loss"].item() for _ in range(2))
+        assert (first != second) is differs, setting
+        model.eval()
+        assert model(b.en, b.xx, b.sem_en, 50)["loss"] == model(b.en, b.xx, b.sem_en, 50)["loss"]  # mu in eval
+    sampled = BGT(config("bgt", decoder_latent="sample")).train()
+    assert sampled(b.en, b.xx, b.sem_en, 50)["loss"] != sampled(b.en, b.xx, b.sem_en, 50)["loss"]
+
+
+def test_decoder_logits_equal_the_concatenated_form_w_out_c_x():
+    torch.manual_seed(0)
+    dec = BGT(config()).eval().decoders["en"]
+    b = batch()
+    cond, prev = torch.randn(4, 16), shift_right(b.en, 3, 0)
+    x = dec.embed(prev)
+    for layer in dec.layers:
+        x = layer(x, cond)
+    reference = torch.cat([cond[:, None, :].expand(-1, x.shape[1], -1), x], dim=-1) @ dec.out.t()  # W_out [c ; x]
+    torch.testing.assert_close(dec(prev, cond), reference, rtol=1e-5, atol=1e-5)
+    keep = b.en != 0
+    torch.testing.assert_close(dec(prev, cond, keep), reference[keep], rtol=1e-5, atol=1e-5)
+
+
 def test_kl_schedule_and_formula():
     model = BGT(config())
     assert [model.kl_weight(u) for u in (0, 50, 100, 500)] == [0.0, 0.5, 1.0, 1.0]
@@ -67,7 +94,7 @@ def test_kl_schedule_and_formula():
 def test_label_smoothing_matches_fairseq_form():
     logits = torch.randn(1, 3, 5)
     target = torch.tensor([[1, 2, 0]])
-    loss, nll = token_losses(logits, target, pad_id=0, smoothing=0.1)
+    loss, nll = token_loss(logits, target, pad_id=0, smoothing=0.1), token_loss(logits, target, 0, 0.0)
     logp = logits.log_softmax(-1)[0, :2]
     expected_nll = -(logp[0, 1] + logp[1, 2])
     assert nll.item() == pytest.approx(expected_nll.item(), rel=1e-5)

@@ -46,6 +46,16 @@ def test_shipped_model_matches_its_card(name):
         assert has_decoders == (name in WITH_DECODERS) == config["decoders"]
 
 
+@pytest.mark.parametrize("name", [name for name in SHIPPED if card(name).get("curve")])
+def test_shipped_learning_curves_reach_from_initialisation_to_the_exported_update(name):
+    curves = wb.learning_curve(name)
+    sts = curves[curves.metric == "stsb_dev"]
+    exported = card(name)["training"]["updates"]
+    assert {0, exported} <= set(sts["update"]) and "semantic" in set(sts["view"])
+    assert sts[sts["update"] <= exported]["train_seconds"].max() == pytest.approx(card(name)["training"]["train_seconds"],
+                                                                               abs=1)
+
+
 def test_the_multilingual_nmt_reads_all_languages_and_lists_them_all_in_its_card(capsys):
     model = wb.load("nmt-all")
     assert model.encoder("semantic").languages == ("en", "fr", "es", "ar", "tr", "ja")

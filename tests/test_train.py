@@ -1,16 +1,20 @@
 """The Trainer: loss falls on real data, checkpoints round-trip, SIGKILL + resume is exact, DDP on gloo."""
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
+from workbench.data.sts import load_stsb
 from workbench.data.tokenizer import pair_tokenizer
+from workbench.evaluation.sts import cosine
 from workbench.errors import UnknownNameError, WorkbenchError
 from workbench.train import TrainConfig, Trainer, learning_rate, load
 
@@ -45,14 +49,33 @@ def tiny_run(tmp_path_factory, tiny_tokenizer):
 def test_tiny_training_lowers_the_loss_on_real_pairs(tiny_run):
     _, run_dir = tiny_run
     rows = metrics(run_dir)
-    assert [r["update"] for r in rows] == list(range(1, 31))
-    per_token = [r["recon_per_token"] + r["trans_per_token"] for r in rows]
+    assert [r["update"] for r in rows] == list(range(0, 31))  # update 0: the network at initialisation
+    steps = rows[1:]
+    per_token = [r["recon_per_token"] + r["trans_per_token"] for r in steps]
     assert np.mean(per_token[-5:]) < 0.8 * np.mean(per_token[:3])
     valid = [r["valid_loss"] for r in rows if "valid_loss" in r]
-    assert len(valid) == 3 and valid[-1] < valid[0]
-    assert rows[-1]["kl_weight"] == pytest.approx(29 / 40)  # linear, x0 = 40 in the tiny preset
+    assert len(valid) == 4 and valid[-1] < valid[0]
+    assert steps[-1]["kl_weight"] == pytest.approx(29 / 30)  # linear; tiny's ramp is the whole run (x0 = 30)
+    assert [r["pairs_seen"] for r in steps] == list(np.cumsum([r["sentences"] for r in steps]))
     assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["update-20", "update-30"]
     assert (run_dir / "latest").read_text() == "update-30"
+
+
+def test_views_are_scored_on_stsb_dev_and_the_best_checkpoint_is_kept(tiny_run):
+    trainer, run_dir = tiny_run
+    scored = [r for r in metrics(run_dir) if "stsb_dev" in r]
+    assert [r["update"] for r in scored] == [0, 10, 20, 30]
+    assert all(set(r["stsb_dev"]) == {"semantic", "en"} for r in scored)  # the views that read English
+    assert all(-100 <= v <= 100 for r in scored for v in r["stsb_dev"].values())
+    best = max(scored[1:], key=lambda r: r["stsb_dev"]["semantic"])  # among trained networks
+    meta = json.loads((run_dir / "best" / "config.json").read_text())
+    assert meta["update"] == best["update"] and meta["stsb_dev"] == best["stsb_dev"]
+    assert trainer.state["best"] == {"update": best["update"], "stsb_dev": best["stsb_dev"]["semantic"]}
+    frame = load_stsb("dev")  # the logged score, recomputed from best/'s saved weights
+    semantic = load(run_dir / "best").encoder("semantic")
+    a, b = semantic.encode(list(frame["sentence1"])), semantic.encode(list(frame["sentence2"]))
+    assert 100 * np.corrcoef(cosine(a, b), frame["score"])[0, 1] == pytest.approx(best["stsb_dev"]["semantic"],
+                                                                                    abs=1e-3)
 
 
 def test_checkpoint_round_trip_gives_identical_encodings(tiny_run):
@@ -80,6 +103,99 @@ def test_resume_refuses_another_model_or_vocabulary(tiny_run, tmp_path):
     config.write_text(json.dumps(meta))
     with pytest.raises(WorkbenchError, match="another vocabulary"):
         Trainer(TrainConfig.from_preset("tiny", max_updates=30), copy, resume=True)
+
+
+@pytest.fixture()
+def run_copy(tiny_run, tmp_path):
+    _, run_dir = tiny_run
+    copy = tmp_path / "copy"
+    subprocess.run(["cp", "-r", str(run_dir), str(copy)], check=True)
+    return copy
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"lr": 2e-3}, "lr 0.001 -> 0.002"),
+    ({"warmup": 5, "seed": 2}, "warmup 10 -> 5; seed 1 -> 2"),
+    ({"max_tokens": 2048}, "max_tokens 1024 -> 2048"),
+    ({"update_freq": 2}, "update_freq 1 -> 2"),
+    ({"max_pairs": 2000}, "max_pairs 3000 -> 2000; training data (sha256"),
+    ({"kl_x0": 45}, "kl_x0 30 -> 45"),
+])
+def test_resume_refuses_settings_that_would_continue_another_run(run_copy, change, message):
+    with pytest.raises(WorkbenchError, match=re.escape(message)):
+        Trainer(TrainConfig.from_preset("tiny", max_updates=30, **change), run_copy, resume=True)
+
+
+def test_resume_refuses_other_training_data(run_copy):
+    config = run_copy / "checkpoints" / "update-30" / "config.json"
+    meta = json.loads(config.read_text())
+    meta["data_sha256"] = "0" * 64
+    config.write_text(json.dumps(meta))
+    with pytest.raises(WorkbenchError, match=r"training data \(sha256 000000000000 -> "):
+        Trainer(TrainConfig.from_preset("tiny", max_updates=30), run_copy, resume=True)
+
+
+def test_the_kl_ramp_follows_the_run_length_and_a_resume_keeps_it(run_copy, tiny_tokenizer):
+    small = TrainConfig.from_preset("small", max_updates=1000)
+    assert small.kl_x0_at_start == 3000  # β ends at 1/3 whatever the run length
+    assert TrainConfig.from_preset("paper").kl_x0_at_start == 65536  # the paper's x0 at its 20k updates
+    assert TrainConfig.from_preset("paper", max_updates=2000).kl_x0_at_start == 6554
+    longer = Trainer(TrainConfig.from_preset("tiny", max_updates=35, valid_every=5, save_every=5), run_copy,
+                     resume=True, show_progress=False)
+    assert longer.model.cfg.kl_x0 == 30  # fixed when the run started (tiny: x0 = its 30 updates)
+    longer.run()
+    rows = metrics(run_copy)
+    assert rows[-1]["update"] == 35 and rows[-1]["kl_weight"] == 1.0
+    assert [r["kl_weight"] for r in rows[1:31]] == pytest.approx([u / 30 for u in range(30)])
+
+
+def test_max_seconds_stops_with_a_checkpoint_that_resumes(tmp_path, tiny_tokenizer):
+    cfg = TrainConfig.from_preset("tiny", max_updates=10_000, max_seconds=2, save_every=1000, valid_every=1000)
+    record = Trainer(cfg, tmp_path / "run", show_progress=False).run()
+    assert record["stopped"] == "max_seconds=2" and 0 < record["update"] < 10_000
+    assert (tmp_path / "run" / "latest").read_text() == f"update-{record['update']}"
+    assert "valid_loss" in record and "stsb_dev" in record  # measured at the stop, like at a run's end
+    resumed = Trainer(TrainConfig.from_preset("tiny", max_updates=record["update"] + 2), tmp_path / "run",
+                      resume=True, show_progress=False)
+    assert resumed.state["update"] == record["update"] and resumed.run()["update"] == record["update"] + 2
+
+
+def test_sigterm_stops_after_the_update_in_progress_with_a_checkpoint(tmp_path, tiny_tokenizer):
+    config = write_config(tmp_path / "long.toml", max_updates=100_000, save_every=100_000, valid_every=100_000)
+    run = tmp_path / "run"
+    proc = subprocess.Popen(train_command(config, run), env={**os.environ, "TQDM_DISABLE": "1"},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    def lines():
+        return len((run / "metrics.jsonl").read_text().splitlines()) if (run / "metrics.jsonl").exists() else 0
+
+    deadline = time.time() + 300
+    while lines() < 4 and time.time() < deadline:  # a few updates in
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err[-2000:]
+    last = metrics(run)[-1]
+    assert last["stopped"] == "SIGTERM" and (run / "latest").read_text() == f"update-{last['update']}"
+    assert "continue with --resume" in err
+
+
+def test_curve_command_draws_the_views_against_updates_and_seconds(tiny_run, tmp_path, capsys):
+    from workbench.cli import main
+    from workbench.train import learning_curve
+    _, run_dir = tiny_run
+    curves = learning_curve(run_dir)
+    sts = curves[curves["metric"] == "stsb_dev"]
+    assert set(sts["view"]) == {"semantic", "en"} and sorted(set(sts["update"])) == [0, 10, 20, 30]
+    assert sts[sts["update"] == 0]["train_seconds"].eq(0).all() and sts["train_seconds"].is_monotonic_increasing
+    assert main(["curve", str(run_dir), "--out", str(tmp_path / "c"), "--no-static"]) == 0
+    out = capsys.readouterr().out
+    assert "latest STS-B dev" in out and "semantic" in out
+    page = (tmp_path / "c" / "curve.html").read_text()
+    assert "Learning curves against updates" in page and "Learning curves against training seconds" in page
+    assert "semantic at init" in page
+    assert len(pd.read_csv(tmp_path / "c" / "curve.csv")) == len(curves)
+    assert main(["curve", str(tmp_path), "--out", str(tmp_path / "d")]) == 2
+    assert "has no metrics.jsonl" in capsys.readouterr().err
 
 
 def test_bad_training_configs_list_the_valid_choices(tmp_path, tiny_tokenizer):
@@ -127,8 +243,8 @@ def test_sigkill_and_resume_reproduces_the_uninterrupted_losses(tmp_path, tiny_t
     subprocess.run(train_command(config, tmp_path / "killed", "--resume"), check=True, env=env,
                    capture_output=True)
     straight, resumed = metrics(tmp_path / "straight"), metrics(tmp_path / "killed")
-    assert len(straight) == len(resumed) == QUICK["max_updates"]
-    for a, b in zip(straight, resumed):
+    assert len(straight) == len(resumed) == QUICK["max_updates"] + 1  # + the update-0 line
+    for a, b in zip(straight[1:], resumed[1:]):
         assert {k: a[k] for k in LOSS_KEYS} == {k: b[k] for k in LOSS_KEYS}  # bit for bit
         assert a.get("valid_loss") == b.get("valid_loss")
 
@@ -144,8 +260,8 @@ def test_ddp_two_processes_on_gloo_match_one_process_with_accumulation(tmp_path,
                          env=env, capture_output=True, text=True)
     assert ddp.returncode == 0, ddp.stderr[-2000:]
     single, parallel = metrics(tmp_path / "single"), metrics(tmp_path / "ddp")
-    assert len(parallel) == 3  # only rank 0 writes
-    for a, b in zip(single, parallel):
+    assert len(parallel) == 4  # only rank 0 writes (update 0, then 3 updates)
+    for a, b in zip(single[1:], parallel[1:]):
         assert a["sentences"] == b["sentences"] and a["tokens"] == b["tokens"]  # the same pairs per update
         assert b["loss"] == pytest.approx(a["loss"], rel=1e-4)  # the same model after each update
 
@@ -175,7 +291,12 @@ def test_export_writes_an_fp16_encoder_only_model_whose_card_matches(tiny_run, t
         assert not any(k.startswith("decoders.") for k in f.keys())
         assert {f.get_slice(k).get_dtype() for k in f.keys()} <= {"F16", "I64"}
     info = card("bgt-tiny", root=tmp_path)
-    assert info["training"]["updates"] == 30 and info["training"]["pairs_seen"] > 0
+    best = json.loads((run_dir / "best" / "config.json").read_text())["update"]  # the best STS-B dev is exported
+    assert info["training"]["updates"] == best and info["training"]["run_updates"] == 30
+    assert info["training"]["checkpoint"] == "best STS-B dev (semantic)"
+    assert info["training"]["pairs_seen"] == sum(r.get("sentences", 0) for r in metrics(run_dir)
+                                                 if 0 < r["update"] <= best)
+    assert pd.read_csv(folder / "curve.csv")["run"].eq("bgt-tiny").all()
     assert set(info["views"]) == {"semantic", "en", "fr"}
     assert set(info["views"]["en"]["probing"]) == {"subj_num", "obj_num", "tree_depth", "top_const",
                                                    "word_content", "length", "punct_num", "punct_first"}

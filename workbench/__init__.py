@@ -6,6 +6,7 @@
     wb.evaluate(enc, "sts")             # tidy DataFrame, Pearson per STS dataset and year
     wb.report(df, "reports/x.html")     # self-contained HTML + CSV/JSON (+ PNG/PDF with Chromium)
     bgt = wb.load("bgt-en-fr")          # a shipped model (wb.shipped() lists them), a run, or a checkpoint
+    wb.learning_curve("bgt-en-fr")      # STS-B dev per view and validation loss during its training
     wb.transfer(bgt, ["source"], ["style"])   # style transfer
 """
 from .cache import cached
@@ -16,8 +17,8 @@ from .generation import transfer
 from .probing.build import build_task
 from .probing.probe import ProbeResult, probe, probe_all
 from .probing.tasks import get_task, task_names
-from .train import load
+from .train import learning_curve, load
 from .zoo import shipped
 
 __all__ = ["Encoder", "untrained_encoder", "evaluate", "report", "build_task", "ProbeResult", "probe",
-           "probe_all", "get_task", "task_names", "load", "cached", "shipped", "transfer"]
+           "probe_all", "get_task", "task_names", "load", "learning_curve", "cached", "shipped", "transfer"]

@@ -25,7 +25,7 @@ def _demo(args) -> None:
 def _models(args) -> None:
     from .zoo import card, export, shipped
     if args.action == "export":
-        path = export(args.run, name=args.name, keep_decoders=args.keep_decoders)
+        path = export(args.run, name=args.name, keep_decoders=args.keep_decoders, checkpoint=args.checkpoint)
         print(f"shipped: {path.resolve()}\ncard: {(path / 'card.md').resolve()}")
         return
     rows = []
@@ -38,6 +38,25 @@ def _models(args) -> None:
                      "Hard STS": sem.get("hard_sts", {}).get("avg"),
                      "Tatoeba err %": sum(tatoeba) / len(tatoeba) if tatoeba else None, "decoders": info["decoders"]})
     print(pd.DataFrame(rows).to_string(index=False) if rows else "no shipped models in trained/")
+
+
+def _curve(args) -> None:
+    from .figures import curve_report
+    from .train import learning_curve
+    curves = pd.concat([learning_curve(_model_path(run)) for run in args.runs], ignore_index=True)
+    path = curve_report(curves, args.out, static=not args.no_static)
+    last = curves[curves["metric"] == "stsb_dev"].sort_values("update").groupby(["run", "view"], sort=False).last()
+    if not last.empty:
+        print("latest STS-B dev (Pearson × 100):")
+        print(last[["update", "value"]].to_string())
+    print(f"report: {path.resolve()}\ndata: {(path.parent / 'curve.csv').resolve()}")
+
+
+def _model_path(name: str) -> Path:
+    """A path as given, or the folder of a shipped model of that name."""
+    from .paths import trained_dir
+    path = Path(name)
+    return path if path.exists() or not (trained_dir() / name).is_dir() else trained_dir() / name
 
 
 def _reproduce(args) -> None:
@@ -92,7 +111,7 @@ def _data(args) -> None:
 
 def _train(args) -> None:
     from .train import TrainConfig, Trainer
-    changes = {"max_updates": args.max_updates, "seed": args.seed}
+    changes = {"max_updates": args.max_updates, "max_seconds": args.max_seconds, "seed": args.seed}
     if args.config:
         cfg = TrainConfig.from_file(args.config)
         cfg = TrainConfig(**{**cfg.__dict__, **{k: v for k, v in changes.items() if v is not None}})
@@ -249,7 +268,15 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--name", help="model name (MODEL-PAIR)")
     q.add_argument("--keep-decoders", action=argparse.BooleanOptionalAction, default=None,
                    help="keep the decoders (default: only for bgt-en-fr, the style-transfer model)")
+    q.add_argument("--checkpoint", choices=("best", "latest"), default="best",
+                   help="best: the run's best semantic STS-B dev (best/), where it has one; latest: its last")
     p.set_defaults(func=_models)
+
+    p = sub.add_parser("curve", help="learning curves of training runs or shipped models (STS-B dev, valid loss)")
+    p.add_argument("runs", nargs="+", metavar="RUN", help="run directories or shipped model names")
+    p.add_argument("--out", default="reports/curve", help="output folder (reports/curve)")
+    p.add_argument("--no-static", action="store_true", help="skip the PNG export (needs Chromium)")
+    p.set_defaults(func=_curve)
 
     p = sub.add_parser("reproduce", help="our shipped models next to the paper's tables (reports/reproduction.html)")
     p.add_argument("--out", default="reports/reproduction.html")
@@ -290,6 +317,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="run directory (runs/MODEL-PAIR-PRESET)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its latest checkpoint")
     p.add_argument("--max-updates", type=int, help="override the preset's number of updates")
+    p.add_argument("--max-seconds", type=float,
+                   help="stop after this many seconds with a checkpoint (continue with --resume); so do Ctrl-C and "
+                        "SIGTERM, after the update in progress")
     p.add_argument("--seed", type=int)
     p.set_defaults(func=_train)
 

@@ -96,6 +96,53 @@ def gap_figure(gaps: pd.DataFrame, title: str = "Semantic minus English language
     return fig
 
 
+def curve_figure(curves: pd.DataFrame, x: str = "update") -> go.Figure:
+    """Learning curves (:func:`workbench.train.learning_curve` rows of one or more runs) against ``x``
+    (``update``, ``train_seconds`` or ``pairs_seen``): STS-B dev Pearson × 100 per run and view on the left,
+    validation loss per run on the right; dotted lines mark each view's value at initialisation (the
+    random-init reference of the same shape)."""
+    from plotly.subplots import make_subplots
+    labels = {"update": "updates", "train_seconds": "training seconds", "pairs_seen": "sentence pairs seen"}
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("STS-B dev (Pearson × 100)", "validation loss per pair"))
+    palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
+    sts = curves[curves["metric"] == "stsb_dev"]
+    for i, ((run, view), rows) in enumerate(sts.groupby(["run", "view"], sort=False)):
+        color = palette[i % len(palette)]
+        fig.add_scatter(x=rows[x], y=rows["value"], name=f"{run}: {view}", mode="lines+markers",
+                        line=dict(color=color), marker=dict(size=4), row=1, col=1)
+        init = rows[rows["update"] == 0]
+        if not init.empty:
+            fig.add_hline(y=float(init["value"].iloc[0]), line=dict(color=color, dash="dot", width=1), row=1, col=1,
+                          annotation_text=f"{view} at init", annotation_position="bottom right")
+    loss = curves[curves["metric"] == "valid_loss"]
+    for i, (run, rows) in enumerate(loss.groupby("run", sort=False)):
+        fig.add_scatter(x=rows[x], y=rows["value"], name=f"{run}: validation loss", mode="lines+markers",
+                        line=dict(color="grey", dash=["solid", "dash", "dot", "dashdot"][i % 4]), marker=dict(size=4),
+                        row=1, col=2)
+    fig.update_xaxes(title_text=labels.get(x, x))
+    fig.update_layout(title=f"Learning curves against {labels.get(x, x)}", template="plotly_white", height=480)
+    return fig
+
+
+def curve_report(curves: pd.DataFrame, folder: str | Path, static: bool = True) -> Path:
+    """``curve.html`` (the curves against updates and against training seconds, self-contained), ``curve.csv``
+    and, where Chromium is, PNGs in ``folder``. Returns the HTML path."""
+    folder = Path(folder)
+    if curves.empty:
+        raise ValueError("no learning-curve rows: the runs logged no STS-B dev or validation loss yet")
+    figures = {name: (curve_figure(curves, x), curves) for name, x in (("updates", "update"),
+                                                                         ("seconds", "train_seconds"))}
+    problems = export_figures(figures, folder, stem="curve", formats=("png",) if static else ())
+    for problem in problems:
+        log.warning("%s", problem)
+    runs = ", ".join(dict.fromkeys(curves["run"]))
+    path = folder / "curve.html"
+    _write(path, page(f"Learning curves: {runs}", "".join(f'<p class="warn">{html.escape(p)}</p>' for p in problems)
+                      + figure_html({k: f for k, (f, _) in figures.items()})))
+    _write(folder / "curve.csv", curves.to_csv(index=False))
+    return path
+
+
 def figures_for(df: pd.DataFrame) -> dict[str, tuple[go.Figure, pd.DataFrame]]:
     """The figures a result frame supports, by file stem, each with the rows behind it."""
     df = tidy(df)

@@ -1,35 +1,46 @@
 """The Trainer every neural model uses (BGT and its ablations, SP, BILSTM, the multilingual NMT): token-budget
 batches, accumulation, AdamW + inverse-sqrt (or constant) learning rate, clipping, bf16 autocast on CUDA, DDP
-under ``torchrun``, JSONL metrics, atomic checkpoints and exact resume.
+under ``torchrun``, JSONL metrics, STS-B dev model selection, atomic checkpoints and exact resume.
 
-A run directory holds ``metrics.jsonl`` (one line per update, plus validation lines), ``checkpoints/update-N/``
-(``config.json``, ``model.safetensors``, ``spm.model``, ``trainer_state.safetensors`` + ``.json``: optimizer
-moments, RNG state, data position — no pickle) and ``latest`` naming the newest checkpoint. A checkpoint is
-written into a temporary folder and renamed, then ``latest`` is replaced atomically, so a run killed at any
-moment resumes from a complete checkpoint; on CPU the resumed run repeats the uninterrupted run's losses
-bit for bit (same batches, same RNG stream, same optimizer state).
+A run directory holds ``metrics.jsonl`` (one line per update with the pairs seen and the summed update time;
+validation loss and STS-B dev Pearson of every English-reading view on the lines where they were measured,
+and an ``update 0`` line for the network at initialisation), ``checkpoints/update-N/`` (``config.json`` with
+the training config and digests of the tokenizer and the training data, ``model.safetensors``, ``spm.model``,
+``trainer_state.safetensors`` + ``.json``: optimizer moments, RNG state, data position — no pickle),
+``latest`` naming the newest checkpoint and ``best/`` (weights only) at the best semantic STS-B dev so far
+(BGT_SPEC §8.2 selects checkpoints by STS-B dev, not by validation loss, D8). A checkpoint is written into a
+temporary folder and renamed, then ``latest`` is replaced atomically, so a run killed at any moment resumes
+from a complete checkpoint; on CPU the resumed run repeats the uninterrupted run's losses bit for bit (same
+batches, same RNG stream, same optimizer state). SIGINT/SIGTERM and ``max_seconds`` stop after the current
+update with a checkpoint.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
 import os
 import shutil
+import signal
+import threading
 import time
 import tomllib
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import torch
 from safetensors.torch import load_file, save_file
 from tqdm.auto import tqdm
 
 from .data.batching import collate, token_batches
 from .data.corpora import PAIRS, language_of, load_splits, pairs_of
+from .data.sts import load_stsb
 from .data.tokenizer import Tokenizer, pair_tokenizer
 from .errors import WorkbenchError, check_name
+from .evaluation.sts import cosine
 from .models import bgt, paraphrastic
 from .models.bgt import BGT, BGTConfig
 from .models.nmt import MultilingualNMT, NMTConfig
@@ -49,7 +60,7 @@ PRESETS = {
     "tiny": {"model": {"d_model": 64, "ffn_dim": 128, "n_heads": 2, "enc_layers": 1, "latent_dim": 32,
                        "dropout": 0.0, "max_len": 64},
              "vocab_size": 1000, "max_pairs": 3000, "max_sentence_len": 32, "max_tokens": 1024, "update_freq": 1,
-             "lr": 1e-3, "warmup": 10, "max_updates": 40, "kl_x0": 40, "valid_every": 20, "save_every": 20,
+             "lr": 1e-3, "warmup": 10, "max_updates": 40, "kl_ramp": 1.0, "valid_every": 20, "save_every": 20,
              "max_valid_pairs": 300},
     # What the shipped models were trained with when no GPU was lent: minutes per model on 2 CPU cores
     # (trained/README.md); a run of "small" on a GPU replaces them.
@@ -62,12 +73,13 @@ PRESETS = {
     "small": {"model": {"d_model": 512, "ffn_dim": 1024, "n_heads": 8, "enc_layers": 3, "latent_dim": 512,
                         "dropout": 0.1, "max_len": 128},
               "max_sentence_len": 64, "max_tokens": 8000, "update_freq": 2, "lr": 8e-4, "warmup": 300,
-              "max_updates": 3000, "kl_x0": 9000, "valid_every": 500, "save_every": 500},
+              "max_updates": 3000, "valid_every": 500, "save_every": 500},
     # The paper's sizes (§2.1, §5): d=1024, 5-layer encoders, ~25k-token updates, 20k pieces.
     "paper": {"model": {"d_model": 1024, "ffn_dim": 1024, "n_heads": 8, "enc_layers": 5, "latent_dim": 1024,
                         "dropout": 0.3, "max_len": 1024},
               "vocab_size": 20000, "max_sentence_len": 100, "max_tokens": 500, "update_freq": 50, "lr": 5e-4,
-              "warmup": 4000, "max_updates": 20000, "kl_x0": 65536, "valid_every": 1000, "save_every": 1000},
+              "warmup": 4000, "max_updates": 20000, "kl_ramp": 65536 / 20000, "valid_every": 1000,
+              "save_every": 1000},  # kl_ramp: x0 = 65536 at 20k updates, the same fraction for shorter runs
 }
 
 
@@ -127,11 +139,14 @@ class TrainConfig:
     weight_decay: float = 1e-4
     clip_norm: float = 25.0
     max_updates: int = 1000
-    kl_x0: int | None = None  # None: 3 × max_updates (β ends near 0.3, as in the paper's run)
+    max_seconds: float | None = None  # stop (with a checkpoint) once this session of the run took this long
+    kl_x0: int | None = None  # KL weight min(1, update / kl_x0); None: kl_ramp × max_updates at the run's start
+    kl_ramp: float = 3.0  # β ends at 1 / kl_ramp (3: near 0.3, as in the paper's run; BGT_SPEC §8.1)
     seed: int = 1
     amp: str = "auto"  # "auto": bf16 autocast on CUDA, none on CPU; "bf16"; "off"
     log_every: int = 1
     valid_every: int = 1000
+    eval_every: int | None = None  # STS-B dev of the English-reading views (None: valid_every; 0: never)
     save_every: int = 1000
     keep_checkpoints: int = 2
 
@@ -145,6 +160,17 @@ class TrainConfig:
         check_name("amp mode", self.amp, ("auto", "bf16", "off"))
         check_name("lr schedule", self.schedule, ("inverse_sqrt", "constant"))
         self.betas = tuple(self.betas)
+        if self.kl_ramp <= 0 or (self.kl_x0 is not None and self.kl_x0 < 1):
+            raise WorkbenchError(f"kl_ramp must be > 0 and kl_x0 ≥ 1 (got kl_ramp={self.kl_ramp}, kl_x0={self.kl_x0})")
+        if self.max_seconds is not None and self.max_seconds <= 0:
+            raise WorkbenchError(f"max_seconds must be > 0 (got {self.max_seconds})")
+        if self.eval_every is None:
+            self.eval_every = self.valid_every
+
+    @property
+    def kl_x0_at_start(self) -> int:
+        """The KL ramp's x0 a new run fixes (kept by every resume of it, whatever ``max_updates`` becomes)."""
+        return self.kl_x0 or max(1, round(self.kl_ramp * self.max_updates))
 
     @classmethod
     def from_preset(cls, preset: str, **changes) -> "TrainConfig":
@@ -179,7 +205,7 @@ class TrainConfig:
 
     def model_config(self, tokenizer: Tokenizer) -> BGTConfig | ParaphrasticConfig | NMTConfig:
         config_class = ARCHITECTURES[self.model][1]
-        extra = {"kl_x0": self.kl_x0 or 3 * self.max_updates} if config_class is BGTConfig else {}
+        extra = {"kl_x0": self.kl_x0_at_start} if config_class is BGTConfig else {}
         if config_class is NMTConfig:
             extra = {"tag_ids": tuple(tokenizer.tag_id(lang) for lang in self.languages)}
         known = {f.name for f in fields(config_class)}
@@ -203,6 +229,12 @@ def build_model(model_config: dict | BGTConfig | ParaphrasticConfig | NMTConfig)
     return ARCHITECTURES[model_config.setting][0](model_config)
 
 
+# TrainConfig fields that decide which batches come next and how the weights move: a resume must keep them
+# (the run length, logging and checkpoint cadence may change; the KL ramp is fixed when the run starts).
+RESUME_FIELDS = ("model", "pair", "vocab_size", "overrides", "max_pairs", "max_valid_pairs", "max_sentence_len",
+                 "max_tokens", "update_freq", "lr", "schedule", "warmup", "warmup_init_lr", "betas", "eps",
+                 "weight_decay", "clip_norm", "seed", "amp")
+
 SUMMED = ("loss", "recon", "trans", "kl", "margin_violations", "sentences", "tokens_en", "tokens_xx")
 
 
@@ -224,18 +256,33 @@ def _atomic_text(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+def _write_weights(tmp: Path, model: torch.nn.Module, tokenizer: Tokenizer, meta: dict) -> None:
+    """``config.json`` (``meta`` + the model config and tokenizer digest), ``model.safetensors``, ``spm.model``."""
+    tmp.mkdir(parents=True)
+    (tmp / "config.json").write_text(json.dumps({**meta, "model": model.cfg.to_dict(),
+                                                 "tokenizer_sha256": tokenizer.digest}, indent=2))
+    save_file({k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}, str(tmp / "model.safetensors"))
+    shutil.copyfile(tokenizer.model_file, tmp / "spm.model")
+
+
+def _swap_folder(tmp: Path, folder: Path) -> None:
+    """Put the complete folder ``tmp`` in the place of ``folder`` (the old one is removed only afterwards)."""
+    old = folder.with_name(f".{folder.name}.old")
+    shutil.rmtree(old, ignore_errors=True)
+    if folder.exists():
+        os.replace(folder, old)
+    os.replace(tmp, folder)
+    shutil.rmtree(old, ignore_errors=True)
+
+
 def save_checkpoint(run_dir: Path, model: torch.nn.Module, tokenizer: Tokenizer, cfg: TrainConfig,
-                    optimizer: torch.optim.Optimizer, state: dict) -> Path:
+                    optimizer: torch.optim.Optimizer, state: dict, data_digest: str) -> Path:
     """Write ``checkpoints/update-N`` atomically and point ``latest`` at it; older ones beyond
     ``keep_checkpoints`` are removed."""
     folder = run_dir / "checkpoints" / f"update-{state['update']}"
     tmp = folder.with_name(f".{folder.name}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    (tmp / "config.json").write_text(json.dumps({"train": asdict(cfg), "model": model.cfg.to_dict(),
-                                                 "tokenizer_sha256": tokenizer.digest}, indent=2))
-    save_file({k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}, str(tmp / "model.safetensors"))
-    shutil.copyfile(tokenizer.model_file, tmp / "spm.model")
+    _write_weights(tmp, model, tokenizer, {"train": asdict(cfg), "data_sha256": data_digest})
     tensors, opt_json = {}, {"param_groups": optimizer.state_dict()["param_groups"], "state_keys": {}}
     for index, values in optimizer.state_dict()["state"].items():
         for key, value in values.items():
@@ -247,8 +294,7 @@ def save_checkpoint(run_dir: Path, model: torch.nn.Module, tokenizer: Tokenizer,
             tensors[f"rng.cuda.{i}"] = rng
     save_file(tensors, str(tmp / "trainer_state.safetensors"))
     (tmp / "trainer_state.json").write_text(json.dumps({**state, "optimizer": opt_json}, indent=2))
-    shutil.rmtree(folder, ignore_errors=True)
-    os.replace(tmp, folder)
+    _swap_folder(tmp, folder)
     _atomic_text(run_dir / "latest", folder.name)
     kept = sorted((run_dir / "checkpoints").glob("update-*"), key=lambda p: int(p.name.split("-")[1]))
     for old in kept[: -cfg.keep_checkpoints]:
@@ -264,6 +310,40 @@ def latest_checkpoint(path: str | Path) -> Path:
     if (path / "latest").is_file():
         return path / "checkpoints" / (path / "latest").read_text().strip()
     raise WorkbenchError(f"{path} is neither a checkpoint (no model.safetensors) nor a run directory (no latest)")
+
+
+def checkpoint_update(folder: Path) -> int:
+    """The update a checkpoint folder (``checkpoints/update-N`` or ``best/``) holds."""
+    state = folder / "trainer_state.json"
+    meta = json.loads((state if state.is_file() else folder / "config.json").read_text())
+    return int(meta["update"])
+
+
+def learning_curve(path: str | Path) -> pd.DataFrame:
+    """A run's learning curves, tidy: ``run, update, pairs_seen, train_seconds, metric, view, value`` with
+    metric ``stsb_dev`` (Pearson × 100, per English-reading view; update 0 is the network at initialisation)
+    and ``valid_loss`` (per pair, view ``all``). ``path``: a run directory (its ``metrics.jsonl``), or a shipped
+    model's folder or name (its ``curve.csv``, written by ``models export``)."""
+    from .paths import trained_dir
+    path = Path(path)
+    if not path.exists() and (trained_dir() / str(path)).is_dir():
+        path = trained_dir() / str(path)
+    if (path / "curve.csv").is_file():
+        return pd.read_csv(path / "curve.csv")
+    if not (path / "metrics.jsonl").is_file():
+        raise WorkbenchError(f"{path} has no metrics.jsonl (a training run) or curve.csv (a shipped model)")
+    lines = [json.loads(line) for line in (path / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    seconds = pairs = 0.0
+    rows = []
+    for line in lines:  # summed from the update lines, so runs logged before these fields existed read too
+        if "tokens_per_s" in line:
+            seconds, pairs = seconds + line["tokens"] / line["tokens_per_s"], pairs + line.get("sentences", 0)
+        at = {"run": path.name, "update": line["update"], "pairs_seen": int(pairs), "train_seconds": round(seconds, 2)}
+        rows += [{**at, "metric": "stsb_dev", "view": view, "value": value}
+                 for view, value in line.get("stsb_dev", {}).items()]
+        if "valid_loss" in line:
+            rows.append({**at, "metric": "valid_loss", "view": "all", "value": line["valid_loss"]})
+    return pd.DataFrame(rows, columns=["run", "update", "pairs_seen", "train_seconds", "metric", "view", "value"])
 
 
 def train_wmf(cfg: TrainConfig, run_dir: str | Path, show_progress: bool = True) -> dict:
@@ -346,32 +426,58 @@ class Trainer:
         self.device = torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}" if torch.cuda.is_available()
                                    else "cpu")
         self.tokenizer = pair_tokenizer(cfg.pair, cfg.vocab_size, language_tags=cfg.model == "nmt")
+        self._prepare_data()
+        checkpoint = latest_checkpoint(self.run_dir) if resume else None
+        if checkpoint is not None:
+            self._check_resumable(checkpoint)
+        elif (self.run_dir / "latest").exists():
+            raise WorkbenchError(f"{self.run_dir} already holds a run; pass --resume to continue it, or choose "
+                                 "another --out")
         torch.manual_seed(cfg.seed)
         self.model = build_model(cfg.model_config(self.tokenizer)).to(self.device)
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, betas=cfg.betas, eps=cfg.eps,
                                            weight_decay=cfg.weight_decay)
-        self.state = {"update": 0, "epoch": 0, "position": 0}
-        if resume:
-            self._resume()
-        elif (self.run_dir / "latest").exists():
-            raise WorkbenchError(f"{self.run_dir} already holds a run; pass --resume to continue it, or choose "
-                                 "another --out")
+        self.state = {"update": 0, "epoch": 0, "position": 0, "world": self.world, "pairs_seen": 0,
+                      "train_seconds": 0.0, "best": None}
+        if checkpoint is not None:
+            self._restore(checkpoint)
         self.net = self.model
         if self.world > 1:
             self.net = torch.nn.parallel.DistributedDataParallel(self.model, find_unused_parameters=False)
-        self._prepare_data()
 
-    def _resume(self) -> None:
-        folder = latest_checkpoint(self.run_dir)
+    def _check_resumable(self, folder: Path) -> None:
+        """Refuse a resume that would continue another run: other model, vocabulary, data or settings that decide
+        the batches and the updates. The KL ramp stays the one the run started with."""
         meta = json.loads((folder / "config.json").read_text())
-        if meta["model"]["setting"] != self.cfg.model:
-            raise WorkbenchError(f"{folder} is a checkpoint of model {meta['model']['setting']!r}, not "
-                                 f"{self.cfg.model!r}")
+        cfg = self.cfg
+        if meta["model"]["setting"] != cfg.model:
+            raise WorkbenchError(f"{folder} is a checkpoint of model {meta['model']['setting']!r}, not {cfg.model!r}")
         if meta["tokenizer_sha256"] != self.tokenizer.digest:
             raise WorkbenchError(f"{folder} was trained with another vocabulary (tokenizer sha256 "
                                  f"{meta['tokenizer_sha256'][:12]} vs {self.tokenizer.digest[:12]} now); resume "
                                  "needs the same pair, vocab_size and data")
-        saved = build_model(meta["model"]).cfg
+        saved, now = meta.get("train", {}), json.loads(json.dumps(asdict(cfg)))
+        changed = [f"{name} {saved[name]!r} -> {now[name]!r}" for name in RESUME_FIELDS
+                   if name in saved and saved[name] != now[name]]
+        if meta.get("data_sha256", self.data_digest) != self.data_digest:
+            changed.append(f"training data (sha256 {meta['data_sha256'][:12]} -> {self.data_digest[:12]})")
+        if "data_sha256" not in meta:
+            log.warning("%s predates training-data digests: the data cannot be checked on this resume", folder)
+        saved_x0 = meta["model"].get("kl_x0")
+        if saved_x0 is not None:
+            if cfg.kl_x0 is not None and cfg.kl_x0 != saved_x0:
+                changed.append(f"kl_x0 {saved_x0} -> {cfg.kl_x0}")
+            elif cfg.kl_x0 is None:
+                log.info("resume keeps the KL ramp the run started with: x0 = %d updates", saved_x0)
+                cfg.kl_x0 = saved_x0
+        if changed:
+            raise WorkbenchError(f"{folder} was trained with other settings, so resuming would not continue that "
+                                 f"run: {'; '.join(changed)}. Resume with the run's settings (its config.json) or "
+                                 "start a new run in another --out (only max_updates, max_seconds and the "
+                                 "log/valid/eval/save cadence may change on a resume)")
+
+    def _restore(self, folder: Path) -> None:
+        saved = build_model(json.loads((folder / "config.json").read_text())["model"]).cfg
         if saved != self.model.cfg:
             raise WorkbenchError(f"{folder} has model config {saved}, which differs from the requested "
                                  f"{self.model.cfg}")
@@ -379,6 +485,9 @@ class Trainer:
         tensors = load_file(str(folder / "trainer_state.safetensors"))
         state = json.loads((folder / "trainer_state.json").read_text())
         opt = state.pop("optimizer")
+        if state.get("world", self.world) != self.world:
+            raise WorkbenchError(f"{folder} was trained by {state['world']} process(es), not {self.world}: an "
+                                 "update's batches depend on it; resume with the same number of processes")
         opt_state = {int(i): {k: tensors[f"optimizer.{i}.{k}"].to(self.device) for k in keys}
                      for i, keys in opt["state_keys"].items()}
         self.optimizer.load_state_dict({"state": opt_state, "param_groups": opt["param_groups"]})
@@ -387,16 +496,25 @@ class Trainer:
             cuda = [tensors[k] for k in sorted(k for k in tensors if k.startswith("rng.cuda."))]
             if cuda:
                 torch.cuda.set_rng_state_all(cuda)
-        self.state = state
-        self._truncate_metrics(state["update"])
+        kept = self._truncate_metrics(state["update"])
+        steps = [line for line in kept if "tokens_per_s" in line]  # checkpoints written before these were kept
+        state.setdefault("pairs_seen", sum(line.get("sentences", 0) for line in steps))
+        state.setdefault("train_seconds", sum(line["tokens"] / line["tokens_per_s"] for line in steps))
+        state.setdefault("best", None)
+        self.state = {**self.state, **state}
         log.info("resumed %s at update %d", folder, state["update"])
 
-    def _truncate_metrics(self, update: int) -> None:
-        """Drop metric lines written after the checkpoint, so the log reads like an uninterrupted run."""
+    def _truncate_metrics(self, update: int) -> list[dict]:
+        """Drop metric lines written after the checkpoint, so the log reads like an uninterrupted run; returns
+        the lines kept."""
         path = self.run_dir / "metrics.jsonl"
-        if self.rank == 0 and path.is_file():
-            lines = [line for line in path.read_text().splitlines() if json.loads(line)["update"] <= update]
-            _atomic_text(path, "".join(line + "\n" for line in lines))
+        if not path.is_file():
+            return []
+        lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        kept = [line for line in lines if line["update"] <= update]
+        if self.rank == 0:
+            _atomic_text(path, "".join(json.dumps(line) + "\n" for line in kept))
+        return kept
 
     def _prepare_data(self) -> None:
         cfg = self.cfg
@@ -410,6 +528,11 @@ class Trainer:
         if cfg.max_pairs and cfg.max_pairs < len(train):
             pick = np.random.default_rng(cfg.seed).choice(len(train), cfg.max_pairs, replace=False)
             train = [train[i] for i in sorted(pick)]
+        digest = hashlib.sha256()
+        for part in (train, valid):
+            digest.update("\n".join("\t".join(triple) for triple in part).encode())
+            digest.update(b"\0")
+        self.data_digest = digest.hexdigest()
         tagged = cfg.model == "nmt"
         self.train_ids = _tokenised(train, self.tokenizer, cfg.max_sentence_len, tagged)
         self.valid_ids = _tokenised(valid, self.tokenizer, cfg.max_sentence_len, tagged)
@@ -470,6 +593,7 @@ class Trainer:
         self.state["update"] = update + 1
         sums = dict(zip(SUMMED, totals.tolist()))
         n, tokens = sums["sentences"], sums["tokens_en"] + sums["tokens_xx"]
+        self.state["pairs_seen"] += int(n)
         record = {"update": update + 1, "epoch": self.state["epoch"], "loss": sums["loss"] / n}
         for term in ("recon", "trans", "kl", "margin_violations"):
             if term in out:
@@ -480,7 +604,7 @@ class Trainer:
         if hasattr(self.model, "kl_weight"):
             record["kl_weight"] = self.model.kl_weight(update)
         record.update({"lr": lr, "grad_norm": float(grad_norm), "sentences": int(n), "tokens": int(tokens),
-                       "tokens_en": int(sums["tokens_en"])})
+                       "tokens_en": int(sums["tokens_en"]), "pairs_seen": self.state["pairs_seen"]})
         if "active_units" in out:
             record["active_units"] = int(out["active_units"])  # of the last micro-batch
         return record
@@ -499,35 +623,105 @@ class Trainer:
             total, n = total + out["loss"].item(), n + len(index)
         return total / max(n, 1)
 
+    def evaluate_views(self) -> dict[str, float]:
+        """STS-B dev Pearson's r × 100 of every view that reads English (the cheap model-selection signal)."""
+        if not hasattr(self, "_stsb"):
+            frame = load_stsb("dev")
+            unique = list(dict.fromkeys([*frame["sentence1"], *frame["sentence2"]]))
+            index = {s: i for i, s in enumerate(unique)}
+            self._stsb = (frame["score"].to_numpy(), [index[s] for s in frame["sentence1"]],
+                          [index[s] for s in frame["sentence2"]], unique)
+        gold, left, right, unique = self._stsb
+        scores = {}
+        for view in self.model.views:
+            if "en" in self.model.view_languages(view):
+                vectors = self.model.encoder(view, self.tokenizer).encode(unique)
+                scores[view] = round(100 * float(np.corrcoef(cosine(vectors[left], vectors[right]), gold)[0, 1]), 3)
+        return scores
+
+    def _save_best(self, scores: dict[str, float]) -> None:
+        """Keep ``best/`` (weights only, loadable) at the best semantic STS-B dev so far (trained networks only:
+        update 0 is the reference, not a candidate)."""
+        score = scores.get("semantic")
+        best = self.state["best"]
+        if score is None or self.state["update"] == 0 or (best is not None and score <= best["stsb_dev"]):
+            return
+        self.state["best"] = {"update": self.state["update"], "stsb_dev": score}
+        tmp = self.run_dir / ".best.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        _write_weights(tmp, self.model, self.tokenizer, {"train": asdict(self.cfg), "data_sha256": self.data_digest,
+                                                         "update": self.state["update"], "stsb_dev": scores})
+        _swap_folder(tmp, self.run_dir / "best")
+
     def _log(self, record: dict) -> None:
         if self.rank == 0:
             with open(self.run_dir / "metrics.jsonl", "a", encoding="utf-8") as handle:
                 handle.write(json.dumps(record) + "\n")
 
+    def _measure(self, record: dict) -> None:
+        """Add validation loss and STS-B dev to ``record`` where due (and update ``best/``)."""
+        cfg, update = self.cfg, record["update"]
+        last = update == cfg.max_updates or record.get("stopped")
+        if update % cfg.valid_every == 0 or last:
+            record["valid_loss"] = self.validate()
+        if cfg.eval_every and (update % cfg.eval_every == 0 or last) and self.rank == 0:
+            record["stsb_dev"] = self.evaluate_views()
+            self._save_best(record["stsb_dev"])
+
     def run(self) -> dict:
+        """Train until ``max_updates`` (or ``max_seconds``, or SIGINT/SIGTERM: the update in progress ends, then a
+        checkpoint is written and the run returns, ready for ``resume``)."""
         cfg = self.cfg
+        started = time.perf_counter()
         if self.rank == 0:
             self.run_dir.mkdir(parents=True, exist_ok=True)
             n_params = sum(p.numel() for p in self.model.parameters())
             log.info("%s on %s: %.1fM parameters, %d training pairs, device %s, %d process(es)", cfg.model,
                      cfg.pair, n_params / 1e6, self.n_train, self.device, self.world)
+        if self.state["update"] == 0 and cfg.eval_every:  # the network at initialisation: the curves' reference
+            record = {"update": 0, "pairs_seen": 0, "train_seconds": 0.0}
+            self._measure(record)
+            self._log(record)
+        stop = {}
+        signals = (signal.SIGINT, signal.SIGTERM) if threading.current_thread() is threading.main_thread() else ()
+        previous = {sig: signal.signal(sig, lambda number, _: stop.setdefault("signal", signal.Signals(number).name))
+                    for sig in signals}
         bar = tqdm(total=cfg.max_updates, initial=self.state["update"], desc=f"train {cfg.model} {cfg.pair}",
                    unit="update", disable=not self.show_progress or self.rank != 0)
         record: dict = {}
-        while self.state["update"] < cfg.max_updates:
-            start = time.perf_counter()
-            record = self._update()
-            record["tokens_per_s"] = record["tokens"] / (time.perf_counter() - start)
-            update = record["update"]
-            if update % cfg.valid_every == 0 or update == cfg.max_updates:
-                record["valid_loss"] = self.validate()
-            if update % cfg.log_every == 0 or "valid_loss" in record:
-                self._log(record)
-            bar.update()
-            bar.set_postfix(loss=f"{record['loss']:.3f}")
-            if (update % cfg.save_every == 0 or update == cfg.max_updates) and self.rank == 0:
-                save_checkpoint(self.run_dir, self.model, self.tokenizer, cfg, self.optimizer, self.state)
-        bar.close()
+        try:
+            while self.state["update"] < cfg.max_updates:
+                start = time.perf_counter()
+                record = self._update()
+                seconds = time.perf_counter() - start
+                self.state["train_seconds"] += seconds
+                record.update(tokens_per_s=record["tokens"] / seconds,
+                              train_seconds=round(self.state["train_seconds"], 3))
+                if cfg.max_seconds and time.perf_counter() - started >= cfg.max_seconds:
+                    stop.setdefault("time", f"max_seconds={cfg.max_seconds:g}")
+                if self.world > 1:  # every process stops at the same update
+                    flag = torch.tensor([float(bool(stop))], device=self.device)
+                    torch.distributed.all_reduce(flag, op=torch.distributed.ReduceOp.MAX)
+                    if flag.item() and not stop:
+                        stop["peer"] = "another process stopped"
+                if stop:
+                    record["stopped"] = next(iter(stop.values()))
+                self._measure(record)
+                update = record["update"]
+                if update % cfg.log_every == 0 or "valid_loss" in record or "stsb_dev" in record or stop:
+                    self._log(record)
+                bar.update()
+                bar.set_postfix(loss=f"{record['loss']:.3f}")
+                if (update % cfg.save_every == 0 or update == cfg.max_updates or stop) and self.rank == 0:
+                    save_checkpoint(self.run_dir, self.model, self.tokenizer, cfg, self.optimizer, self.state,
+                                    self.data_digest)
+                if stop:
+                    log.warning("stopped at update %d (%s); continue with --resume", update, record["stopped"])
+                    break
+        finally:
+            bar.close()
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
         if self.world > 1:
             torch.distributed.barrier()
         return record

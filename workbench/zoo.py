@@ -19,7 +19,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from .data.sts import TATOEBA_CODES
-from .errors import WorkbenchError
+from .errors import WorkbenchError, check_name
 from .evaluation import evaluate
 from .paths import trained_dir
 from .probing.probe import probe
@@ -48,13 +48,16 @@ def card(name: str, root: str | Path | None = None) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def _training_record(run: Path) -> dict:
-    """Updates, pairs seen and summed update time from a run's ``metrics.jsonl``."""
+def _training_record(run: Path, update: int | None = None) -> dict:
+    """Updates, pairs seen and summed update time up to ``update`` (default: the end) from a run's
+    ``metrics.jsonl``; ``run_updates`` says how long the run went on."""
     lines = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines() if line.strip()]
     steps = [line for line in lines if "tokens_per_s" in line]
     if steps:
-        return {"updates": steps[-1]["update"], "pairs_seen": int(sum(s.get("sentences", 0) for s in steps)),
-                "train_seconds": round(sum(s["tokens"] / s["tokens_per_s"] for s in steps), 1)}
+        upto = [s for s in steps if update is None or s["update"] <= update]
+        return {"updates": upto[-1]["update"], "run_updates": steps[-1]["update"],
+                "pairs_seen": int(sum(s.get("sentences", 0) for s in upto)),
+                "train_seconds": round(sum(s["tokens"] / s["tokens_per_s"] for s in upto), 1)}
     last = lines[-1]  # WMF: one line for the whole fit
     return {"updates": last.get("iterations"), "pairs_seen": last.get("pairs"), "preset": last.get("preset"),
             "train_seconds": round(last.get("seconds", float("nan")), 1)}
@@ -69,33 +72,44 @@ def hardware() -> str:
 
 def export(run: str | Path, name: str | None = None, keep_decoders: bool | None = None,
            root: str | Path | None = None, hardware_text: str | None = None, sizes: dict[str, int] = CARD_SIZES,
-           show_progress: bool = True) -> Path:
-    """Copy a finished run into ``trained/<name>`` (float16 weights, decoders dropped unless needed), then
-    measure it (probes at ``sizes``) and write its card. Returns the model folder."""
-    from .train import latest_checkpoint
+           show_progress: bool = True, checkpoint: str = "best") -> Path:
+    """Copy a run into ``trained/<name>`` (float16 weights, decoders dropped unless needed), then measure it
+    (probes at ``sizes``) and write its card. ``checkpoint="best"`` takes the run's ``best/`` (best semantic
+    STS-B dev) where it has one, else the latest checkpoint (``"latest"``: always that). The run's learning
+    curve goes with it (``curve.csv``). Returns the model folder."""
+    from .train import checkpoint_update, latest_checkpoint, learning_curve
+    check_name("checkpoint", checkpoint, ("best", "latest"))
     run = Path(run)
     root = Path(root) if root else trained_dir()
-    meta = json.loads(((run / "config.json") if (run / "config.json").is_file()
-                       else latest_checkpoint(run) / "config.json").read_text())
+    folder = None
+    if not (run / "config.json").is_file():  # not WMF's single folder: a Trainer run
+        folder = run / "best" if checkpoint == "best" and (run / "best").is_dir() else latest_checkpoint(run)
+    meta = json.loads(((run / "config.json") if folder is None else folder / "config.json").read_text())
     setting, train = meta["model"]["setting"], meta.get("train", {})
     name = name or f"{setting}-{train.get('pair') or '-'.join(meta['model']['languages'])}"
     keep = name in WITH_DECODERS if keep_decoders is None else keep_decoders
     tmp = root / f".{name}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    record = {**_training_record(run), "hardware": hardware_text or hardware()}
+    record = {**_training_record(run, None if folder is None else checkpoint_update(folder)),
+              "hardware": hardware_text or hardware()}
+    if folder is not None:
+        record["checkpoint"] = "best STS-B dev (semantic)" if folder.name == "best" else "latest"
+        curve = learning_curve(run)
+        if not curve.empty:
+            curve.assign(run=name).to_csv(tmp / "curve.csv", index=False)
     if setting == "wmf":  # word factors in float16 (upcast on load); idf as it is
         tensors = load_file(str(run / "model.safetensors"))
         save_file({k: v.half() if k.startswith("factor.") else v for k, v in tensors.items()},
                   str(tmp / "model.safetensors"))
         (tmp / "config.json").write_text(json.dumps({**meta, "training": record}))
     else:
-        folder = latest_checkpoint(run)
         state = load_file(str(folder / "model.safetensors"))
         state = {k: (v.half() if v.is_floating_point() else v) for k, v in state.items()
                  if keep or not k.startswith("decoders.")}
         save_file(state, str(tmp / "model.safetensors"))
         shutil.copyfile(folder / "spm.model", tmp / "spm.model")
+        meta = {k: v for k, v in meta.items() if k not in ("update", "stsb_dev")}  # best/'s own bookkeeping
         (tmp / "config.json").write_text(json.dumps({**meta, "decoders": keep, "training": record}, indent=2))
     dest = root / name
     shutil.rmtree(dest, ignore_errors=True)
@@ -163,10 +177,15 @@ def write_card(name: str, root: str | Path | None = None, sizes: dict[str, int] 
     info = {"name": name, "model": config["model"]["setting"], "pair": train.get("pair", "-".join(
                 config["model"]["languages"])), "preset": train.get("preset", record.get("preset")), "training": record,
             "decoders": config.get("decoders", False), "megabytes": round(size / 2 ** 20, 1),
+            "curve": (folder / "curve.csv").is_file(),
             "probing_sizes": sizes, "views": views}
     (folder / "card.json").write_text(json.dumps(info, indent=1), encoding="utf-8")
     (folder / "card.md").write_text(_card_markdown(info, config), encoding="utf-8")
     return info
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 600 else f"{seconds / 3600:.2f} h ({seconds:.0f} s)"
 
 
 def _card_markdown(info: dict, config: dict) -> str:
@@ -181,8 +200,12 @@ def _card_markdown(info: dict, config: dict) -> str:
              (f"- **training**: {record['updates']} ALS iterations on {record['pairs_seen']} pairs"
               if info["model"] == "wmf" else
               f"- **training**: {record['updates']} updates, {record['pairs_seen']} pairs seen"
-              + (f" (sampled from {train['max_pairs']} pairs)" if train.get("max_pairs") else ""))
-             + f", {record['train_seconds']:.0f} s of update time on {record['hardware']}",
+              + (f" (sampled from {train['max_pairs']} pairs)" if train.get("max_pairs") else "")
+              + (f"; the checkpoint with the best semantic STS-B dev of a run of {record['run_updates']} updates"
+                 if record.get("checkpoint", "").startswith("best") else ""))
+             + f", {_duration(record['train_seconds'])} of update time on {record['hardware']}",
+             *([f"- **learning curve**: `curve.csv` (STS-B dev per view, validation loss); "
+                f"`workbench curve {info['name']}` draws it"] if info.get("curve") else []),
              f"- **weights**: float16, {info['megabytes']} MB"
              + ("" if info["model"] == "wmf" else "; decoders " + ("kept (style transfer)" if info["decoders"]
                                                                     else "dropped (encoders only)")), "",

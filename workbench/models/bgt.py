@@ -57,7 +57,7 @@ class BGTConfig(ModelConfig):
     max_len: int = 1024
     pad_id: int = 0
     eos_id: int = 3
-    decoder_latent: str = "mean"  # "mean": the released code; "sample": the paper's reparameterised z
+    decoder_latent: str = "mean"  # BGT variants: "mean" (the released code) or "sample" (the paper's z; D1)
     sem_side: str = "example"  # "example" | "microbatch" (BGT_SPEC §1.4)
     attention_relu: bool = False  # the code computes F.relu without using it (D9)
     kl_x0: int = 65536  # KL weight min(1, update / kl_x0)
@@ -103,13 +103,22 @@ class LatentDecoder(nn.Module):
         self.layers = nn.ModuleList(DecoderLayer(tcfg, cond_dim, cfg.attention_relu) for _ in range(cfg.dec_layers))
         self.out = nn.Parameter(torch.randn(cfg.vocab_size, cond_dim + cfg.d_model) * cfg.d_model ** -0.5)
 
-    def forward(self, prev: torch.Tensor, cond: torch.Tensor) -> torch.Tensor:
-        """prev (B, T) = [EOS, y1 … y_{T-1}], cond (B, C) -> logits (B, T, V)."""
+    def forward(self, prev: torch.Tensor, cond: torch.Tensor, keep: torch.Tensor | None = None) -> torch.Tensor:
+        """prev (B, T) = [EOS, y1 … y_{T-1}], cond (B, C) -> logits (B, T, V), or (N, V) at the N positions
+        where ``keep`` (B, T) is True (training scores only real target tokens).
+
+        ``W_out [c ; x] = W_c c + W_x x``: the conditioning's share is computed once per sentence and added to
+        every position, not multiplied again at each token (the same logits; most of the output projection's
+        FLOPs are in ``W_c`` since C ≥ d)."""
         x = self.embed(prev)
         for layer in self.layers:
             x = layer(x, cond)
-        c = cond[:, None, :].expand(-1, x.shape[1], -1)
-        return torch.cat([c, x], dim=-1) @ self.out.t()
+        w_cond, w_hidden = self.out[:, :self.cond_dim], self.out[:, self.cond_dim:]
+        per_sentence = cond @ w_cond.t()  # (B, V)
+        if keep is None:
+            return torch.baddbmm(per_sentence[:, None, :], x, w_hidden.t().expand(x.shape[0], -1, -1))
+        rows = keep.nonzero(as_tuple=True)[0]  # the sentence of each kept position
+        return torch.addmm(per_sentence.index_select(0, rows), x[keep], w_hidden.t())
 
 
 class DecoderLayer(nn.Module):
@@ -146,16 +155,12 @@ def kl_to_standard_normal(mu: torch.Tensor, logv: torch.Tensor) -> torch.Tensor:
     return -0.5 * (1 + logv - mu.pow(2) - logv.exp()).sum(-1)
 
 
-def token_losses(logits: torch.Tensor, target: torch.Tensor, pad_id: int, smoothing: float
-                 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(loss, nll) summed over non-pad tokens: fairseq's label smoothing (1−ε)·NLL + ε/V·Σ_v −log p_v."""
-    logp = F.log_softmax(logits.float(), dim=-1)
-    keep = target != pad_id
-    nll = -logp.gather(-1, target.unsqueeze(-1)).squeeze(-1)[keep].sum()
-    if smoothing == 0:
-        return nll, nll
-    smooth = -logp.sum(-1)[keep].sum() / logits.shape[-1]
-    return (1 - smoothing) * nll + smoothing * smooth, nll
+def token_loss(logits: torch.Tensor, target: torch.Tensor, pad_id: int, smoothing: float) -> torch.Tensor:
+    """Cross-entropy summed over the non-pad target tokens, label-smoothed in fairseq's form
+    (1−ε)·NLL + ε/V·Σ_v −log p_v (PyTorch's ``label_smoothing`` is the same form); ε = 0: the NLL.
+    logits (..., V), target (...)."""
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), target.reshape(-1), ignore_index=pad_id,
+                           reduction="sum", label_smoothing=smoothing)
 
 
 class BGT(SentenceModel):
@@ -195,8 +200,11 @@ class BGT(SentenceModel):
         return (view,)
 
     def latent(self, mu: torch.Tensor, logv: torch.Tensor | None) -> torch.Tensor:
-        """What the decoders see: ``mu`` (released code), or a reparameterised sample (paper) in training."""
-        if logv is None or not self.training or self.cfg.decoder_latent == "mean":
+        """What the decoders see in training: a reparameterised sample ``mu + σ·ε`` for ENGLISHVAE (what makes
+        it a VAE rather than ENGLISHAE with an L2 penalty) and for BGT variants with ``decoder_latent="sample"``
+        (the paper), ``mu`` otherwise (the released code). Always ``mu`` in eval mode."""
+        sample = self.cfg.setting == "english_vae" or self.cfg.decoder_latent == "sample"
+        if logv is None or not self.training or not sample:
             return mu
         return mu + torch.exp(0.5 * logv) * torch.randn_like(mu)
 
@@ -220,28 +228,29 @@ class BGT(SentenceModel):
         zero = en.new_zeros((), dtype=torch.float)
         recon = trans = kl = zero
         target = {"en": en, fx: xx}
+
+        def decoded(decoder: str, tokens: torch.Tensor, cond: torch.Tensor, smoothing: float) -> torch.Tensor:
+            """The loss of ``decoders[decoder]`` teacher-forced on ``tokens`` given ``cond``."""
+            keep = tokens != pad
+            logits = self.decoders[decoder](shift_right(tokens, eos, pad), cond, keep)
+            return token_loss(logits, tokens[keep], pad, smoothing)
+
         if s in ("english_ae", "english_vae"):
             mu, logv = self.encoders["semantic"](en)
             means = [mu]
-            loss, nll = token_losses(self.decoders["en"](shift_right(en, eos, pad), self.latent(mu, logv)), en, pad,
-                                     cfg.label_smoothing)
-            recon = loss
+            recon = decoded("en", en, self.latent(mu, logv), cfg.label_smoothing)
             if logv is not None:
                 kl = kl_to_standard_normal(mu, logv).sum()
         elif s == "english_trans":
             mu, _ = self.encoders["semantic"](en)
             means = [mu]
-            trans, _ = token_losses(self.decoders[f"en->{fx}"](shift_right(xx, eos, pad), mu), xx, pad,
-                                    cfg.label_smoothing)
+            trans = decoded(f"en->{fx}", xx, mu, cfg.label_smoothing)
         else:
             mu_en, logv_en = self.encoders["semantic"](en)
             mu_xx, logv_xx = self.encoders["semantic"](xx)
             means = [mu_en, mu_xx]
-            t1, _ = token_losses(self.decoders[f"en->{fx}"](shift_right(xx, eos, pad), mu_en), xx, pad,
-                                 cfg.label_smoothing)
-            t2, _ = token_losses(self.decoders[f"{fx}->en"](shift_right(en, eos, pad), mu_xx), en, pad,
-                                 cfg.label_smoothing)
-            trans = t1 + t2
+            trans = (decoded(f"en->{fx}", xx, mu_en, cfg.label_smoothing)
+                     + decoded(f"{fx}->en", en, mu_xx, cfg.label_smoothing))
             if s != "bilingual_trans":
                 side = sem_en[:, None].to(mu_en.device)
                 mu_sem = torch.where(side, mu_en, mu_xx)
@@ -259,9 +268,7 @@ class BGT(SentenceModel):
                         cond = torch.cat([self.latent(mu_l, logv_l), z_sem], dim=-1)  # [language ; semantic]
                         if logv_l is not None:
                             kl = kl + kl_to_standard_normal(mu_l, logv_l).sum()
-                    _, nll = token_losses(self.decoders[lang](shift_right(target[lang], eos, pad), cond),
-                                          target[lang], pad, 0.0)
-                    recon = recon + nll  # reconstruction is un-smoothed NLL (§3.1)
+                    recon = recon + decoded(lang, target[lang], cond, 0.0)  # un-smoothed NLL (§3.1)
         beta = self.kl_weight(update)
         trans_weight = 0.5 if s == "bilingual_trans" else cfg.trans_weight  # D7
         loss = cfg.recon_weight * recon + beta * kl + trans_weight * trans

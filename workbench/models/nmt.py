@@ -24,7 +24,7 @@ from ..data.batching import pad
 from ..data.tokenizer import detokenise
 from ..errors import check_name
 from .base import ModelConfig, SentenceModel
-from .bgt import token_losses
+from .bgt import token_loss
 from .paraphrastic import BiLSTMEncoder
 
 
@@ -98,7 +98,7 @@ class MultilingualNMT(SentenceModel):
         sentence, _ = self.encoders["semantic"](source)
         prev = torch.cat([tags.unsqueeze(1), target[:, :-1]], dim=1)  # positions after EOS predict padding
         logits, _ = self.decoders["shared"](prev, sentence, tags)
-        return token_losses(logits, target, self.cfg.pad_id, 0.0)[1]
+        return token_loss(logits, target, self.cfg.pad_id, 0.0)
 
     def forward(self, en: torch.Tensor, xx: torch.Tensor, sem_en: torch.Tensor | None = None, update: int = 0
                 ) -> dict[str, torch.Tensor]:
