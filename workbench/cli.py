@@ -43,20 +43,13 @@ def _models(args) -> None:
 def _curve(args) -> None:
     from .figures import curve_report
     from .train import learning_curve
-    curves = pd.concat([learning_curve(_model_path(run)) for run in args.runs], ignore_index=True)
+    curves = pd.concat([learning_curve(run) for run in args.runs], ignore_index=True)
     path = curve_report(curves, args.out, static=not args.no_static)
     last = curves[curves["metric"] == "stsb_dev"].sort_values("update").groupby(["run", "view"], sort=False).last()
     if not last.empty:
         print("latest STS-B dev (Pearson × 100):")
         print(last[["update", "value"]].to_string())
     print(f"report: {path.resolve()}\ndata: {(path.parent / 'curve.csv').resolve()}")
-
-
-def _model_path(name: str) -> Path:
-    """A path as given, or the folder of a shipped model of that name."""
-    from .paths import trained_dir
-    path = Path(name)
-    return path if path.exists() or not (trained_dir() / name).is_dir() else trained_dir() / name
 
 
 def _reproduce(args) -> None:

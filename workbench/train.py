@@ -40,7 +40,7 @@ from .data.corpora import PAIRS, language_of, load_splits, pairs_of
 from .data.sts import load_stsb
 from .data.tokenizer import Tokenizer, pair_tokenizer
 from .errors import WorkbenchError, check_name
-from .evaluation.sts import cosine
+from .evaluation.sts import embed_unique, score_pairs
 from .models import bgt, paraphrastic
 from .models.bgt import BGT, BGTConfig
 from .models.nmt import MultilingualNMT, NMTConfig
@@ -324,10 +324,7 @@ def learning_curve(path: str | Path) -> pd.DataFrame:
     metric ``stsb_dev`` (Pearson × 100, per English-reading view; update 0 is the network at initialisation)
     and ``valid_loss`` (per pair, view ``all``). ``path``: a run directory (its ``metrics.jsonl``), or a shipped
     model's folder or name (its ``curve.csv``, written by ``models export``)."""
-    from .paths import trained_dir
-    path = Path(path)
-    if not path.exists() and (trained_dir() / str(path)).is_dir():
-        path = trained_dir() / str(path)
+    path = model_path(path)
     if (path / "curve.csv").is_file():
         return pd.read_csv(path / "curve.csv")
     if not (path / "metrics.jsonl").is_file():
@@ -370,13 +367,18 @@ def train_wmf(cfg: TrainConfig, run_dir: str | Path, show_progress: bool = True)
     return result
 
 
+def model_path(path_or_name: str | Path) -> Path:
+    """``path_or_name`` as a path, or the folder of the model of that name in ``trained/``."""
+    from .paths import trained_dir
+    path, named = Path(path_or_name), trained_dir() / str(path_or_name)
+    return named if not path.exists() and named.exists() else path
+
+
 def load(path_or_name: str | Path, device: str | torch.device = "cpu") -> torch.nn.Module:
     """A trained model (run directory, checkpoint folder, or the name of a model in ``trained/``) with its
     tokenizer attached, in eval mode: ``load(p).encoder("semantic").encode([...])``."""
     from .paths import trained_dir
-    path = Path(path_or_name)
-    if not path.exists() and (trained_dir() / str(path_or_name)).exists():
-        path = trained_dir() / str(path_or_name)
+    path = model_path(path_or_name)
     if not path.exists():
         from .zoo import shipped
         raise WorkbenchError(f"no model at {path_or_name!r}: give a run directory, a checkpoint folder, or a name "
@@ -625,19 +627,11 @@ class Trainer:
 
     def evaluate_views(self) -> dict[str, float]:
         """STS-B dev Pearson's r × 100 of every view that reads English (the cheap model-selection signal)."""
-        if not hasattr(self, "_stsb"):
-            frame = load_stsb("dev")
-            unique = list(dict.fromkeys([*frame["sentence1"], *frame["sentence2"]]))
-            index = {s: i for i, s in enumerate(unique)}
-            self._stsb = (frame["score"].to_numpy(), [index[s] for s in frame["sentence1"]],
-                          [index[s] for s in frame["sentence2"]], unique)
-        gold, left, right, unique = self._stsb
-        scores = {}
-        for view in self.model.views:
-            if "en" in self.model.view_languages(view):
-                vectors = self.model.encoder(view, self.tokenizer).encode(unique)
-                scores[view] = round(100 * float(np.corrcoef(cosine(vectors[left], vectors[right]), gold)[0, 1]), 3)
-        return scores
+        frame = load_stsb("dev")
+        sentences = [*frame["sentence1"], *frame["sentence2"]]
+        return {view: round(score_pairs(embed_unique(self.model.encoder(view, self.tokenizer), sentences),
+                                        frame)["pearson"], 3)
+                for view in self.model.views if "en" in self.model.view_languages(view)}
 
     def _save_best(self, scores: dict[str, float]) -> None:
         """Keep ``best/`` (weights only, loadable) at the best semantic STS-B dev so far (trained networks only:
