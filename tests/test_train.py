@@ -16,7 +16,7 @@ from workbench.data.sts import load_stsb
 from workbench.data.tokenizer import pair_tokenizer
 from workbench.evaluation.sts import cosine
 from workbench.errors import UnknownNameError, WorkbenchError
-from workbench.train import TrainConfig, Trainer, learning_rate, load
+from workbench.train import TrainConfig, Trainer, learning_curve, learning_rate, load
 
 QUICK = {"max_pairs": 1000, "max_valid_pairs": 100, "max_updates": 40, "save_every": 4, "valid_every": 10}
 LOSS_KEYS = ("loss", "recon", "trans", "kl", "grad_norm", "kl_weight", "lr", "sentences", "tokens")
@@ -147,6 +147,34 @@ def test_the_kl_ramp_follows_the_run_length_and_a_resume_keeps_it(run_copy, tiny
     rows = metrics(run_copy)
     assert rows[-1]["update"] == 35 and rows[-1]["kl_weight"] == 1.0
     assert [r["kl_weight"] for r in rows[1:31]] == pytest.approx([u / 30 for u in range(30)])
+
+
+def test_a_new_run_continues_a_trained_model_when_its_run_directory_is_lost(tiny_run, tmp_path):
+    _, run_dir = tiny_run
+    cfg = TrainConfig.from_preset("tiny", max_updates=30, valid_every=10, save_every=10)
+    trainer = Trainer(cfg, tmp_path / "again", init_from=run_dir / "checkpoints" / "update-20", show_progress=False)
+    assert trainer.state["update"] == 20 and trainer.state["best"]["update"] == 20
+    trainer.run()
+    before, after = metrics(run_dir), metrics(tmp_path / "again")
+    assert [r["update"] for r in after] == [0, 10, 20, *range(21, 31)]  # the curve so far, then the new updates
+    assert [r["stsb_dev"] for r in after[:3]] == [r["stsb_dev"] for r in before if r["update"] in (0, 10, 20)]
+    for old, new in zip(before[21:], after[3:]):  # the same batches, learning rate and KL weight follow
+        assert (new["sentences"], new["tokens"], new["lr"], new["kl_weight"]) == \
+            (old["sentences"], old["tokens"], old["lr"], old["kl_weight"])
+        assert new["pairs_seen"] == old["pairs_seen"]
+    assert after[3]["loss"] == pytest.approx(before[21]["loss"], rel=1e-5)  # same weights, same batch
+    curve = learning_curve(tmp_path / "again")
+    assert curve["train_seconds"].is_monotonic_increasing and curve["update"].max() == 30
+
+
+def test_continuing_refuses_other_settings_and_encoder_only_models(run_copy, tmp_path):
+    folder = run_copy / "checkpoints" / "update-30"
+    with pytest.raises(WorkbenchError, match=re.escape("lr 0.001 -> 0.002")):
+        Trainer(TrainConfig.from_preset("tiny", lr=2e-3), tmp_path / "a", init_from=folder)
+    meta = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**meta, "decoders": False}))
+    with pytest.raises(WorkbenchError, match="encoders only"):
+        Trainer(TrainConfig.from_preset("tiny"), tmp_path / "b", init_from=folder)
 
 
 def test_max_seconds_stops_with_a_checkpoint_that_resumes(tmp_path, tiny_tokenizer):

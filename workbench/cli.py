@@ -117,7 +117,7 @@ def _train(args) -> None:
         print(f"wmf {cfg.pair} ({cfg.preset}): {result['pairs']} pairs, weighted loss {result['loss']:.1f}, "
               f"{result['seconds']:.0f} s\nmodel: {out.resolve()}")
         return
-    final = Trainer(cfg, out, resume=args.resume).run()
+    final = Trainer(cfg, out, resume=args.resume, init_from=args.init_from).run()
     print(f"{cfg.model} {cfg.pair} ({cfg.preset}): update {final.get('update')}, loss {final.get('loss', 0):.3f}, "
           f"valid loss {final.get('valid_loss', float('nan')):.3f}\nrun: {out.resolve()}")
 
@@ -309,6 +309,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", help="TOML/JSON file of training settings (instead of --model/--pair/--preset)")
     p.add_argument("--out", help="run directory (runs/MODEL-PAIR-PRESET)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its latest checkpoint")
+    p.add_argument("--init-from", metavar="MODEL",
+                   help="start a new run from a trained model of the same settings (a name in trained/ or a folder): "
+                        "its weights, update count and curve go on, the optimizer starts afresh (when the run "
+                        "directory is lost)")
     p.add_argument("--max-updates", type=int, help="override the preset's number of updates")
     p.add_argument("--max-seconds", type=float,
                    help="stop after this many seconds with a checkpoint (continue with --resume); so do Ctrl-C and "

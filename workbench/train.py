@@ -332,9 +332,10 @@ def learning_curve(path: str | Path) -> pd.DataFrame:
     lines = [json.loads(line) for line in (path / "metrics.jsonl").read_text().splitlines() if line.strip()]
     seconds = pairs = 0.0
     rows = []
-    for line in lines:  # summed from the update lines, so runs logged before these fields existed read too
+    for line in lines:  # as logged, else summed from the update lines (runs logged before these fields existed)
         if "tokens_per_s" in line:
             seconds, pairs = seconds + line["tokens"] / line["tokens_per_s"], pairs + line.get("sentences", 0)
+        seconds, pairs = line.get("train_seconds", seconds), line.get("pairs_seen", pairs)
         at = {"run": path.name, "update": line["update"], "pairs_seen": int(pairs), "train_seconds": round(seconds, 2)}
         rows += [{**at, "metric": "stsb_dev", "view": view, "value": value}
                  for view, value in line.get("stsb_dev", {}).items()]
@@ -422,7 +423,11 @@ def _tokenised(pairs, tokenizer: Tokenizer, max_len: int, tagged: bool) -> tuple
 class Trainer:
     """Train ``cfg.model`` on ``cfg.pair`` into ``run_dir``; :meth:`run` returns the final metrics line."""
 
-    def __init__(self, cfg: TrainConfig, run_dir: str | Path, resume: bool = False, show_progress: bool = True):
+    def __init__(self, cfg: TrainConfig, run_dir: str | Path, resume: bool = False, show_progress: bool = True,
+                 init_from: str | Path | None = None):
+        """``init_from``: a trained model of this run's settings (a name in ``trained/``, a model or checkpoint
+        folder) whose weights, update count and curve a new run continues — for when the run directory is lost;
+        the optimizer moments start afresh, and the learning rate and KL ramp go on from its update."""
         self.cfg, self.run_dir, self.show_progress = cfg, Path(run_dir), show_progress
         self.rank, self.world = _distributed()
         self.device = torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}" if torch.cuda.is_available()
@@ -435,6 +440,10 @@ class Trainer:
         elif (self.run_dir / "latest").exists():
             raise WorkbenchError(f"{self.run_dir} already holds a run; pass --resume to continue it, or choose "
                                  "another --out")
+        start = None
+        if init_from is not None and checkpoint is None:  # a resume of a run that was itself initialised wins
+            start = latest_checkpoint(model_path(init_from))
+            self._check_resumable(start)
         torch.manual_seed(cfg.seed)
         self.model = build_model(cfg.model_config(self.tokenizer)).to(self.device)
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, betas=cfg.betas, eps=cfg.eps,
@@ -443,6 +452,8 @@ class Trainer:
                       "train_seconds": 0.0, "best": None}
         if checkpoint is not None:
             self._restore(checkpoint)
+        elif start is not None:
+            self._continue(start)
         self.net = self.model
         if self.world > 1:
             self.net = torch.nn.parallel.DistributedDataParallel(self.model, find_unused_parameters=False)
@@ -505,6 +516,48 @@ class Trainer:
         state.setdefault("best", None)
         self.state = {**self.state, **state}
         log.info("resumed %s at update %d", folder, state["update"])
+
+    def _continue(self, folder: Path) -> None:
+        """Start from ``folder``'s weights at its update: the data position is replayed to that update and its
+        curve (``curve.csv`` of an exported model, ``metrics.jsonl`` of a run) is carried into this run's log."""
+        meta = json.loads((folder / "config.json").read_text())
+        if not meta.get("decoders", True):
+            raise WorkbenchError(f"{folder} holds encoders only (no decoders), so training cannot continue from it")
+        if build_model(meta["model"]).cfg != self.model.cfg:
+            raise WorkbenchError(f"{folder} has another model config than the one requested")
+        self.model.load_state_dict(load_file(str(folder / "model.safetensors"), device=str(self.device)))
+        training = meta.get("training")  # an exported model's; a checkpoint's trainer state otherwise
+        if training is None and (folder / "trainer_state.json").is_file():
+            state = json.loads((folder / "trainer_state.json").read_text())
+            training = {"updates": state["update"], **{k: state[k] for k in ("pairs_seen", "train_seconds")
+                                                          if k in state}}
+        training = training or {"updates": checkpoint_update(folder)}
+        update = int(training["updates"])
+        for _ in range(update):  # cheap index arithmetic: the batches the run would see next
+            self._next_update_batches()
+        logged = [p for p in (folder, folder.parent, folder.parent.parent)
+                  if (p / "curve.csv").is_file() or (p / "metrics.jsonl").is_file()]
+        history = learning_curve(logged[0]) if logged else pd.DataFrame(columns=["update", "metric"])
+        history = history[history["update"] <= update]
+        semantic = history[(history["metric"] == "stsb_dev") & (history["view"] == "semantic")
+                           & (history["update"] == update)]["value"]
+        self.state.update(update=update, pairs_seen=int(training.get("pairs_seen", 0)),
+                          train_seconds=float(training.get("train_seconds", 0.0)), init_from=str(folder),
+                          best={"update": update, "stsb_dev": float(semantic.iloc[0])} if len(semantic) else None)
+        torch.manual_seed(self.cfg.seed + update)
+        if self.rank == 0 and not history.empty:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            lines = []
+            for (at, pairs, seconds), rows in history.groupby(["update", "pairs_seen", "train_seconds"], sort=True):
+                line = {"update": int(at), "pairs_seen": int(pairs), "train_seconds": float(seconds)}
+                scores = rows[rows["metric"] == "stsb_dev"]
+                if len(scores):
+                    line["stsb_dev"] = dict(zip(scores["view"], scores["value"]))
+                if (rows["metric"] == "valid_loss").any():
+                    line["valid_loss"] = float(rows[rows["metric"] == "valid_loss"]["value"].iloc[0])
+                lines.append(line)
+            _atomic_text(self.run_dir / "metrics.jsonl", "".join(json.dumps(line) + "\n" for line in lines))
+        log.info("continuing %s from update %d (fresh optimizer moments)", folder, update)
 
     def _truncate_metrics(self, update: int) -> list[dict]:
         """Drop metric lines written after the checkpoint, so the log reads like an uninterrupted run; returns
