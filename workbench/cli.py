@@ -23,9 +23,10 @@ def _demo(args) -> None:
 
 
 def _models(args) -> None:
-    from .zoo import card, export, shipped
-    if args.action == "export":
-        path = export(args.run, name=args.name, keep_decoders=args.keep_decoders, checkpoint=args.checkpoint)
+    from .zoo import card, export, import_shards, shipped
+    if args.action in ("export", "import"):
+        path = (export(args.run, name=args.name, keep_decoders=args.keep_decoders, checkpoint=args.checkpoint)
+                if args.action == "export" else import_shards(args.package, name=args.name))
         print(f"shipped: {path.resolve()}\ncard: {(path / 'card.md').resolve()}")
         return
     rows = []
@@ -263,6 +264,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="keep the decoders (default: only for bgt-en-fr, the style-transfer model)")
     q.add_argument("--checkpoint", choices=("best", "latest"), default="best",
                    help="best: the run's best semantic STS-B dev (best/), where it has one; latest: its last")
+    q = msub.add_parser("import", help="rebuild trained/NAME from a model package (scripts/gpu_campaign's shards), "
+                                       "checking every file's sha256, and measure it for its card")
+    q.add_argument("package", help="package folder (manifest.json, model-*.safetensors, spm.model)")
+    q.add_argument("--name", help="model name (default: the package's)")
     p.set_defaults(func=_models)
 
     p = sub.add_parser("curve", help="learning curves of training runs or shipped models (STS-B dev, valid loss)")

@@ -4,13 +4,15 @@ A shipped model is a folder ``trained/<model>-<pair>`` (``bgt-en-fr``, ``bilingu
 ...) holding ``config.json`` (model config, training config, tokenizer sha256, whether the decoders were kept),
 float16 ``model.safetensors``, ``spm.model``, ``card.md`` for people and ``card.json`` with the same numbers for
 tests and reports. Decoders are dropped except where style transfer needs them (:data:`WITH_DECODERS`).
-``workbench.load("bgt-en-fr")`` resolves these names.
+``workbench.load("bgt-en-fr")`` resolves these names. A model trained elsewhere (a lent GPU) travels as a package
+of checksummed shards (:func:`export_shards` there, :func:`import_shards` here; ``scripts/gpu_campaign``).
 """
 from __future__ import annotations
 
 import json
 import os
 import platform
+import re
 import shutil
 from pathlib import Path
 
@@ -18,6 +20,7 @@ import pandas as pd
 import torch
 from safetensors.torch import load_file, save_file
 
+from .data import sha256_of
 from .data.sts import TATOEBA_CODES
 from .errors import WorkbenchError, check_name
 from .evaluation import evaluate
@@ -32,6 +35,8 @@ TABLE3_TASKS = ("subj_num", "obj_num", "tree_depth", "top_const", "word_content"
 GENDER_TASKS = {"fr": "gender_fr", "es": "gender_es"}
 TABLE3_MODELS = ("bgt", "bilingual_trans")
 CARD_SIZES = {"train": 6000, "valid": 1000, "test": 1000}  # probing sizes for cards, demo and reproduction
+SHARDS_FORMAT = "bgt-workbench model package 1"
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
 def shipped(root: str | Path | None = None) -> list[str]:
@@ -55,9 +60,10 @@ def _training_record(run: Path, update: int | None = None) -> dict:
     steps = [line for line in lines if "tokens_per_s" in line]
     if steps:
         upto = [s for s in steps if update is None or s["update"] <= update]
-        return {"updates": upto[-1]["update"], "run_updates": steps[-1]["update"],
-                "pairs_seen": int(sum(s.get("sentences", 0) for s in upto)),
-                "train_seconds": round(sum(s["tokens"] / s["tokens_per_s"] for s in upto), 1)}
+        return {"updates": upto[-1]["update"], "run_updates": steps[-1]["update"],  # as logged, else summed
+                "pairs_seen": int(upto[-1].get("pairs_seen", sum(s.get("sentences", 0) for s in upto))),
+                "train_seconds": round(upto[-1].get("train_seconds",
+                                                    sum(s["tokens"] / s["tokens_per_s"] for s in upto)), 1)}
     last = lines[-1]  # WMF: one line for the whole fit
     return {"updates": last.get("iterations"), "pairs_seen": last.get("pairs"), "preset": last.get("preset"),
             "train_seconds": round(last.get("seconds", float("nan")), 1)}
@@ -70,6 +76,63 @@ def hardware() -> str:
     return f"CPU ({platform.machine()}, {os.cpu_count()} cores)"
 
 
+def check_model_name(name: str) -> str:
+    """``name`` if it can be a model folder's name (letters, digits, ``_ . -``; not ``.``/``..``)."""
+    if not SAFE_NAME.fullmatch(name or "") or set(name) == {"."}:
+        raise WorkbenchError(f"{name!r} is not a valid model name: use letters, digits, '_', '.' and '-' "
+                             "(e.g. bgt-en-fr), starting with a letter or digit")
+    return name
+
+
+def _exported(run: str | Path, name: str | None, keep_decoders: bool | None, checkpoint: str,
+              hardware_text: str | None) -> tuple[str, dict, dict, Path | None, pd.DataFrame | None]:
+    """What a shipped model of ``run`` holds: (name, float16 state dict, config.json, spm.model, curve)."""
+    from .train import checkpoint_update, latest_checkpoint, learning_curve
+    check_name("checkpoint", checkpoint, ("best", "latest"))
+    run = Path(run)
+    folder = None
+    if not (run / "config.json").is_file():  # not WMF's single folder: a Trainer run
+        folder = run / "best" if checkpoint == "best" and (run / "best").is_dir() else latest_checkpoint(run)
+    meta = json.loads(((run / "config.json") if folder is None else folder / "config.json").read_text())
+    setting, train = meta["model"]["setting"], meta.get("train", {})
+    name = check_model_name(name or f"{setting}-{train.get('pair') or '-'.join(meta['model']['languages'])}")
+    keep = name in WITH_DECODERS if keep_decoders is None else keep_decoders
+    record = {**_training_record(run, None if folder is None else checkpoint_update(folder)),
+              "hardware": hardware_text or hardware()}
+    curve = None
+    if folder is not None:
+        record["checkpoint"] = "best STS-B dev (semantic)" if folder.name == "best" else "latest"
+        curve = learning_curve(run).assign(run=name)
+    if setting == "wmf":  # word factors in float16 (upcast on load); idf as it is
+        tensors = load_file(str(run / "model.safetensors"))
+        return (name, {k: v.half() if k.startswith("factor.") else v for k, v in tensors.items()},
+                {**meta, "training": record}, None, None)
+    state = load_file(str(folder / "model.safetensors"))
+    state = {k: (v.half() if v.is_floating_point() else v) for k, v in state.items()
+             if keep or not k.startswith("decoders.")}
+    meta = {k: v for k, v in meta.items() if k not in ("update", "stsb_dev")}  # best/'s own bookkeeping
+    return name, state, {**meta, "decoders": keep, "training": record}, folder / "spm.model", curve
+
+
+def _install(name: str, root: Path, state: dict, config: dict, spm_model: Path | None, curve: pd.DataFrame | None,
+             sizes: dict[str, int], show_progress: bool) -> Path:
+    """Write ``root/name`` (replacing it only once complete) and measure it for its card."""
+    tmp = root / f".{name}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    save_file(state, str(tmp / "model.safetensors"))
+    (tmp / "config.json").write_text(json.dumps(config, indent=2))
+    if spm_model is not None:
+        shutil.copyfile(spm_model, tmp / "spm.model")
+    if curve is not None and not curve.empty:
+        curve.to_csv(tmp / "curve.csv", index=False)
+    dest = root / name
+    shutil.rmtree(dest, ignore_errors=True)
+    os.replace(tmp, dest)
+    write_card(name, root=root, sizes=sizes, show_progress=show_progress)
+    return dest
+
+
 def export(run: str | Path, name: str | None = None, keep_decoders: bool | None = None,
            root: str | Path | None = None, hardware_text: str | None = None, sizes: dict[str, int] = CARD_SIZES,
            show_progress: bool = True, checkpoint: str = "best") -> Path:
@@ -77,45 +140,79 @@ def export(run: str | Path, name: str | None = None, keep_decoders: bool | None 
     (probes at ``sizes``) and write its card. ``checkpoint="best"`` takes the run's ``best/`` (best semantic
     STS-B dev) where it has one, else the latest checkpoint (``"latest"``: always that). The run's learning
     curve goes with it (``curve.csv``). Returns the model folder."""
-    from .train import checkpoint_update, latest_checkpoint, learning_curve
-    check_name("checkpoint", checkpoint, ("best", "latest"))
-    run = Path(run)
-    root = Path(root) if root else trained_dir()
-    folder = None
-    if not (run / "config.json").is_file():  # not WMF's single folder: a Trainer run
-        folder = run / "best" if checkpoint == "best" and (run / "best").is_dir() else latest_checkpoint(run)
-    meta = json.loads(((run / "config.json") if folder is None else folder / "config.json").read_text())
-    setting, train = meta["model"]["setting"], meta.get("train", {})
-    name = name or f"{setting}-{train.get('pair') or '-'.join(meta['model']['languages'])}"
-    keep = name in WITH_DECODERS if keep_decoders is None else keep_decoders
-    tmp = root / f".{name}.tmp"
+    name, state, config, spm_model, curve = _exported(run, name, keep_decoders, checkpoint, hardware_text)
+    return _install(name, Path(root) if root else trained_dir(), state, config, spm_model, curve, sizes,
+                    show_progress)
+
+
+def export_shards(run: str | Path, out: str | Path, name: str | None = None, keep_decoders: bool = False,
+                  checkpoint: str = "best", shard_mib: float = 15) -> Path:
+    """A run's model as a package to carry between machines: ``out/<name>/`` with float16 safetensors shards of
+    at most ``shard_mib`` MiB each (encoders only unless ``keep_decoders``; a tensor larger than a shard is
+    split by rows), ``spm.model`` and ``manifest.json`` (config, training record, learning curve, sha256 of
+    every file). :func:`import_shards` rebuilds the shipped model from it."""
+    name, state, config, spm_model, curve = _exported(run, name, keep_decoders, checkpoint, None)
+    if spm_model is None:
+        raise WorkbenchError("WMF trains on CPU in minutes: ship it with `workbench models export`")
+    limit = int(shard_mib * 2 ** 20)
+    pieces, split = {}, {}
+    for key, tensor in state.items():
+        if tensor.nbytes <= limit:
+            pieces[key] = tensor
+            continue
+        rows = max(1, limit // (tensor[0].nbytes or 1))
+        parts = torch.split(tensor, rows)
+        split[key] = len(parts)
+        pieces.update({f"{key}#part{i}": part.contiguous() for i, part in enumerate(parts)})
+    shards, size = [{}], 0
+    for key, tensor in pieces.items():
+        if shards[-1] and size + tensor.nbytes > limit:
+            shards, size = shards + [{}], 0
+        shards[-1][key] = tensor
+        size += tensor.nbytes
+    package = Path(out) / name
+    tmp = package.with_name(f".{name}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    record = {**_training_record(run, None if folder is None else checkpoint_update(folder)),
-              "hardware": hardware_text or hardware()}
-    if folder is not None:
-        record["checkpoint"] = "best STS-B dev (semantic)" if folder.name == "best" else "latest"
-        curve = learning_curve(run)
-        if not curve.empty:
-            curve.assign(run=name).to_csv(tmp / "curve.csv", index=False)
-    if setting == "wmf":  # word factors in float16 (upcast on load); idf as it is
-        tensors = load_file(str(run / "model.safetensors"))
-        save_file({k: v.half() if k.startswith("factor.") else v for k, v in tensors.items()},
-                  str(tmp / "model.safetensors"))
-        (tmp / "config.json").write_text(json.dumps({**meta, "training": record}))
-    else:
-        state = load_file(str(folder / "model.safetensors"))
-        state = {k: (v.half() if v.is_floating_point() else v) for k, v in state.items()
-                 if keep or not k.startswith("decoders.")}
-        save_file(state, str(tmp / "model.safetensors"))
-        shutil.copyfile(folder / "spm.model", tmp / "spm.model")
-        meta = {k: v for k, v in meta.items() if k not in ("update", "stsb_dev")}  # best/'s own bookkeeping
-        (tmp / "config.json").write_text(json.dumps({**meta, "decoders": keep, "training": record}, indent=2))
-    dest = root / name
-    shutil.rmtree(dest, ignore_errors=True)
-    os.replace(tmp, dest)
-    write_card(name, root=root, sizes=sizes, show_progress=show_progress)
-    return dest
+    for i, shard in enumerate(shards, 1):
+        save_file(shard, str(tmp / f"model-{i:05d}-of-{len(shards):05d}.safetensors"))
+    shutil.copyfile(spm_model, tmp / "spm.model")
+    manifest = {"format": SHARDS_FORMAT, "name": name, "config": config, "split": split,
+                "curve": None if curve is None else curve.to_dict("records"),
+                "files": {p.name: sha256_of(p) for p in sorted(tmp.iterdir())}}
+    (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    shutil.rmtree(package, ignore_errors=True)
+    os.replace(tmp, package)
+    return package
+
+
+def import_shards(package: str | Path, name: str | None = None, root: str | Path | None = None,
+                  sizes: dict[str, int] = CARD_SIZES, show_progress: bool = True) -> Path:
+    """Rebuild ``trained/<name>`` from a package of :func:`export_shards` (every file's sha256 checked first),
+    then measure it here for its card, exactly as :func:`export` does. Returns the model folder."""
+    package = Path(package)
+    if not (package / "manifest.json").is_file():
+        raise WorkbenchError(f"{package} is not a model package (no manifest.json); packages are written by "
+                             "export_shards (scripts/gpu_campaign)")
+    manifest = json.loads((package / "manifest.json").read_text())
+    if manifest.get("format") != SHARDS_FORMAT:
+        raise WorkbenchError(f"{package}: unknown package format {manifest.get('format')!r} (expected "
+                             f"{SHARDS_FORMAT!r})")
+    for file, digest in manifest["files"].items():
+        if not (package / file).is_file():
+            raise WorkbenchError(f"{package} lacks {file}; copy the whole package again")
+        if sha256_of(package / file) != digest:
+            raise WorkbenchError(f"{package / file} does not match its sha256 in manifest.json (damaged in "
+                                 "transfer?); copy it again")
+    state = {}
+    for file in sorted(f for f in manifest["files"] if f.endswith(".safetensors")):
+        state.update(load_file(str(package / file)))
+    for key, n in manifest["split"].items():
+        state[key] = torch.cat([state.pop(f"{key}#part{i}") for i in range(n)])
+    name = check_model_name(name or manifest["name"])
+    curve = pd.DataFrame(manifest["curve"]).assign(run=name) if manifest.get("curve") else None
+    return _install(name, Path(root) if root else trained_dir(), state, manifest["config"], package / "spm.model",
+                    curve, sizes, show_progress)
 
 
 def measure(model, sizes: dict[str, int] = CARD_SIZES, show_progress: bool = False) -> pd.DataFrame:
