@@ -1,6 +1,6 @@
 """Encoding throughput (sentences/s) on the same real sentences, side by side.
 
-    .venv/bin/python benchmarks/encode_throughput.py [--n 4000] [--models NAME_OR_RUN ...]
+    .venv/bin/python benchmarks/encode_throughput.py [--n 20000] [--models NAME_OR_RUN ...]
 
 By default: the shipped SP, BILSTM, b-WMF, multilingual NMT and BGT (semantic view) models, the untrained
 encoders, and all-MiniLM-L6-v2 when the 'minilm' extra is installed. Two rates per encoder:
@@ -9,16 +9,19 @@ encoders, and all-MiniLM-L6-v2 when the 'minilm' extra is installed. Two rates p
   cleared first);
 * ``ids_per_s``: from sentencepiece ids (the network alone; what the SP paper's 855k sentences/s on a GPU times).
 
-``x_bgt`` divides each rate by the BGT semantic encoder's. A warm-up call precedes every timing.
+``x_bgt`` divides each rate by the BGT semantic encoder's. A warm-up call precedes every timing. Then the
+preprocessing alone: sacremoses one sentence at a time (how it was done before) next to the batched rules of
+:mod:`workbench.data.moses` (the same output), and sentencepiece.
 """
 import argparse
 import time
 
 import pandas as pd
 import torch
+from sacremoses import MosesTokenizer
 
-from workbench.data.sts import STS_DATASETS, load_sts
-from workbench.data.tokenizer import preprocess
+from workbench.data.corpora import load_splits
+from workbench.data.tokenizer import clear_memo, preprocess_many
 from workbench.encoders import REFERENCE, UNTRAINED, named_encoder
 from workbench.errors import WorkbenchError
 from workbench.train import load
@@ -27,8 +30,15 @@ from workbench.zoo import shipped
 DEFAULT_MODELS = ("sp-en-fr", "bilstm-en-fr", "wmf-en-fr", "nmt-all", "bgt-en-fr")
 
 
+_moses = MosesTokenizer(lang="en")
+
+
+def _sacremoses(sentence: str) -> str:
+    return _moses.tokenize(sentence, escape=False, return_str=True).lower()
+
+
 def rate(n: int, call) -> float:
-    preprocess.cache_clear()
+    clear_memo()
     start = time.perf_counter()
     call()
     return n / (time.perf_counter() - start)
@@ -36,12 +46,13 @@ def rate(n: int, call) -> float:
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=4000, help="number of STS sentences to encode")
+    parser.add_argument("--n", type=int, default=20000, help="number of real sentences to encode (en-fr training "
+                        "pairs, both sides)")
     parser.add_argument("--models", nargs="*", help="shipped names, runs, checkpoints or WMF folders (default: "
                         + ", ".join(DEFAULT_MODELS) + ", those shipped)")
     parser.add_argument("--batch-size", type=int, default=1024)
     args = parser.parse_args()
-    sentences = [s for year in STS_DATASETS for f in load_sts(year).values() for s in f["sentence1"]][: args.n]
+    sentences = [s for pair in load_splits("en-fr")["train"][: (args.n + 1) // 2] for s in pair][: args.n]
     models = args.models if args.models is not None else [m for m in DEFAULT_MODELS if m in shipped()]
     encoders = [load(name).encoder("semantic") for name in models]
     encoders += [named_encoder(name) for name in UNTRAINED]
@@ -65,11 +76,13 @@ def main():
     for column in ("text_per_s", "ids_per_s"):
         df[f"{column[:-6]}_x_bgt"] = df[column] / base[column]
     tokenizer = next((e.tokenizer for e in encoders if hasattr(e, "tokenizer")), None)
-    stages = {"moses": rate(len(sentences), lambda: [preprocess(s) for s in sentences])}
+    sample = sentences[:5000]  # sacremoses one sentence at a time (the preprocessing before the batched rules)
+    stages = {"moses (sacremoses, per sentence)": rate(len(sample), lambda: [_sacremoses(s) for s in sample]),
+              "moses (batched rules)": rate(len(sentences), lambda: preprocess_many(sentences))}
     if tokenizer is not None:
-        lowered = [preprocess(s) for s in sentences]
+        lowered = preprocess_many(sentences)
         stages["sentencepiece"] = rate(len(sentences), lambda: tokenizer.sp.encode(lowered))
-    print(f"{len(sentences)} STS sentences, CPU, {torch.get_num_threads()} threads, batch {args.batch_size}; "
+    print(f"{len(sentences)} real sentences, CPU, {torch.get_num_threads()} threads, batch {args.batch_size}; "
           f"ratios against {base.encoder}\n")
     print(df.round(2).to_string(index=False))
     print("\npreprocessing alone (sentences/s): " + ", ".join(f"{k} {v:,.0f}" for k, v in stages.items()))

@@ -7,6 +7,27 @@ def test_preprocess_is_moses_english_then_lowercase():
     assert tk.preprocess("I don't want to leave, Marie!") == "i don 't want to leave , marie !"
 
 
+def test_batched_moses_rules_give_sacremoses_output_on_real_and_adversarial_text():
+    import random
+
+    from sacremoses import MosesTokenizer
+
+    from workbench.data.corpora import PAIRS, load_splits
+    from workbench.data.moses import tokenise_many
+    moses = MosesTokenizer(lang="en")
+    real = [s for pair in PAIRS for en_xx in load_splits(pair)["train"][:5000] for s in en_xx]  # 50,000 sentences
+    rng = random.Random(0)  # the characters every rule keys on, whitespace and control characters, markers
+    alphabet = [*"ab AZ.,'\"`-!?()[]{}<>;:@#$%&/0123456789sdt\t\n\x01\x1f\u00a0\u2028é€", "DOTMULTI", "n't",
+                "Mr.", "No.", "'s", "..."]
+    odd = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 25))) for _ in range(20000)]
+    for sentences in (real, odd):
+        expected = [moses.tokenize(s, escape=False, return_str=True) for s in sentences]
+        assert tokenise_many(sentences) == expected
+    assert tokenise_many([]) == []
+    tk.clear_memo()
+    assert tk.preprocess_many(odd[:50] * 2) == [e.lower() for e in expected[:50] * 2]  # memo hits read the same
+
+
 def test_training_is_deterministic(tmp_path, small_tokenizer):
     from workbench.data.corpora import load_splits
     text = [tk.preprocess(s) for pair in load_splits("en-tr")["train"][:3000] for s in pair]

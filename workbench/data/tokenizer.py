@@ -21,23 +21,25 @@ from functools import lru_cache
 from pathlib import Path
 
 import sentencepiece as spm
-from sacremoses import MosesDetokenizer, MosesTokenizer
+from sacremoses import MosesDetokenizer
 
 from ..paths import home_dir
 from . import sha256_of
 from .corpora import SplitConfig, corpus_path, language_of, load_splits, pairs_of
+from .moses import tokenise_many
 
 log = logging.getLogger(__name__)
 
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
 BUILDER_VERSION = 2
-_moses = MosesTokenizer(lang="en")
 _moses_detok = MosesDetokenizer(lang="en")
+MEMO_SIZE = 1 << 18  # preprocessed sentences remembered (a session encodes the same ones with several encoders)
+_memo: dict[str, str] = {}
 
 
 def tokenise(sentence: str) -> str:
     """Moses tokenisation with the English rules and no escaping; tokens joined by single spaces."""
-    return _moses.tokenize(sentence, escape=False, return_str=True)
+    return tokenise_many([sentence])[0]
 
 
 def detokenise(tokens: str) -> str:
@@ -46,11 +48,27 @@ def detokenise(tokens: str) -> str:
     return _moses_detok.detokenize(tokens.split())
 
 
-@lru_cache(maxsize=1 << 18)
+def preprocess_many(sentences: Sequence[str]) -> list[str]:
+    """What the models see: :func:`tokenise`, then lower case — for many sentences at once (the fast path;
+    memoised)."""
+    new = [s for s in dict.fromkeys(sentences) if s not in _memo]
+    done = dict(zip(new, (t.lower() for t in tokenise_many(new))))
+    out = [done[s] if s in done else _memo[s] for s in sentences]
+    if len(_memo) + len(done) > MEMO_SIZE:
+        _memo.clear()
+    if len(done) <= MEMO_SIZE:
+        _memo.update(done)
+    return out
+
+
 def preprocess(sentence: str) -> str:
-    """What the models see: :func:`tokenise`, then lower case (memoised: Moses is the slow part of encoding,
-    and a session encodes the same sentences with several encoders)."""
-    return tokenise(sentence).lower()
+    """:func:`preprocess_many` of one sentence."""
+    return preprocess_many([sentence])[0]
+
+
+def clear_memo() -> None:
+    """Forget the preprocessed sentences (benchmarks time preprocessing from scratch)."""
+    _memo.clear()
 
 
 class Tokenizer:
@@ -85,7 +103,7 @@ class Tokenizer:
 
     def encode(self, sentences: Sequence[str], max_len: int | None = None) -> list[list[int]]:
         """Token ids of each sentence, EOS appended; truncated to ``max_len`` ids (EOS kept) if given."""
-        pieces = self.sp.encode([preprocess(s) for s in sentences])
+        pieces = self.sp.encode(preprocess_many(sentences))
         if max_len is not None:
             pieces = [ids[: max_len - 1] for ids in pieces]
         return [ids + [EOS] for ids in pieces]
@@ -145,7 +163,7 @@ def pair_tokenizer(pair: str, vocab_size: int = 8000, split: SplitConfig = Split
     if (folder / "spm.model").is_file():
         return Tokenizer(folder / "spm.model", languages)
     log.info("training the %s sentencepiece model (%d pieces) into %s", pair, vocab_size, folder)
-    text = (preprocess(s) for p in pairs for en, xx in load_splits(p, config=split)["train"] for s in (en, xx))
+    text = preprocess_many([s for p in pairs for pair in load_splits(p, config=split)["train"] for s in pair])
     tokenizer = train_sentencepiece(text, folder, vocab_size, spec["character_coverage"],
                                     spec.get("language_tags", ()))
     (folder / "spec.json").write_text(json.dumps(spec, indent=2, sort_keys=True))

@@ -1,0 +1,130 @@
+"""Moses tokenisation (English rules, no XML escaping) of many sentences at once.
+
+The output is that of ``sacremoses.MosesTokenizer("en").tokenize(s, escape=False, return_str=True)`` for every
+sentence (tested on real sentences of every pair), but each rule runs once over all sentences joined by
+newlines instead of once per sentence, which is several times faster in Python. A sentence never contains the
+separator after the first rule (whitespace becomes a space), so every rule below is the Moses rule with
+``\\n`` kept out of its character classes and ``$`` read per line: no match crosses from one sentence into the
+next. Sentences that contain a newline themselves take the per-sentence path. The character classes and
+the non-breaking prefixes are sacremoses' data.
+"""
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections.abc import Sequence
+from itertools import accumulate
+
+from sacremoses import MosesTokenizer
+
+_moses = MosesTokenizer(lang="en")
+_ALNUM, _N, _ALPHA = _moses.IsAlnum, _moses.IsN, _moses.IsAlpha
+_LOWER = frozenset(_moses.IsLower)
+_NONBREAKING = frozenset(_moses.NONBREAKING_PREFIXES) - frozenset(_moses.NUMERIC_ONLY_PREFIXES)
+_NUMERIC_ONLY = frozenset(_moses.NUMERIC_ONLY_PREFIXES)
+
+_SPACES = re.compile(r"[^\S\n]+")
+_JUNK = re.compile(r"[\000-\011\013-\037]")
+_EDGES = re.compile(r"\n +| +\n *")  # spaces at sentence edges (the text's own ends: str.strip)
+_PAD_NOT_ALNUM = re.compile(rf"([^{_ALNUM}\s\.'`,\-])")
+_MULTIDOT = re.compile(r"\.{2,}")
+# Moses' comma and apostrophe rules (each consumes the characters around its match) and the same rules written
+# literal-first with lookarounds (many times faster to search). They match the same places unless two of the
+# characters stand within two positions of each other, where one match's consumed neighbour blocks the next:
+# those sentences take the consuming forms.
+_COMMAS = ([(re.compile(rf"([^{_N}\n]),"), r"\1 , "), (re.compile(rf",([^{_N}\n])"), r" , \1"),
+            (re.compile(rf"([{_N}]),$", re.M), r"\1 , ")],
+           [(re.compile(rf",(?<=[^{_N}\n],)"), " , "), (re.compile(rf",(?=[^{_N}\n])"), " , "),
+            (re.compile(rf",(?<=[{_N}],)$", re.M), " , ")],
+           re.compile(r",.?,"))
+_APOSTROPHES = ([(re.compile(rf"([^{_ALPHA}\n])'([^{_ALPHA}\n])"), r"\1 ' \2"),
+                 (re.compile(rf"([^{_ALPHA}{_N}\n])'([{_ALPHA}])"), r"\1 ' \2"),
+                 (re.compile(rf"([{_ALPHA}])'([^{_ALPHA}\n])"), r"\1 ' \2"),
+                 (re.compile(rf"([{_ALPHA}])'([{_ALPHA}])"), r"\1 '\2"),
+                 (re.compile(rf"([{_N}])'(s)"), r"\1 '\2")],
+                [(re.compile(rf"'(?<=[^{_ALPHA}\n]')(?=[^{_ALPHA}\n])"), " ' "),
+                 (re.compile(rf"'(?<=[^{_ALPHA}{_N}\n]')(?=[{_ALPHA}])"), " ' "),
+                 (re.compile(rf"'(?<=[{_ALPHA}]')(?=[^{_ALPHA}\n])"), " ' "),
+                 (re.compile(rf"'(?<=[{_ALPHA}]')(?=[{_ALPHA}])"), " '"),
+                 (re.compile(rf"'(?<=[{_N}]')(?=s)"), " '")],
+                re.compile(r"'.?'"))
+# the period ending a token (a non-empty prefix before it), with the next token of the same sentence if any
+_PERIOD_TOKEN = re.compile(r"\.(?<=[^ \n]\.)(?: +(?=([^ \n]+))| *$)", re.M)
+_NUMBER_START = re.compile(r"[0-9]")
+_TRAILING_DOT_APOSTROPHE = re.compile(r"\.' ?$", re.M)
+_MULTIDOT_MARKER = re.compile(r"DOT(?:DOT)*MULTI")
+
+
+def _single_spaces(text: str) -> str:
+    while "  " in text:
+        text = text.replace("  ", " ")
+    return text
+
+
+def _multidots(text: str) -> str:
+    """Runs of dots become ``DOT…DOTMULTI`` markers (a space after, unless the run ends its sentence)."""
+    def marker(match: re.Match) -> str:
+        end = match.end()
+        return " " + "DOT" * (end - match.start()) + "MULTI" + (" " if end < len(text) and text[end] != "\n"
+                                                                  else "")
+    return _MULTIDOT.sub(marker, text)
+
+
+def _split_period(match: re.Match) -> str:
+    """Moses' non-breaking-prefix rule for one token ending in a period (kept, or the period split off)."""
+    text, at = match.string, match.start()
+    prefix = text[max(text.rfind(" ", 0, at), text.rfind("\n", 0, at)) + 1:at]
+    following = match.group(1)
+    keep = (("." in prefix and any(c in _ALPHA for c in prefix)) or prefix in _NONBREAKING
+            or (following is not None and following[0] in _LOWER)
+            or (prefix in _NUMERIC_ONLY and following is not None and _NUMBER_START.match(following)))
+    return match.group(0) if keep else " " + match.group(0)
+
+
+def _around(text: str, rules: tuple) -> str:
+    """Apply one group of rules: the literal-first forms, and the consuming forms on the sentences where two
+    of its characters are close (blanked out while the fast forms run)."""
+    exact, fast, close = rules
+    hits = [match.start() for match in close.finditer(text)]
+    if hits:
+        lines = text.split("\n")
+        starts = list(accumulate((len(line) + 1 for line in lines), initial=0))
+        index = sorted({bisect_right(starts, at) - 1 for at in hits})
+        part = "\n".join(lines[i] for i in index)
+        for i in index:
+            lines[i] = ""
+        text = "\n".join(lines)
+    for pattern, replacement in fast:
+        text = pattern.sub(replacement, text)
+    if not hits:
+        return text
+    for pattern, replacement in exact:
+        part = pattern.sub(replacement, part)
+    lines = text.split("\n")
+    for i, line in zip(index, part.split("\n")):
+        lines[i] = line
+    return "\n".join(lines)
+
+
+def tokenise_many(sentences: Sequence[str]) -> list[str]:
+    """Moses-tokenised sentences (English rules, no escaping), tokens joined by single spaces."""
+    lines = [i for i, s in enumerate(sentences) if "\n" in s]
+    if lines:  # the separator itself: those sentences one by one
+        out = tokenise_many([s for s in sentences if "\n" not in s])
+        for i in lines:
+            out.insert(i, _moses.tokenize(sentences[i], escape=False, return_str=True))
+        return out
+    text = "\n".join(sentences)
+    if not "".join(sentences).isprintable():  # whitespace other than " " and control characters are not
+        text = _EDGES.sub("\n", _JUNK.sub("", _SPACES.sub(" ", text)))
+    else:
+        text = _single_spaces(text).replace(" \n", "\n").replace("\n ", "\n")
+    text = text.strip(" ")
+    text = _multidots(_PAD_NOT_ALNUM.sub(r" \1 ", text))
+    text = _around(_around(text, _COMMAS), _APOSTROPHES)
+    text = _PERIOD_TOKEN.sub(_split_period, text)
+    text = _single_spaces(text).replace(" \n", "\n").replace("\n ", "\n").strip(" ")
+    text = _TRAILING_DOT_APOSTROPHE.sub(" . ' ", text)
+    if "MULTI" in text:
+        text = _MULTIDOT_MARKER.sub(lambda m: "." * ((m.end() - m.start() - 5) // 3), text)
+    return text.split("\n") if sentences else []
