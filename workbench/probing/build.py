@@ -23,7 +23,8 @@ import numpy as np
 import pandas as pd
 
 from ..data.corpora import PAIRS, SplitConfig, corpus_path, probe_pool
-from ..data.tokenizer import detokenise, tokenise
+from ..data.moses import tokenise_many
+from ..data.tokenizer import detokenise
 from ..errors import WorkbenchError
 from ..paths import home_dir
 from .builders import BUILDERS
@@ -102,7 +103,7 @@ def _pool_key(config: SplitConfig) -> str:
 
 @lru_cache(maxsize=None)
 def _tokenised_pool(language: str, config: SplitConfig) -> tuple[str, ...]:
-    return tuple(tokenise(s) for s in probe_pool(language=language, config=config))
+    return tuple(tokenise_many(probe_pool(language=language, config=config)))
 
 
 def build_task(task: str | TaskCard, sizes: dict[str, int] | None = None, pool: Sequence[str] | None = None,
@@ -126,7 +127,7 @@ def build_task(task: str | TaskCard, sizes: dict[str, int] | None = None, pool: 
     folder = home_dir() / "probing" / f"{card.name}-{key}"
     if not force and (folder / "manifest.json").is_file():
         return load_dataset(card, folder)
-    sentences = _tokenised_pool(card.language, config) if pool is None else [tokenise(s) for s in pool]
+    sentences = _tokenised_pool(card.language, config) if pool is None else tokenise_many(pool)
     log.info("building task %s from %d pool sentences", card.name, len(sentences))
     make = BUILDERS[card.builder]
     params = {**card.params, **({"seed": seed} if "seed" in inspect.signature(make).parameters else {})}
