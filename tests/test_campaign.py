@@ -111,3 +111,20 @@ def test_import_refuses_damaged_packages_and_unsafe_names(trained, tmp_path):
     with pytest.raises(WorkbenchError, match="not a model package"):
         import_shards(package, root=tmp_path / "trained")
     assert not (tmp_path / "trained").exists() or not any((tmp_path / "trained").iterdir())
+
+
+def test_an_existing_model_is_replaced_only_with_force_and_names_stay_inside_trained(trained, tmp_path, capsys):
+    from workbench.cli import main
+    out, runs, _ = trained
+    existing = tmp_path / "trained" / "bgt-en-fr"
+    existing.mkdir(parents=True)
+    (existing / "card.json").write_text("{}")
+    with pytest.raises(WorkbenchError, match="exists; pass --force"):
+        import_shards(out / "bgt-en-fr", root=tmp_path / "trained")
+    assert (existing / "card.json").read_text() == "{}" and sorted(p.name for p in existing.parent.iterdir()) == [
+        "bgt-en-fr"]
+    before = sorted(p.name for p in (REPO / "trained").iterdir())
+    for name in (".", "..", "../elsewhere", "a/b"):
+        assert main(["models", "export", str(runs / "bgt-en-fr"), "--name", name]) == 2
+        assert "not a valid model name" in capsys.readouterr().err
+    assert sorted(p.name for p in (REPO / "trained").iterdir()) == before

@@ -25,8 +25,9 @@ def _demo(args) -> None:
 def _models(args) -> None:
     from .zoo import card, export, import_shards, shipped
     if args.action in ("export", "import"):
-        path = (export(args.run, name=args.name, keep_decoders=args.keep_decoders, checkpoint=args.checkpoint)
-                if args.action == "export" else import_shards(args.package, name=args.name))
+        path = (export(args.run, name=args.name, keep_decoders=args.keep_decoders, checkpoint=args.checkpoint,
+                       force=args.force)
+                if args.action == "export" else import_shards(args.package, name=args.name, force=args.force))
         print(f"shipped: {path.resolve()}\ncard: {(path / 'card.md').resolve()}")
         return
     rows = []
@@ -259,7 +260,9 @@ def build_parser() -> argparse.ArgumentParser:
     msub.add_parser("list", help="the models in trained/ with their headline numbers")
     q = msub.add_parser("export", help="copy a run into trained/NAME (fp16) and measure it for its card")
     q.add_argument("run", help="run directory or checkpoint folder")
-    q.add_argument("--name", help="model name (MODEL-PAIR)")
+    q.add_argument("--name", required=True, help="model name, e.g. bgt-en-fr (letters, digits, _ . -)")
+    q.add_argument("--force", action="store_true", help="replace an existing model of that name (once the new "
+                                                         "one is measured)")
     q.add_argument("--keep-decoders", action=argparse.BooleanOptionalAction, default=None,
                    help="keep the decoders (default: only for bgt-en-fr, the style-transfer model)")
     q.add_argument("--checkpoint", choices=("best", "latest"), default="best",
@@ -268,6 +271,8 @@ def build_parser() -> argparse.ArgumentParser:
                                        "checking every file's sha256, and measure it for its card")
     q.add_argument("package", help="package folder (manifest.json, model-*.safetensors, spm.model)")
     q.add_argument("--name", help="model name (default: the package's)")
+    q.add_argument("--force", action="store_true", help="replace an existing model of that name (once the new "
+                                                         "one is measured)")
     p.set_defaults(func=_models)
 
     p = sub.add_parser("curve", help="learning curves of training runs or shipped models (STS-B dev, valid loss)")

@@ -115,34 +115,48 @@ def _exported(run: str | Path, name: str | None, keep_decoders: bool | None, che
 
 
 def _install(name: str, root: Path, state: dict, config: dict, spm_model: Path | None, curve: pd.DataFrame | None,
-             sizes: dict[str, int], show_progress: bool) -> Path:
-    """Write ``root/name`` (replacing it only once complete) and measure it for its card."""
+             sizes: dict[str, int], show_progress: bool, force: bool) -> Path:
+    """Write the model into a temporary folder beside ``root/name``, measure its card there, then swap it in:
+    an existing model is replaced only with ``force`` and only once the new one is complete."""
+    dest = root / name
+    if dest.exists() and not force:
+        raise WorkbenchError(f"{dest} exists; pass --force (force=True) to replace it, or choose another --name")
     tmp = root / f".{name}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    save_file(state, str(tmp / "model.safetensors"))
-    (tmp / "config.json").write_text(json.dumps(config, indent=2))
-    if spm_model is not None:
-        shutil.copyfile(spm_model, tmp / "spm.model")
-    if curve is not None and not curve.empty:
-        curve.to_csv(tmp / "curve.csv", index=False)
-    dest = root / name
-    shutil.rmtree(dest, ignore_errors=True)
+    try:
+        save_file(state, str(tmp / "model.safetensors"))
+        (tmp / "config.json").write_text(json.dumps(config, indent=2))
+        if spm_model is not None:
+            shutil.copyfile(spm_model, tmp / "spm.model")
+        if curve is not None and not curve.empty:
+            curve.to_csv(tmp / "curve.csv", index=False)
+        write_card(name, folder=tmp, sizes=sizes, show_progress=show_progress)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    old = root / f".{name}.old"
+    shutil.rmtree(old, ignore_errors=True)
+    if dest.exists():
+        os.replace(dest, old)
     os.replace(tmp, dest)
-    write_card(name, root=root, sizes=sizes, show_progress=show_progress)
+    shutil.rmtree(old, ignore_errors=True)
     return dest
 
 
-def export(run: str | Path, name: str | None = None, keep_decoders: bool | None = None,
-           root: str | Path | None = None, hardware_text: str | None = None, sizes: dict[str, int] = CARD_SIZES,
-           show_progress: bool = True, checkpoint: str = "best") -> Path:
+def export(run: str | Path, name: str, keep_decoders: bool | None = None, root: str | Path | None = None,
+           hardware_text: str | None = None, sizes: dict[str, int] = CARD_SIZES, show_progress: bool = True,
+           checkpoint: str = "best", force: bool = False) -> Path:
     """Copy a run into ``trained/<name>`` (float16 weights, decoders dropped unless needed), then measure it
-    (probes at ``sizes``) and write its card. ``checkpoint="best"`` takes the run's ``best/`` (best semantic
+    (probes at ``sizes``) and write its card; an existing model of that name is replaced only with ``force``. ``checkpoint="best"`` takes the run's ``best/`` (best semantic
     STS-B dev) where it has one, else the latest checkpoint (``"latest"``: always that). The run's learning
     curve goes with it (``curve.csv``). Returns the model folder."""
+    if not name:
+        raise WorkbenchError("name the model to export (e.g. bgt-en-fr): the name decides which folder of trained/ "
+                             "it becomes")
     name, state, config, spm_model, curve = _exported(run, name, keep_decoders, checkpoint, hardware_text)
     return _install(name, Path(root) if root else trained_dir(), state, config, spm_model, curve, sizes,
-                    show_progress)
+                    show_progress, force)
 
 
 def export_shards(run: str | Path, out: str | Path, name: str | None = None, keep_decoders: bool = False,
@@ -187,9 +201,10 @@ def export_shards(run: str | Path, out: str | Path, name: str | None = None, kee
 
 
 def import_shards(package: str | Path, name: str | None = None, root: str | Path | None = None,
-                  sizes: dict[str, int] = CARD_SIZES, show_progress: bool = True) -> Path:
-    """Rebuild ``trained/<name>`` from a package of :func:`export_shards` (every file's sha256 checked first),
-    then measure it here for its card, exactly as :func:`export` does. Returns the model folder."""
+                  sizes: dict[str, int] = CARD_SIZES, show_progress: bool = True, force: bool = False) -> Path:
+    """Rebuild ``trained/<name>`` (default: the package's name) from a package of :func:`export_shards` (every
+    file's sha256 checked first), then measure it here for its card, exactly as :func:`export` does (and, like
+    it, replace an existing model only with ``force``). Returns the model folder."""
     package = Path(package)
     if not (package / "manifest.json").is_file():
         raise WorkbenchError(f"{package} is not a model package (no manifest.json); packages are written by "
@@ -212,7 +227,7 @@ def import_shards(package: str | Path, name: str | None = None, root: str | Path
     name = check_model_name(name or manifest["name"])
     curve = pd.DataFrame(manifest["curve"]).assign(run=name) if manifest.get("curve") else None
     return _install(name, Path(root) if root else trained_dir(), state, manifest["config"], package / "spm.model",
-                    curve, sizes, show_progress)
+                    curve, sizes, show_progress, force)
 
 
 def measure(model, sizes: dict[str, int] = CARD_SIZES, show_progress: bool = False) -> pd.DataFrame:
@@ -262,10 +277,11 @@ def summarise_views(df: pd.DataFrame) -> dict:
 
 
 def write_card(name: str, root: str | Path | None = None, sizes: dict[str, int] = CARD_SIZES,
-               show_progress: bool = False) -> dict:
-    """Measure the shipped model ``name`` and write its ``card.json`` and ``card.md``."""
+               show_progress: bool = False, folder: Path | None = None) -> dict:
+    """Measure the shipped model ``name`` (in ``root``, or in ``folder``) and write its ``card.json`` and
+    ``card.md``."""
     from .train import load
-    folder = (Path(root) if root else trained_dir()) / name
+    folder = folder or (Path(root) if root else trained_dir()) / name
     config = json.loads((folder / "config.json").read_text())
     model = load(folder)
     views = summarise_views(measure(model, sizes=sizes, show_progress=show_progress))
