@@ -8,7 +8,7 @@ from workbench.data.sts import STS_DATASETS, load_sts, load_sts_hard
 from workbench.encoders import RandomEmbeddingAverage
 from workbench.errors import WorkbenchError
 from workbench.evaluation import compare_sts, evaluate, evaluate_tatoeba
-from workbench.evaluation.hard_sts import hard_splits, negation_split, swer, wer
+from workbench.evaluation.hard_sts import hard_splits, has_negation, negation_split, swer, wer
 from workbench.evaluation.retrieval import retrieval_errors
 from workbench.evaluation.significance import bootstrap_differences, paired_bootstrap
 from workbench.evaluation.sts import evaluate_sts, evaluate_sts17
@@ -38,6 +38,8 @@ def test_negation_split():
     pool = pd.DataFrame({"score": [1, 2, 3, 4], "sentence1": ["I do not like it", "I don't know", "Yes", "No way"],
                          "sentence2": ["I like it", "I do n't know", "Nothing is here", "It isn't so"]})
     assert negation_split(pool).index.tolist() == [0, 3]
+    assert [has_negation(s) for s in ("I don\u2019t know", "He cannot come", "It won`t work", "She can not",
+                                      "A knot", "Nothing here", "Cannon fire")] == [True] * 4 + [False] * 3
 
 
 def test_our_hard_sts_reproduces_most_of_the_authors_membership():
@@ -109,6 +111,22 @@ def test_compare_sts_between_encoders(small_tokenizer):
     by_year, by_year_other = (evaluate_sts(cached(e), years=(2015, 2016)).query(
         "dataset == 'all' and metric == 'pearson'") for e in (sp, other))
     assert df.difference.iloc[-1] == pytest.approx(by_year.value.iloc[-1] - by_year_other.value.iloc[-1])
+
+
+def test_compare_sts_draws_each_years_resamples_independently(small_tokenizer, monkeypatch):
+    import workbench.evaluation as evaluation
+    from workbench.data.tokenizer import Tokenizer
+    seeds = []
+    real = evaluation.bootstrap_differences
+    monkeypatch.setattr(evaluation, "bootstrap_differences",
+                        lambda *args: seeds.append(args[-1]) or real(*args))
+    tokenizer = Tokenizer(small_tokenizer.model_file, ("en", "tr"))
+    first = compare_sts(RandomEmbeddingAverage(tokenizer), RandomEmbeddingAverage(tokenizer, seed=1, name="b"),
+                        years=(2015, 2016), n_boot=100, seed=7)
+    assert len(seeds) == 2 and seeds[0] != seeds[1]  # not one stream repeated in every year
+    again = compare_sts(RandomEmbeddingAverage(tokenizer), RandomEmbeddingAverage(tokenizer, seed=1, name="b"),
+                        years=(2015, 2016), n_boot=100, seed=7)
+    pd.testing.assert_frame_equal(first, again)  # still reproducible from the one seed
 
 
 def test_evaluate_reuses_cached_embeddings_and_results(small_tokenizer):

@@ -172,6 +172,20 @@ def test_mlp_probe_and_mdl(length_task):
         probe(exact, length_task, classifier="svm")
 
 
+def test_mdl_codes_a_label_the_probe_has_not_seen_with_a_normalised_distribution(length_task):
+    from sklearn.linear_model import LogisticRegression
+
+    from workbench.probing.mdl import block_probabilities
+    train = length_task.split("tr")
+    lengths = np.array([[len(preprocess(s).split())] for s in train["sentence"]], dtype=float)
+    labels = train["label"].to_numpy()
+    classes = np.unique(labels)
+    seen = np.isin(labels, classes[:-1])  # the probe is fitted without the last label
+    p = block_probabilities(LogisticRegression().fit(lengths[seen], labels[seen]), lengths, classes)
+    np.testing.assert_allclose(p.sum(axis=1), 1.0)
+    np.testing.assert_allclose(p[:, -1], 1 / len(classes) ** 2)  # (u/K)·(1/K) with one unseen label
+
+
 def test_logistic_probe_picks_l2_on_validation_only():
     rng = np.random.default_rng(0)
     X = rng.standard_normal((400, 20)).astype(np.float32)

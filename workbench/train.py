@@ -35,6 +35,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from tqdm.auto import tqdm
 
+from .data import sha256_of
 from .data.batching import collate, token_batches
 from .data.corpora import PAIRS, language_of, load_splits, pairs_of
 from .data.sts import load_stsb
@@ -160,10 +161,10 @@ class TrainConfig:
         check_name("amp mode", self.amp, ("auto", "bf16", "off"))
         check_name("lr schedule", self.schedule, ("inverse_sqrt", "constant"))
         self.betas = tuple(self.betas)
-        if self.kl_ramp <= 0 or (self.kl_x0 is not None and self.kl_x0 < 1):
-            raise WorkbenchError(f"kl_ramp must be > 0 and kl_x0 ≥ 1 (got kl_ramp={self.kl_ramp}, kl_x0={self.kl_x0})")
-        if self.max_seconds is not None and self.max_seconds <= 0:
-            raise WorkbenchError(f"max_seconds must be > 0 (got {self.max_seconds})")
+        wrong = [f"{name} must be {rule} (got {getattr(self, name)!r})" for name, rule, ok in _CHECKS
+                 if getattr(self, name) is not None and not ok(getattr(self, name))]
+        if wrong:
+            raise WorkbenchError("invalid training config: " + "; ".join(wrong))
         if self.eval_every is None:
             self.eval_every = self.valid_every
 
@@ -229,6 +230,29 @@ def build_model(model_config: dict | BGTConfig | ParaphrasticConfig | NMTConfig)
     return ARCHITECTURES[model_config.setting][0](model_config)
 
 
+def _count(low: int):
+    return lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= low
+
+
+def _number(low: float, high: float = math.inf, open_low: bool = False):
+    return lambda v: (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                      and (v > low if open_low else v >= low) and v <= high)
+
+
+# What each numeric TrainConfig field accepts (checked when a config is built: presets, files, CLI flags).
+_CHECKS = [(name, "an integer ≥ 1", _count(1)) for name in (
+               "vocab_size", "max_tokens", "update_freq", "max_updates", "log_every", "valid_every", "save_every",
+               "keep_checkpoints", "max_valid_pairs", "kl_x0")] + [
+           ("max_sentence_len", "an integer ≥ 2 (EOS included)", _count(2)),
+           ("max_pairs", "an integer ≥ 0 (0: all pairs)", _count(0)),
+           ("eval_every", "an integer ≥ 0 (0: never)", _count(0)), ("warmup", "an integer ≥ 0", _count(0)),
+           ("seed", "an integer ≥ 0", _count(0)), ("lr", "a number > 0", _number(0, open_low=True)),
+           ("warmup_init_lr", "a number ≥ 0", _number(0)), ("eps", "a number > 0", _number(0, open_low=True)),
+           ("weight_decay", "a number ≥ 0", _number(0)), ("clip_norm", "a number > 0", _number(0, open_low=True)),
+           ("kl_ramp", "a number > 0", _number(0, open_low=True)),
+           ("max_seconds", "a number > 0", _number(0, open_low=True)),
+           ("betas", "two numbers in [0, 1)", lambda v: len(v) == 2 and all(_number(0, 0.999999)(b) for b in v))]
+
 # TrainConfig fields that decide which batches come next and how the weights move: a resume must keep them
 # (the run length, logging and checkpoint cadence may change; the KL ramp is fixed when the run starts).
 RESUME_FIELDS = ("model", "pair", "vocab_size", "overrides", "max_pairs", "max_valid_pairs", "max_sentence_len",
@@ -257,12 +281,33 @@ def _atomic_text(path: Path, text: str) -> None:
 
 
 def _write_weights(tmp: Path, model: torch.nn.Module, tokenizer: Tokenizer, meta: dict) -> None:
-    """``config.json`` (``meta`` + the model config and tokenizer digest), ``model.safetensors``, ``spm.model``."""
+    """``model.safetensors``, ``spm.model`` and ``config.json`` (``meta`` + the model config, tokenizer digest and
+    the sha256 of both files, checked by :func:`verify_files` on load and resume)."""
     tmp.mkdir(parents=True)
-    (tmp / "config.json").write_text(json.dumps({**meta, "model": model.cfg.to_dict(),
-                                                 "tokenizer_sha256": tokenizer.digest}, indent=2))
     save_file({k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}, str(tmp / "model.safetensors"))
     shutil.copyfile(tokenizer.model_file, tmp / "spm.model")
+    (tmp / "config.json").write_text(json.dumps({**meta, "model": model.cfg.to_dict(),
+                                                 "tokenizer_sha256": tokenizer.digest,
+                                                 "files_sha256": file_digests(tmp)}, indent=2))
+
+
+def file_digests(folder: Path, names: tuple[str, ...] = ("model.safetensors", "spm.model")) -> dict[str, str]:
+    """sha256 of the files ``names`` of ``folder`` that exist."""
+    return {name: sha256_of(folder / name) for name in names if (folder / name).is_file()}
+
+
+def verify_files(folder: Path, meta: dict) -> None:
+    """Refuse a model or checkpoint folder whose files differ from the sha256 its config recorded, or whose
+    sentencepiece model is not the one it was trained with."""
+    for name, digest in meta.get("files_sha256", {}).items():
+        if not (folder / name).is_file() or sha256_of(folder / name) != digest:
+            raise WorkbenchError(f"{folder / name} is missing or does not match the sha256 recorded in "
+                                 f"{folder / 'config.json'} (damaged or replaced); restore it, or use another "
+                                 "checkpoint or model")
+    if (folder / "spm.model").is_file() and "tokenizer_sha256" in meta and "files_sha256" not in meta:
+        if sha256_of(folder / "spm.model") != meta["tokenizer_sha256"]:
+            raise WorkbenchError(f"{folder / 'spm.model'} is not the sentencepiece model this model was trained "
+                                 "with (its sha256 differs from tokenizer_sha256 in config.json)")
 
 
 def _swap_folder(tmp: Path, folder: Path) -> None:
@@ -293,7 +338,8 @@ def save_checkpoint(run_dir: Path, model: torch.nn.Module, tokenizer: Tokenizer,
         for i, rng in enumerate(torch.cuda.get_rng_state_all()):
             tensors[f"rng.cuda.{i}"] = rng
     save_file(tensors, str(tmp / "trainer_state.safetensors"))
-    (tmp / "trainer_state.json").write_text(json.dumps({**state, "optimizer": opt_json}, indent=2))
+    (tmp / "trainer_state.json").write_text(json.dumps({**state, "optimizer": opt_json, "files_sha256": file_digests(
+        tmp, ("trainer_state.safetensors",))}, indent=2))
     _swap_folder(tmp, folder)
     _atomic_text(run_dir / "latest", folder.name)
     kept = sorted((run_dir / "checkpoints").glob("update-*"), key=lambda p: int(p.name.split("-")[1]))
@@ -390,6 +436,7 @@ def load(path_or_name: str | Path, device: str | torch.device = "cpu") -> torch.
         return WMF.load(path)
     folder = latest_checkpoint(path)
     meta = json.loads((folder / "config.json").read_text())
+    verify_files(folder, meta)
     tokenizer = Tokenizer(folder / "spm.model", tuple(meta["model"]["languages"]))
     model = build_model(meta["model"])
     state = load_file(str(folder / "model.safetensors"))  # float16 in trained/: copied into float32 parameters
@@ -490,7 +537,10 @@ class Trainer:
                                  "log/valid/eval/save cadence may change on a resume)")
 
     def _restore(self, folder: Path) -> None:
-        saved = build_model(json.loads((folder / "config.json").read_text())["model"]).cfg
+        meta = json.loads((folder / "config.json").read_text())
+        verify_files(folder, meta)
+        verify_files(folder, json.loads((folder / "trainer_state.json").read_text()))
+        saved = build_model(meta["model"]).cfg
         if saved != self.model.cfg:
             raise WorkbenchError(f"{folder} has model config {saved}, which differs from the requested "
                                  f"{self.model.cfg}")
@@ -498,6 +548,7 @@ class Trainer:
         tensors = load_file(str(folder / "trainer_state.safetensors"))
         state = json.loads((folder / "trainer_state.json").read_text())
         opt = state.pop("optimizer")
+        state.pop("files_sha256", None)
         if state.get("world", self.world) != self.world:
             raise WorkbenchError(f"{folder} was trained by {state['world']} process(es), not {self.world}: an "
                                  "update's batches depend on it; resume with the same number of processes")
@@ -521,6 +572,7 @@ class Trainer:
         """Start from ``folder``'s weights at its update: the data position is replayed to that update and its
         curve (``curve.csv`` of an exported model, ``metrics.jsonl`` of a run) is carried into this run's log."""
         meta = json.loads((folder / "config.json").read_text())
+        verify_files(folder, meta)
         if not meta.get("decoders", True):
             raise WorkbenchError(f"{folder} holds encoders only (no decoders), so training cannot continue from it")
         if build_model(meta["model"]).cfg != self.model.cfg:
@@ -740,6 +792,13 @@ class Trainer:
             while self.state["update"] < cfg.max_updates:
                 start = time.perf_counter()
                 record = self._update()
+                if not math.isfinite(record["loss"]) or not math.isfinite(record["grad_norm"]):
+                    kept = (self.run_dir / "latest").read_text().strip() if (self.run_dir / "latest").is_file() \
+                        else "none yet"
+                    raise WorkbenchError(
+                        f"update {record['update']}: the loss became {record['loss']} (gradient norm "
+                        f"{record['grad_norm']}); nothing was saved after it, the last good checkpoint is {kept}. "
+                        "Lower lr or raise warmup in a new run, or check the weights and data it resumed from")
                 seconds = time.perf_counter() - start
                 self.state["train_seconds"] += seconds
                 record.update(tokens_per_s=record["tokens"] / seconds,

@@ -110,7 +110,7 @@ def _exported(run: str | Path, name: str | None, keep_decoders: bool | None, che
     state = load_file(str(folder / "model.safetensors"))
     state = {k: (v.half() if v.is_floating_point() else v) for k, v in state.items()
              if keep or not k.startswith("decoders.")}
-    meta = {k: v for k, v in meta.items() if k not in ("update", "stsb_dev")}  # best/'s own bookkeeping
+    meta = {k: v for k, v in meta.items() if k not in ("update", "stsb_dev", "files_sha256")}  # the run's own
     return name, state, {**meta, "decoders": keep, "training": record}, folder / "spm.model", curve
 
 
@@ -118,6 +118,7 @@ def _install(name: str, root: Path, state: dict, config: dict, spm_model: Path |
              sizes: dict[str, int], show_progress: bool, force: bool) -> Path:
     """Write the model into a temporary folder beside ``root/name``, measure its card there, then swap it in:
     an existing model is replaced only with ``force`` and only once the new one is complete."""
+    from .train import file_digests
     dest = root / name
     if dest.exists() and not force:
         raise WorkbenchError(f"{dest} exists; pass --force (force=True) to replace it, or choose another --name")
@@ -126,9 +127,9 @@ def _install(name: str, root: Path, state: dict, config: dict, spm_model: Path |
     tmp.mkdir(parents=True)
     try:
         save_file(state, str(tmp / "model.safetensors"))
-        (tmp / "config.json").write_text(json.dumps(config, indent=2))
         if spm_model is not None:
             shutil.copyfile(spm_model, tmp / "spm.model")
+        (tmp / "config.json").write_text(json.dumps({**config, "files_sha256": file_digests(tmp)}, indent=2))
         if curve is not None and not curve.empty:
             curve.to_csv(tmp / "curve.csv", index=False)
         write_card(name, folder=tmp, sizes=sizes, show_progress=show_progress)

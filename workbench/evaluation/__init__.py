@@ -70,9 +70,11 @@ def compare_sts(encoder_a: Encoder, encoder_b: Encoder, years=tuple(STS_DATASETS
     gold = np.concatenate([f["score"].to_numpy() for _, _, f in frames])
     task = np.concatenate([[t] * len(f) for t, _, f in frames])
     dataset = np.concatenate([[f"{t}/{n}"] * len(f) for t, n, f in frames])
+    tasks = list(dict.fromkeys(task))
+    seeds = [int(child.generate_state(1)[0]) for child in np.random.SeedSequence(seed).spawn(len(tasks))]
     per_year = {year: bootstrap_differences(gold[task == year], sims["a"][task == year], sims["b"][task == year],
-                                            dataset[task == year], n_boot, seed)
-                for year in dict.fromkeys(task)}
+                                            dataset[task == year], n_boot, year_seed)  # independent replicates
+                for year, year_seed in zip(tasks, seeds)}
     results = {year: summarise(*pair) for year, pair in per_year.items()}
     if len(per_year) > 1:  # the all-years figure is the mean of the yearly means
         results[f"STS{min(years) % 100}-{max(years) % 100}"] = summarise(

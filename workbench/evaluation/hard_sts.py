@@ -3,7 +3,8 @@
 ``SWER(s1, s2) = ½·WER(s1→s2) + ½·WER(s2→s1)`` with ``WER(a→b) = word-Levenshtein(a, b) / len(a)`` on
 lower-cased tokens with punctuation split off. Over the pooled STS 2012–16 pairs, Hard+ = SWER percentile
 ≥ 80 and gold in [4, 5] (different words, same meaning); Hard− = percentile ≤ 20 and gold in [0, 1] (shared
-words, different meaning). The negation split keeps pairs where exactly one sentence has "not" or "n't".
+words, different meaning). The negation split keeps pairs where exactly one sentence has "not", "cannot" or
+"n't" (also written with a typographic apostrophe).
 """
 from __future__ import annotations
 
@@ -52,12 +53,16 @@ def hard_splits(pool: pd.DataFrame, high: float = 80.0, low: float = 20.0) -> di
             "hard-": pool[(pool["percentile"] <= low) & (pool["score"] <= 1)]}
 
 
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "`": "'"})
+
+
 def has_negation(sentence: str) -> bool:
-    tokens = words(sentence.replace("n't", " n't"))
-    return "not" in tokens or "n't" in sentence.lower()
+    """Whether ``sentence`` says "not", "cannot" or a "n't" contraction (typographic apostrophes included)."""
+    text = sentence.lower().translate(_APOSTROPHES)
+    return "n't" in text or not {"not", "cannot"}.isdisjoint(words(text))
 
 
 def negation_split(pool: pd.DataFrame) -> pd.DataFrame:
-    """Pairs where exactly one of the two sentences contains a negation ("not" or "n't")."""
+    """Pairs where exactly one of the two sentences contains a negation (:func:`has_negation`)."""
     one = np.array([has_negation(a) != has_negation(b) for a, b in zip(pool["sentence1"], pool["sentence2"])])
     return pool[one] if len(pool) else pool

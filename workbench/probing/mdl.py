@@ -14,12 +14,24 @@ import numpy as np
 FRACTIONS = (0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.0625, 0.125, 0.25, 0.5, 1.0)
 
 
+def block_probabilities(probe, X: np.ndarray, classes: np.ndarray) -> np.ndarray:
+    """(n, len(classes)) probabilities that sum to one over *all* ``classes`` (sorted): the probe's, which
+    knows only the labels it was fitted on, mixed with the uniform code in the share of labels it has not seen,
+    ``(1 - u/K) · probe + (u/K) · 1/K`` — so an unseen label costs ``log2(K² / u)`` bits, and a probe that has
+    seen every label is used as it is."""
+    full = np.zeros((len(X), len(classes)))
+    full[:, np.searchsorted(classes, probe.classes_)] = probe.predict_proba(X)
+    unseen = (len(classes) - len(probe.classes_)) / len(classes)
+    return (1 - unseen) * full + unseen / len(classes)
+
+
 def online_codelength(make_probe: Callable[[], object], X: np.ndarray, y: np.ndarray,
                       fractions: Sequence[float] = FRACTIONS, seed: int = 0) -> dict[str, float]:
     """Online codelength (bits) of ``y`` given ``X``, the uniform codelength and their ratio.
 
     ``make_probe()`` returns an unfitted estimator with ``fit(X, y)`` and ``predict_proba``; the data are
-    shuffled once with ``seed``. A label unseen in the earlier blocks costs as much as under the uniform code.
+    shuffled once with ``seed``; labels unseen in the earlier blocks are coded as :func:`block_probabilities`
+    says.
     """
     order = np.random.default_rng(seed).permutation(len(y))
     X, y = X[order], np.asarray(y)[order]
@@ -32,10 +44,8 @@ def online_codelength(make_probe: Callable[[], object], X: np.ndarray, y: np.nda
             bits += (end - start) * uniform_bits
             continue
         probe = make_probe().fit(X[:start], y[:start])
-        proba = probe.predict_proba(X[start:end])
-        column = {label: i for i, label in enumerate(probe.classes_)}
-        p = np.array([proba[row, column[label]] if label in column else 2.0 ** -uniform_bits
-                      for row, label in enumerate(y[start:end])])
+        proba = block_probabilities(probe, X[start:end], classes)
+        p = proba[np.arange(end - start), np.searchsorted(classes, y[start:end])]
         bits += float(-np.log2(np.clip(p, 1e-12, 1.0)).sum())
     uniform = len(y) * uniform_bits
     return {"online_bits": bits, "uniform_bits": uniform, "compression": uniform / bits}
