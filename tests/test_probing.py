@@ -163,7 +163,8 @@ def test_mlp_probe_and_mdl(length_task):
     exact = FeatureEncoder("exact-length", lambda s: len(preprocess(s).split()))
     noise = FeatureEncoder("noise", lambda s: 0.0)
     mlp = probe(exact, length_task, classifier="mlp", control=False)
-    assert mlp.accuracy > 0.9 and mlp.classifier == "mlp" and "hidden=" in mlp.hyperparameters
+    assert mlp.accuracy > 0.9 and mlp.classifier == "mlp" and "hidden=50" in mlp.hyperparameters
+    assert "(of dropout 0/0.1/0.2; hidden 50; l2 1e-05/0.001; tenacity 5)" in mlp.hyperparameters  # SentEval's
     informative, useless = probe(exact, length_task, mdl=True), probe(noise, length_task, mdl=True)
     # noise still compresses a little (the probe learns the label frequencies), far less than real signal
     assert informative.compression > 3 * useless.compression and useless.compression < 1.25

@@ -3,8 +3,9 @@
 * :class:`LogisticProbe` — multinomial logistic regression on standardised embeddings, full-batch L-BFGS,
   the L2 strength chosen on the validation split only (the grid is walked from strong to weak regularisation,
   each fit warm-started from the previous one: a regularisation path).
-* :class:`MLPProbe` — SentEval's MLP probe (Conneau et al. 2018): one sigmoid hidden layer, Adam, minibatches,
-  early stopping on the validation split ("tenacity"), hidden size and L2 chosen on the validation split.
+* :class:`MLPProbe` — SentEval's MLP probe (Conneau et al. 2018; BGT_SPEC §7): Linear → dropout → sigmoid →
+  Linear, Adam, batches of 64, validation after every 4 passes over the data and early stopping after 5
+  checks without gain ("tenacity"), hidden size, dropout and L2 chosen on the validation split (grid: :data:`MLP_GRID`).
 
 Both follow the estimator conventions (``fit``/``predict``/``predict_proba``/``score``, ``get_params``), with
 ``fit(X, y, X_valid, y_valid)`` taking the validation split for model selection.
@@ -96,40 +97,48 @@ class LogisticProbe(_TorchProbe):
         optimiser.step(closure)
 
 
-class MLPProbe(_TorchProbe):
-    """SentEval's MLP probe: Linear → sigmoid → Linear, Adam (batch 64), early stopping on validation."""
+MLP_GRID = {"hidden": (50,), "dropout": (0.0, 0.1, 0.2), "l2": (1e-5, 1e-3)}  # SentEval's probing MLP
 
-    def __init__(self, hidden_grid: Sequence[int] = (50, 200), l2_grid: Sequence[float] = (1e-5, 1e-3),
-                 max_epochs: int = 50, tenacity: int = 3, batch_size: int = 64, seed: int = 0):
-        self.hidden_grid, self.l2_grid, self.max_epochs = hidden_grid, l2_grid, max_epochs
-        self.tenacity, self.batch_size, self.seed = tenacity, batch_size, seed
+
+class MLPProbe(_TorchProbe):
+    """SentEval's MLP probe: Linear → dropout → sigmoid → Linear, Adam (batch 64), early stopping on
+    validation (tenacity 5); hidden size, dropout and L2 chosen on validation."""
+
+    def __init__(self, hidden_grid: Sequence[int] = MLP_GRID["hidden"],
+                 dropout_grid: Sequence[float] = MLP_GRID["dropout"], l2_grid: Sequence[float] = MLP_GRID["l2"],
+                 max_epochs: int = 50, epoch_size: int = 4, tenacity: int = 5, batch_size: int = 64, seed: int = 0):
+        self.hidden_grid, self.dropout_grid, self.l2_grid = hidden_grid, dropout_grid, l2_grid
+        self.max_epochs, self.epoch_size, self.tenacity = max_epochs, epoch_size, tenacity
+        self.batch_size, self.seed = batch_size, seed
 
     def fit(self, X, y, X_valid, y_valid) -> "MLPProbe":
         X, target = self._prepare(X, y)
         Xv, tv = self._standardise(X_valid), self._valid_target(y_valid)
         self.valid_scores_, best = {}, None
         for hidden in self.hidden_grid:
-            for l2 in self.l2_grid:
-                model, score = self._train(X, target, Xv, tv, hidden, l2)
-                self.valid_scores_[(hidden, l2)] = score
-                if best is None or score > best[2]:
-                    best = (hidden, l2, score, model)
-        self.hidden_, self.l2_, _, self.model_ = best
+            for dropout in self.dropout_grid:
+                for l2 in self.l2_grid:
+                    model, score = self._train(X, target, Xv, tv, hidden, dropout, l2)
+                    self.valid_scores_[(hidden, dropout, l2)] = score
+                    if best is None or score > best[3]:
+                        best = (hidden, dropout, l2, score, model)
+        self.hidden_, self.dropout_, self.l2_, _, self.model_ = best
         return self
 
-    def _train(self, X, target, Xv, tv, hidden: int, l2: float):
+    def _train(self, X, target, Xv, tv, hidden: int, dropout: float, l2: float):
         generator = torch.Generator().manual_seed(self.seed)
         torch.manual_seed(self.seed)
-        model = torch.nn.Sequential(torch.nn.Linear(X.shape[1], hidden), torch.nn.Sigmoid(),
-                                    torch.nn.Linear(hidden, len(self.classes_)))
+        model = torch.nn.Sequential(torch.nn.Linear(X.shape[1], hidden), torch.nn.Dropout(dropout),
+                                    torch.nn.Sigmoid(), torch.nn.Linear(hidden, len(self.classes_)))
         optimiser = torch.optim.Adam(model.parameters(), weight_decay=l2)
         best_score, best_state, patience = -1.0, None, self.tenacity
         for _ in range(self.max_epochs):
             model.train()
-            for index in torch.randperm(len(X), generator=generator).split(self.batch_size):
-                optimiser.zero_grad()
-                torch.nn.functional.cross_entropy(model(X[index]), target[index]).backward()
-                optimiser.step()
+            for _ in range(self.epoch_size):  # SentEval: passes over the data between validation checks
+                for index in torch.randperm(len(X), generator=generator).split(self.batch_size):
+                    optimiser.zero_grad()
+                    torch.nn.functional.cross_entropy(model(X[index]), target[index]).backward()
+                    optimiser.step()
             model.eval()
             score = self._accuracy(model, Xv, tv)
             if score > best_score:

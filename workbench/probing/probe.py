@@ -115,6 +115,13 @@ def _classifier(name: str, seed: int, **params):
     return CLASSIFIERS[name](seed=seed, **params) if name == "mlp" else CLASSIFIERS[name](**params)
 
 
+def _grid(clf) -> str:
+    """The hyper-parameter grid ``clf`` chose from, e.g. ``l2 0.01/0.001/0.0001``."""
+    grids = {name[:-5]: values for name, values in clf.get_params().items() if name.endswith("_grid")}
+    text = "; ".join(f"{name} " + "/".join(f"{v:g}" for v in values) for name, values in grids.items())
+    return text + (f"; tenacity {clf.tenacity}" if hasattr(clf, "tenacity") else "")
+
+
 def _run_probe(encoder, dataset, splits, classifier, seed, control, mdl) -> ProbeResult:
     sentences = list(dict.fromkeys(dataset.data["sentence"]))
     embeddings = check_embeddings(encoder, encoder.encode(sentences), len(sentences))
@@ -125,16 +132,17 @@ def _run_probe(encoder, dataset, splits, classifier, seed, control, mdl) -> Prob
     correct = (clf.predict(X["te"]) == y["te"]).astype(float)
     majority_label = pd.Series(y["tr"]).value_counts().idxmax()
     low, high = bootstrap_ci(correct, seed=seed)
-    chosen = {"l2": clf.l2_, **({"hidden": clf.hidden_} if classifier == "mlp" else {})}
+    chosen = {"l2": clf.l2_, **({"hidden": clf.hidden_, "dropout": clf.dropout_} if classifier == "mlp" else {})}
     result = ProbeResult(encoder=encoder.name, task=dataset.card.name, classifier=classifier,
                          accuracy=float(correct.mean()), ci_low=low, ci_high=high,
                          majority=float((y["te"] == majority_label).mean()), control_accuracy=None,
                          n_train=len(y["tr"]), n_test=len(y["te"]),
-                         hyperparameters=", ".join(f"{k}={v:g}" for k, v in chosen.items()))
+                         hyperparameters=", ".join(f"{k}={v:g}" for k, v in chosen.items()) + f" (of {_grid(clf)})")
     if control:  # the same probe, with the hyper-parameters chosen for the task (Hewitt & Liang 2019)
         fake = control_labels(list(dataset.data["sentence"]), list(dataset.data["label"]), seed=seed)
         fake = {tag: fake[(dataset.data["split"] == tag).to_numpy()] for tag in ("tr", "va", "te")}
-        chosen_grid = {"l2_grid": (clf.l2_,), **({"hidden_grid": (clf.hidden_,)} if classifier == "mlp" else {})}
+        chosen_grid = {"l2_grid": (clf.l2_,), **({"hidden_grid": (clf.hidden_,), "dropout_grid": (clf.dropout_,)}
+                                                 if classifier == "mlp" else {})}
         control_clf = _classifier(classifier, seed, **chosen_grid).fit(X["tr"], fake["tr"], X["va"], fake["va"])
         result.control_accuracy = float((control_clf.predict(X["te"]) == fake["te"]).mean())
     if mdl:  # the online code reuses the regularisation chosen on the full training set
