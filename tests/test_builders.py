@@ -116,6 +116,22 @@ def test_somo_replacement_is_frequency_matched_and_attested():
         assert (new[i - 1].lower(), new[i]) in bigrams and (new[i], new[i + 1].lower()) in bigrams
 
 
+@pytest.mark.parametrize("task", ["somo", "bigram_shift"])
+def test_changed_and_intact_sentences_differ_in_the_change_alone(task):
+    from scipy.stats import ks_2samp
+    from sklearn.feature_extraction.text import HashingVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import cross_val_score
+    pool = probe_pool(language="en")[:4000]
+    data = build_task(task, sizes={"train": 800, "valid": 100, "test": 100}, pool=pool).data
+    intact = data["label"] == "O"
+    lengths = data["sentence"].str.split().str.len()
+    assert ks_2samp(lengths[intact], lengths[~intact]).pvalue > 0.01  # same length distribution
+    words = HashingVectorizer(n_features=2 ** 18, alternate_sign=False, norm=None).transform(data["sentence"])
+    bag_of_words = cross_val_score(LogisticRegression(max_iter=1000), words, data["label"], cv=5).mean()
+    assert bag_of_words <= 0.55  # no lexical shortcut to the label (the builder before this one: 55.9% on SOMO)
+
+
 @pytest.mark.parametrize("task", task_names())
 def test_every_task_builds_from_real_pool_sentences(task):
     card = get_task(task)

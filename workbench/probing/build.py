@@ -32,7 +32,7 @@ from .tasks import TaskCard, get_task
 
 log = logging.getLogger(__name__)
 
-BUILDER_VERSION = 5
+BUILDER_VERSION = 6
 SPLIT_NAMES = ("tr", "va", "te")  # SentEval's split tags
 
 

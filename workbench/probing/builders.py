@@ -91,22 +91,24 @@ def word_content(sentences: Sequence[str], language: str, first_rank: int, n_wor
 
 @builder
 def bigram_shift(sentences: Sequence[str], language: str, seed: int = 0) -> list[tuple[str, str]]:
-    """BShift: half the sentences (chosen at random) get two adjacent word tokens swapped (``I``), the rest
-    stay intact (``O``); the final punctuation never moves."""
+    """BShift: of the sentences where two adjacent word tokens can be swapped, half (chosen at random) get such a
+    swap (``I``) and the rest stay intact (``O``); the final punctuation never moves. Sentences without a
+    possible swap are left out of both classes, so the classes differ in the swap alone."""
     rng = np.random.default_rng(seed)
     out = []
     for s in sentences:
         tokens = s.split()
-        if not rng.integers(2):
-            out.append(("O", s))
-            continue
         spots = [i for i in range(len(tokens) - 1)
                  if not _is_punct(tokens[i]) and not _is_punct(tokens[i + 1])
                  and tokens[i].lower() != tokens[i + 1].lower()]
-        if spots:
-            i = spots[rng.integers(len(spots))]
+        if not spots:
+            continue
+        i = spots[rng.integers(len(spots))]
+        if rng.integers(2):
             tokens[i], tokens[i + 1] = tokens[i + 1], tokens[i]
             out.append(("I", " ".join(tokens)))
+        else:
+            out.append(("O", s))
     return out
 
 
@@ -287,9 +289,11 @@ def coordination_inversion(sentences: Sequence[str], language: str, seed: int = 
 @builder
 def odd_man_out(sentences: Sequence[str], language: str, tolerance: float = 0.1, seed: int = 0
                 ) -> list[tuple[str, str]]:
-    """SOMO (*frequency-matched analogue*; SentEval also filtered with a language model, which we lack): half
-    the sentences (chosen at random) get one noun or verb replaced by another word with the same tag, a pool
-    frequency within ±``tolerance``, and both new bigrams attested in the pool (``C``); the rest stay (``O``)."""
+    """SOMO (*frequency-matched analogue*; SentEval also filtered with a language model, which we lack): of the
+    sentences where one noun or verb can be replaced by another word with the same tag, a pool frequency
+    within ±``tolerance`` and both new bigrams attested in the pool, half (chosen at random) get that
+    replacement (``C``) and the rest stay intact (``O``). Sentences without a possible replacement are left out
+    of both classes, so the classes differ in the replacement alone."""
     rng = np.random.default_rng(seed)
     docs = parse(sentences, language)  # frequencies and bigrams from the whole pool
     counts = Counter(t.text.lower() for doc in docs for t in doc)
@@ -306,11 +310,9 @@ def odd_man_out(sentences: Sequence[str], language: str, tolerance: float = 0.1,
         words.sort()
     out = []
     for doc in _single_root(docs):
-        if not rng.integers(2):
-            out.append(("O", doc.text))
-            continue
         spots = [t for t in doc if t.pos_ in ("NOUN", "VERB") and t.text.isalpha() and 0 < t.i < len(doc) - 1]
         rng.shuffle(spots)
+        change = None
         for t in spots:
             words, freq = by_tag.get(t.tag_, []), counts[t.text.lower()]
             low = bisect.bisect_left(words, (int(freq * (1 - tolerance)), ""))
@@ -319,10 +321,16 @@ def odd_man_out(sentences: Sequence[str], language: str, tolerance: float = 0.1,
             options = [w for _, w in words[low:high]
                        if w != t.text.lower() and (left, w) in bigrams and (w, right) in bigrams]
             if options:
-                tokens = [x.text for x in doc]
-                tokens[t.i] = options[rng.integers(len(options))]
-                out.append(("C", " ".join(tokens)))
+                change = (t.i, options[rng.integers(len(options))])
                 break
+        if change is None:
+            continue
+        if rng.integers(2):
+            tokens = [x.text for x in doc]
+            tokens[change[0]] = change[1]
+            out.append(("C", " ".join(tokens)))
+        else:
+            out.append(("O", doc.text))
     return out
 
 
