@@ -203,3 +203,20 @@ def test_french_gender_task_on_an_english_only_encoder_is_rejected():
     english_only.languages = ("en",)
     with pytest.raises(WorkbenchError, match="task 'gender_fr' is in 'fr' but encoder 'en-encoder' reads en"):
         probe(english_only, "gender_fr", sizes=SMALL)
+
+
+def test_erasing_a_concept_leaves_a_linear_probe_at_the_majority_and_sts_nearly_intact(length_task):
+    import workbench as wb
+    sp = wb.load("bgt-en-fr").encoder("semantic")
+    before = probe(sp, length_task, control=False)
+    erased = wb.erase(sp, "length", sizes=SMALL)
+    after = probe(erased, length_task, control=False)
+    assert before.accuracy > before.majority + 0.15  # BGT's semantic encoder knows the length ...
+    assert after.accuracy <= after.majority + 0.03  # ... and after LEACE no linear probe does
+    assert erased.dim == sp.dim and erased.languages == sp.languages and erased.fingerprint != sp.fingerprint
+    from workbench.evaluation.sts import evaluate_sts
+    sts = {name: evaluate_sts(wb.cached(e), years=(2016,)).query("dataset == 'all' and metric == 'pearson'")
+           ["value"].iloc[0] for name, e in (("before", sp), ("after", erased))}
+    assert abs(sts["after"] - sts["before"]) < 2  # STS (Pearson × 100) hardly needs the length
+    with pytest.raises(WorkbenchError, match="task 'gender_fr' is in 'fr' but encoder 'bgt-en-fr:en' reads en"):
+        wb.erase(wb.load("bgt-en-fr").encoder("en"), "gender_fr", sizes=SMALL)

@@ -8,6 +8,7 @@
     bgt = wb.load("bgt-en-fr")          # a shipped model (wb.shipped() lists them), a run, or a checkpoint
     wb.learning_curve("bgt-en-fr")      # STS-B dev per view and validation loss during its training
     wb.transfer(bgt, ["source"], ["style"])   # style transfer
+    wb.erase(enc, "length")             # the encoder with the task's concept linearly erased (LEACE)
 """
 from .cache import cached
 from .encoders import Encoder, untrained_encoder
@@ -15,10 +16,11 @@ from .evaluation import evaluate
 from .figures import report
 from .generation import transfer
 from .probing.build import build_task
+from .probing.erase import erase
 from .probing.probe import ProbeResult, probe, probe_all
 from .probing.tasks import get_task, task_names
 from .train import learning_curve, load
 from .zoo import shipped
 
 __all__ = ["Encoder", "untrained_encoder", "evaluate", "report", "build_task", "ProbeResult", "probe",
-           "probe_all", "get_task", "task_names", "load", "learning_curve", "cached", "shipped", "transfer"]
+           "probe_all", "erase", "get_task", "task_names", "load", "learning_curve", "cached", "shipped", "transfer"]

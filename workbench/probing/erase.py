@@ -1,0 +1,61 @@
+"""Concept erasure with LEACE (Belrose et al. 2023, "LEACE: Perfect linear concept erasure in closed form").
+
+``erase(encoder, task)`` fits the least-squares eraser of the task's labels on the task's *training* split
+(the ``concept-erasure`` package's ``LeaceEraser``) and returns an Encoder whose embeddings have that concept
+linearly removed: no linear probe does better than predicting the majority label, while the embeddings move as
+little as possible otherwise. ``evaluate(erased, "sts")`` then shows what STS loses with the concept.
+"""
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from ..cache import cached
+from ..encoders import Encoder, check_language
+from ..errors import WorkbenchError
+from .build import build_task
+from .tasks import get_task
+
+
+class ErasedEncoder:
+    """``encoder`` followed by a fitted LEACE eraser (an Encoder: ``name``, ``dim``, ``fingerprint``,
+    ``languages``, ``encode``)."""
+
+    def __init__(self, encoder: Encoder, eraser, task: str, fitted_on: str):
+        self.encoder, self.eraser, self.task = encoder, eraser, task
+        self.name = f"{encoder.name}-erased[{task}]"
+        self.dim, self.languages = encoder.dim, getattr(encoder, "languages", None)
+        self.fingerprint = hashlib.sha256(f"{encoder.fingerprint}|leace|{task}|{fitted_on}".encode()).hexdigest()
+
+    @torch.no_grad()
+    def encode(self, sentences: Sequence[str], batch_size: int = 256, show_progress: bool = False) -> np.ndarray:
+        x = self.encoder.encode(sentences, batch_size=batch_size, show_progress=show_progress)
+        return self.eraser(torch.from_numpy(np.asarray(x, dtype=np.float64))).float().numpy()
+
+    def __repr__(self) -> str:
+        return f"<Encoder {self.name} dim={self.dim} fp={self.fingerprint[:10]}>"
+
+
+def erase(encoder: Encoder, task: str, sizes: dict[str, int] | None = None, seed: int = 0) -> ErasedEncoder:
+    """``encoder`` with the concept of probing task ``task`` linearly erased (LEACE fitted on the task's train
+    split at ``sizes``, default the card's)."""
+    try:
+        from concept_erasure import LeaceEraser
+    except ImportError:
+        raise WorkbenchError("concept erasure needs the concept-erasure package: pip install concept-erasure "
+                             "(or bash scripts/setup)") from None
+    card = get_task(task)
+    check_language(encoder, card.language, f"task {card.name!r}")
+    train = build_task(card, sizes=sizes, seed=seed).split("tr")
+    labels = sorted(set(train["label"]))
+    if len(labels) < 2:
+        raise WorkbenchError(f"task {card.name!r} has one label in its train split: nothing to erase")
+    x = torch.from_numpy(np.asarray(cached(encoder).encode(list(train["sentence"])), dtype=np.float64))
+    z = torch.nn.functional.one_hot(torch.tensor([labels.index(v) for v in train["label"]]), len(labels))
+    eraser = LeaceEraser.fit(x, z.double())
+    digest = hashlib.sha256("\n".join(f"{a}\t{b}" for a, b in zip(train["label"], train["sentence"]))
+                            .encode()).hexdigest()
+    return ErasedEncoder(encoder, eraser, card.name, digest)
