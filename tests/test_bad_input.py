@@ -101,3 +101,30 @@ def test_a_non_finite_loss_stops_training_and_keeps_the_last_good_checkpoint(run
     assert (run_copy / "latest").read_text() == "update-4"
     kept = load_file(str(run_copy / "checkpoints" / "update-4" / "model.safetensors"))
     assert all(torch.equal(kept[k], state[k]) for k in state)  # nothing non-finite was saved
+
+
+@pytest.mark.parametrize("content, message", [
+    (b'preset = "tiny"\nmax_updates = \n', "cannot parse the file (TOMLDecodeError"),
+    (b'preset = "tiny"\nlr = 1e-3\n\xff\xfe', "is not UTF-8 text"),
+    (b'model = "bgt"\nlearning_rate = 1e-3\n', "unknown training config keys ['learning_rate']; valid:"),
+])
+def test_unreadable_config_files_give_one_line_not_a_traceback(content, message, tmp_path, capsys):
+    path = tmp_path / "run.toml"
+    path.write_bytes(content)
+    assert main(["train", "--config", str(path), "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_missing_inputs_and_unwritable_outputs_name_the_path(tmp_path, capsys):
+    missing = tmp_path / "nope.txt"
+    assert main(["encode", "--encoder", "random-sp-average", "--input", str(missing), "--out",
+                 str(tmp_path / "x.npy")]) == 2
+    assert f"No such file or directory: {missing}" in capsys.readouterr().err
+    (tmp_path / "in.txt").write_text("A man is playing a guitar.\n")
+    out = tmp_path / "no" / "such" / "dir" / "x.npy"
+    assert main(["encode", "--encoder", "random-sp-average", "--input", str(tmp_path / "in.txt"),
+                 "--out", str(out)]) == 2
+    assert "No such file or directory" in capsys.readouterr().err
+    with pytest.raises(FileNotFoundError):  # --debug shows the real exception for bug reports
+        main(["--debug", "encode", "--encoder", "random-sp-average", "--input", str(missing), "--out", str(out)])

@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import os
 import sys
+import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -232,6 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="workbench", description="BGT probing workbench: train sentence encoders, probe what they encode, "
         "evaluate them on STS, and export reports.")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an error (for bug reports)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def sizes(p, train=None, valid=None, test=None):
@@ -388,10 +392,27 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger(chatty).setLevel(logging.WARNING)
     try:
         args.func(args)
-    except (WorkbenchError, FileNotFoundError) as err:
-        print(f"workbench {args.command}: error: {err}", file=sys.stderr)
+    except USER_ERRORS as err:
+        if args.debug or os.environ.get("WORKBENCH_DEBUG") == "1":
+            raise
+        print(f"workbench {args.command}: error: {_describe(err)}", file=sys.stderr)
         return 2
     return 0
+
+
+# Errors that come from what the user gave (files, paths, settings): one line and exit 2, no traceback
+# (--debug or WORKBENCH_DEBUG=1 shows it). Anything else is a bug and surfaces as one.
+USER_ERRORS = (WorkbenchError, OSError, UnicodeDecodeError, json.JSONDecodeError, tomllib.TOMLDecodeError)
+
+
+def _describe(err: Exception) -> str:
+    if isinstance(err, UnicodeDecodeError):
+        return f"a file is not UTF-8 text ({err}); save it as UTF-8"
+    if isinstance(err, (json.JSONDecodeError, tomllib.TOMLDecodeError)):
+        return f"cannot parse the file ({type(err).__name__}: {err})"
+    if isinstance(err, OSError) and err.filename is not None:
+        return f"{err.strerror or err}: {err.filename}"
+    return str(err)
 
 
 if __name__ == "__main__":
