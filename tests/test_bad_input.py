@@ -3,6 +3,7 @@ are refused by name instead of being used: training settings, checkpoints and mo
 import json
 import shutil
 
+import numpy as np
 import pytest
 import torch
 from safetensors.torch import load_file
@@ -128,3 +129,30 @@ def test_missing_inputs_and_unwritable_outputs_name_the_path(tmp_path, capsys):
     assert "No such file or directory" in capsys.readouterr().err
     with pytest.raises(FileNotFoundError):  # --debug shows the real exception for bug reports
         main(["--debug", "encode", "--encoder", "random-sp-average", "--input", str(missing), "--out", str(out)])
+
+
+def test_api_values_out_of_range_say_what_is_valid(tmp_path):
+    import workbench as wb
+    from workbench.cache import clear_cache
+    from workbench.evaluation.significance import paired_bootstrap
+    from workbench.generation import transfer
+    from workbench.probing.build import build_task
+    with pytest.raises(WorkbenchError, match=r"probing sizes must give train, valid, test as whole numbers ≥ 1"):
+        build_task("length", sizes={"train": -5, "valid": 3, "test": 100})
+    with pytest.raises(WorkbenchError, match="n_boot must be a whole number ≥ 100"):
+        paired_bootstrap([1, 2, 3, 4], [1, 2, 3, 5], [2, 1, 3, 4], n_boot=0)
+    bgt = load("bgt-en-fr")
+    with pytest.raises(WorkbenchError, match="max_len must be at least 1 piece"):
+        transfer(bgt, ["A man is here."], ["She said so."], max_len=-5)
+    with pytest.raises(WorkbenchError, match="STS is in 'en' but encoder 'bgt-en-fr:fr' reads fr"):
+        wb.evaluate(bgt.encoder("fr"), "sts")
+    with pytest.raises(WorkbenchError, match="nothing cached for encoder 'nosuch'"):
+        clear_cache("nosuch")
+
+    class Escaping:
+        name, dim, fingerprint = "escaping", 4, "../../outside"
+
+        def encode(self, sentences, **kw):
+            return np.zeros((len(sentences), 4), dtype=np.float32)
+    with pytest.raises(WorkbenchError, match="fingerprints name cache folders"):
+        wb.cached(Escaping()).encode(["a"])

@@ -12,6 +12,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from safetensors import SafetensorError, safe_open
 from safetensors.numpy import save_file
 
 from .encoders import Encoder, check_embeddings
+from .errors import WorkbenchError
 from .paths import home_dir
 
 log = logging.getLogger(__name__)
@@ -61,7 +63,7 @@ class CachedEncoder:
         if dtype not in ("float16", "float32"):
             raise ValueError(f"cache dtype {dtype!r} is not valid; valid: float16, float32")
         self.encoder, self.dtype, self.root = encoder, dtype, root
-        self.name, self.dim, self.fingerprint = encoder.name, encoder.dim, encoder.fingerprint
+        self.name, self.dim, self.fingerprint = encoder.name, encoder.dim, check_fingerprint(encoder)
         languages = getattr(encoder, "languages", None)
         if languages is not None:
             self.languages = languages
@@ -129,6 +131,19 @@ class CachedEncoder:
         return f"<cached {self.encoder!r}>"
 
 
+SAFE_FINGERPRINT = re.compile(r"[^./\\\x00][^/\\\x00]*")  # names one folder: no separators, no leading dot
+
+
+def check_fingerprint(encoder: Encoder) -> str:
+    """The encoder's fingerprint, if it can name a cache folder (no path separators, not starting with ".")."""
+    fingerprint = str(getattr(encoder, "fingerprint", ""))
+    if not SAFE_FINGERPRINT.fullmatch(fingerprint):
+        raise WorkbenchError(f"encoder {getattr(encoder, 'name', '?')!r} has fingerprint {fingerprint!r}; "
+                             "fingerprints name cache folders, so they may not contain '/' or '\\' or start with "
+                             "'.' (use e.g. a sha256 hex digest of the weights)")
+    return fingerprint
+
+
 def cached(encoder: Encoder, dtype: str = "float16") -> CachedEncoder:
     """``encoder`` behind the embedding cache (an already cached encoder is returned as it is)."""
     return encoder if isinstance(encoder, CachedEncoder) else CachedEncoder(encoder, dtype)
@@ -169,7 +184,12 @@ def clear_cache(encoder: str | None = None) -> int:
     returns the bytes freed."""
     root = cache_dir()
     freed = 0
-    for row in cache_summary().itertuples():
+    summary = cache_summary()
+    if encoder is not None and not any(encoder == row.encoder or (len(encoder) >= 6 and row.fingerprint.startswith(
+            encoder[:16])) for row in summary.itertuples()):
+        raise WorkbenchError(f"nothing cached for encoder {encoder!r}; cached: "
+                             f"{', '.join(sorted(set(summary['encoder']))) or 'nothing'} (`workbench cache ls`)")
+    for row in summary.itertuples():
         by_fingerprint = encoder is not None and len(encoder) >= 6 and row.fingerprint.startswith(encoder[:16])
         if encoder is None or encoder == row.encoder or by_fingerprint:
             freed += row.bytes

@@ -34,6 +34,8 @@ def transfer(model, sources: Sequence[str], styles: Sequence[str], beam: int = 5
         return []
     if beam < 1:
         raise WorkbenchError(f"beam must be at least 1 (1 = greedy), got {beam}")
+    if max_len is not None and max_len < 1:
+        raise WorkbenchError(f"max_len must be at least 1 piece (default: the model's maximum), got {max_len}")
     if any(not str(s).strip() for s in (*sources, *styles)):
         raise WorkbenchError("source and style sentences must be non-empty")
     z_sem, z_lang = _latents(model, "semantic", sources), _latents(model, language, styles)

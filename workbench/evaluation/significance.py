@@ -5,6 +5,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import WorkbenchError
+
 
 @dataclass
 class BootstrapResult:
@@ -38,6 +40,8 @@ def bootstrap_differences(gold, sims_a, sims_b, groups=None, n_boot: int = 2000,
     With ``groups`` (a dataset label per pair) the statistic is the mean over groups of the per-group Pearson
     r — how STS years are reported — and pairs are resampled within their group.
     """
+    if not isinstance(n_boot, int) or n_boot < 100:
+        raise WorkbenchError(f"n_boot must be a whole number ≥ 100 resamples (got {n_boot}); 2000 is the default")
     gold, sims_a, sims_b = (np.asarray(v, dtype=np.float64) for v in (gold, sims_a, sims_b))
     if not (len(gold) == len(sims_a) == len(sims_b)) or len(gold) < 3:
         raise ValueError("gold and both similarity vectors need the same length (at least 3 pairs)")

@@ -11,7 +11,7 @@ import pandas as pd
 from scipy.stats import pearsonr, spearmanr
 
 from ..data.sts import HARD_STS, STS_DATASETS, load_sts, load_sts17, load_sts_hard
-from ..encoders import Encoder, check_embeddings, readable
+from ..encoders import Encoder, check_embeddings, check_language, readable
 
 PAPER_STS17_TRACKS = ("es-es", "ar-ar", "en-es", "en-ar", "en-tr")  # Figure 4
 
@@ -41,6 +41,7 @@ def evaluate_sts(encoder: Encoder, years: Sequence[int] = tuple(STS_DATASETS),
                  show_progress: bool = False) -> pd.DataFrame:
     """Tidy rows ``encoder, task, dataset, metric, value, n``: one per sub-dataset and metric, plus per-year
     ``dataset="all"`` rows (mean over sub-datasets) and, for several years, ``task="STS12-16"`` averages."""
+    check_language(encoder, "en", "STS")
     data = {year: load_sts(year) for year in years}
     sentences = [s for sets in data.values() for f in sets.values() for s in (*f["sentence1"], *f["sentence2"])]
     lookup = embed_unique(encoder, sentences, show_progress)

@@ -33,6 +33,7 @@ from .tasks import TaskCard, get_task
 log = logging.getLogger(__name__)
 
 BUILDER_VERSION = 6
+SPLIT_SIZES = ("train", "valid", "test")
 SPLIT_NAMES = ("tr", "va", "te")  # SentEval's split tags
 
 
@@ -119,6 +120,9 @@ def build_task(task: str | TaskCard, sizes: dict[str, int] | None = None, pool: 
     """
     card = get_task(task) if isinstance(task, str) else task
     sizes = dict(sizes or card.sizes)
+    if set(sizes) != set(SPLIT_SIZES) or not all(isinstance(v, int) and v >= 1 for v in sizes.values()):
+        raise WorkbenchError(f"probing sizes must give {', '.join(SPLIT_SIZES)} as whole numbers ≥ 1 "
+                             f"(got {sizes})")
     if card.builder not in BUILDERS:
         raise WorkbenchError(f"task {card.name!r} names builder {card.builder!r}; known: {', '.join(BUILDERS)}")
     spec = {"card": card.digest, "sizes": sizes, "seed": seed, "builder_version": BUILDER_VERSION,
