@@ -365,6 +365,9 @@ def checkpoint_update(folder: Path) -> int:
     return int(meta["update"])
 
 
+CURVE_COLUMNS = ["run", "update", "pairs_seen", "train_seconds", "metric", "view", "value"]
+
+
 def learning_curve(path: str | Path) -> pd.DataFrame:
     """A run's learning curves, tidy: ``run, update, pairs_seen, train_seconds, metric, view, value`` with
     metric ``stsb_dev`` (Pearson × 100, per English-reading view; update 0 is the network at initialisation)
@@ -387,7 +390,7 @@ def learning_curve(path: str | Path) -> pd.DataFrame:
                  for view, value in line.get("stsb_dev", {}).items()]
         if "valid_loss" in line:
             rows.append({**at, "metric": "valid_loss", "view": "all", "value": line["valid_loss"]})
-    return pd.DataFrame(rows, columns=["run", "update", "pairs_seen", "train_seconds", "metric", "view", "value"])
+    return pd.DataFrame(rows, columns=CURVE_COLUMNS)
 
 
 def train_wmf(cfg: TrainConfig, run_dir: str | Path, show_progress: bool = True) -> dict:
@@ -589,7 +592,7 @@ class Trainer:
             self._next_update_batches()
         logged = [p for p in (folder, folder.parent, folder.parent.parent)
                   if (p / "curve.csv").is_file() or (p / "metrics.jsonl").is_file()]
-        history = learning_curve(logged[0]) if logged else pd.DataFrame(columns=["update", "metric"])
+        history = learning_curve(logged[0]) if logged else pd.DataFrame(columns=CURVE_COLUMNS)
         history = history[history["update"] <= update]
         semantic = history[(history["metric"] == "stsb_dev") & (history["view"] == "semantic")
                            & (history["update"] == update)]["value"]
