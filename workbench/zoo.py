@@ -78,7 +78,7 @@ def hardware() -> str:
 
 def check_model_name(name: str) -> str:
     """``name`` if it can be a model folder's name (letters, digits, ``_ . -``; not ``.``/``..``)."""
-    if not SAFE_NAME.fullmatch(name or "") or set(name) == {"."}:
+    if not SAFE_NAME.fullmatch(name or ""):
         raise WorkbenchError(f"{name!r} is not a valid model name: use letters, digits, '_', '.' and '-' "
                              "(e.g. bgt-en-fr), starting with a letter or digit")
     return name
