@@ -310,7 +310,7 @@ def verify_files(folder: Path, meta: dict) -> None:
                                  "with (its sha256 differs from tokenizer_sha256 in config.json)")
 
 
-def _swap_folder(tmp: Path, folder: Path) -> None:
+def swap_folder(tmp: Path, folder: Path) -> None:
     """Put the complete folder ``tmp`` in the place of ``folder`` (the old one is removed only afterwards)."""
     old = folder.with_name(f".{folder.name}.old")
     shutil.rmtree(old, ignore_errors=True)
@@ -340,7 +340,7 @@ def save_checkpoint(run_dir: Path, model: torch.nn.Module, tokenizer: Tokenizer,
     save_file(tensors, str(tmp / "trainer_state.safetensors"))
     (tmp / "trainer_state.json").write_text(json.dumps({**state, "optimizer": opt_json, "files_sha256": file_digests(
         tmp, ("trainer_state.safetensors",))}, indent=2))
-    _swap_folder(tmp, folder)
+    swap_folder(tmp, folder)
     _atomic_text(run_dir / "latest", folder.name)
     kept = sorted((run_dir / "checkpoints").glob("update-*"), key=lambda p: int(p.name.split("-")[1]))
     for old in kept[: -cfg.keep_checkpoints]:
@@ -753,7 +753,7 @@ class Trainer:
         shutil.rmtree(tmp, ignore_errors=True)
         _write_weights(tmp, self.model, self.tokenizer, {"train": asdict(self.cfg), "data_sha256": self.data_digest,
                                                          "update": self.state["update"], "stsb_dev": scores})
-        _swap_folder(tmp, self.run_dir / "best")
+        swap_folder(tmp, self.run_dir / "best")
 
     def _log(self, record: dict) -> None:
         if self.rank == 0:

@@ -118,7 +118,7 @@ def _install(name: str, root: Path, state: dict, config: dict, spm_model: Path |
              sizes: dict[str, int], show_progress: bool, force: bool) -> Path:
     """Write the model into a temporary folder beside ``root/name``, measure its card there, then swap it in:
     an existing model is replaced only with ``force`` and only once the new one is complete."""
-    from .train import file_digests
+    from .train import file_digests, swap_folder
     dest = root / name
     if dest.exists() and not force:
         raise WorkbenchError(f"{dest} exists; pass --force (force=True) to replace it, or choose another --name")
@@ -136,12 +136,7 @@ def _install(name: str, root: Path, state: dict, config: dict, spm_model: Path |
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    old = root / f".{name}.old"
-    shutil.rmtree(old, ignore_errors=True)
-    if dest.exists():
-        os.replace(dest, old)
-    os.replace(tmp, dest)
-    shutil.rmtree(old, ignore_errors=True)
+    swap_folder(tmp, dest)
     return dest
 
 

@@ -19,7 +19,7 @@ from sacremoses import MosesTokenizer
 
 _moses = MosesTokenizer(lang="en")
 _ALNUM, _N, _ALPHA = _moses.IsAlnum, _moses.IsN, _moses.IsAlpha
-_LOWER = frozenset(_moses.IsLower)
+_LOWER, _ALPHA_CHARS = frozenset(_moses.IsLower), frozenset(_ALPHA)
 _NONBREAKING = frozenset(_moses.NONBREAKING_PREFIXES) - frozenset(_moses.NUMERIC_ONLY_PREFIXES)
 _NUMERIC_ONLY = frozenset(_moses.NUMERIC_ONLY_PREFIXES)
 
@@ -75,7 +75,7 @@ def _split_period(match: re.Match) -> str:
     text, at = match.string, match.start()
     prefix = text[max(text.rfind(" ", 0, at), text.rfind("\n", 0, at)) + 1:at]
     following = match.group(1)
-    keep = (("." in prefix and any(c in _ALPHA for c in prefix)) or prefix in _NONBREAKING
+    keep = (("." in prefix and not _ALPHA_CHARS.isdisjoint(prefix)) or prefix in _NONBREAKING
             or (following is not None and following[0] in _LOWER)
             or (prefix in _NUMERIC_ONLY and following is not None and _NUMBER_START.match(following)))
     return match.group(0) if keep else " " + match.group(0)

@@ -13,18 +13,22 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..data.tokenizer import preprocess
+from ..data.tokenizer import preprocess, preprocess_many
 
 
 def first_word_type(sentence: str) -> str:
-    tokens = preprocess(sentence).split()
+    return _first(preprocess(sentence))
+
+
+def _first(preprocessed: str) -> str:
+    tokens = preprocessed.split(maxsplit=1)
     return tokens[0] if tokens else ""
 
 
 def control_labels(sentences: Sequence[str], labels: Sequence[str], seed: int = 0) -> np.ndarray:
     """Control labels for ``sentences``: one random label per first-word type, assigned so that the
     sentence-level label distribution matches that of ``labels`` as closely as whole types allow."""
-    types = [first_word_type(s) for s in sentences]
+    types = [_first(tokens) for tokens in preprocess_many(sentences)]
     rng = np.random.default_rng(seed)
     deficit = Counter(labels)  # sentences each label still needs
     label_names = sorted(deficit)
