@@ -15,8 +15,12 @@ def tok(*sentences):
     return [tokenise(s) for s in sentences]
 
 
-def labels_of(pairs):
-    return {sentence: label for label, sentence in pairs}
+def labels_of(candidates):
+    return {sentence: label for label, sentence, _ in candidates}
+
+
+def words_of(candidates):
+    return {sentence: word for _, sentence, word in candidates}
 
 
 def test_dependency_depth_and_top_sequence_by_hand():
@@ -26,6 +30,8 @@ def test_dependency_depth_and_top_sequence_by_hand():
                     "Since my room faces south, it isn't so cold.", "Where did you go?")
     docs = parse(sentences, "en", show_progress=False)
     assert [builders._depth(builders._root(d)) for d in docs[:3]] == [5, 4, 5]
+    roots = [word for _, _, word in builders.top_constituents(sentences, "en", n_classes=3)]  # the control's keys
+    assert roots[:3] == ["reading", "eaten", "announce"]
     assert [builders.top_sequence(d) for d in docs] == ["NP_VP_.", "NP_VP_.", "NP_VP_.", "SBAR_,_NP_VP_.",
                                                           "ADVP_VP_?"]
 
@@ -36,8 +42,12 @@ def test_tense_and_number_by_hand():
                     "The dog chases the cat.")
     tense = labels_of(builders.main_tense(sentences, "en"))
     assert tense == {sentences[0]: "PAST", sentences[1]: "PAST", sentences[2]: "PRES", sentences[4]: "PRES"}
+    # the label words (the control task's keys): main verb, subject head, object head
+    assert list(words_of(builders.main_tense(sentences, "en")).values()) == ["reading", "ate", "eaten", "chases"]
     subjects = labels_of(builders.subject_number(sentences, "en"))  # pronoun/proper-noun subjects dropped
     assert subjects == {sentences[0]: "NNS", sentences[3]: "NN", sentences[4]: "NN"}
+    assert list(words_of(builders.subject_number(sentences, "en")).values()) == ["men", "committee", "dog"]
+    assert words_of(builders.object_number(sentences, "en"))[sentences[1]] == "cakes"
     objects = labels_of(builders.object_number(sentences, "en"))
     assert objects[sentences[0]] == "NNS" and objects[sentences[1]] == "NNS" and objects[sentences[2]] == "NN"
 
@@ -46,14 +56,16 @@ def test_changing_builders_use_each_source_once_and_change_it_right():
     pool = tok(*(f"I have {n} ears but I only have one mouth." for n in ("two", "three", "four", "five", "six")))
     inverted = builders.coordination_inversion(pool, "en", seed=0)
     assert len(inverted) == len(pool)
-    for label, sentence in inverted:
+    for label, sentence, word in inverted:
+        assert word == "have"  # the first clause's root verb
         source = next(s for s in pool if s.split()[2] in sentence.split())
         expected = source if label == "O" else "I only have one mouth but " + source[:source.index(" but")] + " ."
         assert sentence == expected
     shifted = builders.bigram_shift(pool, "en", seed=1)
-    assert Counter(label for label, _ in shifted) == Counter({"O": 2, "I": 3})
-    for label, sentence in shifted:
+    assert Counter(label for label, _, _ in shifted) == Counter({"O": 2, "I": 3})
+    for label, sentence, word in shifted:
         tokens = sentence.split()
+        assert word in tokens
         assert tokens[-1] == "." and sorted(tokens) == sorted(next(s for s in pool if sorted(s.split()) == sorted(
             tokens)).split())
         differs = sum(a != b for a, b in zip(tokens, next(s for s in pool if sorted(s.split()) == sorted(tokens))
@@ -74,14 +86,16 @@ def test_gender_swaps_articles_not_clitics():
     french = tok("Le chat mange la souris.", "Je la connais bien.", "Une femme achète un livre.")
     spanish = tok("Los niños comen las manzanas.", "Las compré ayer.")
     for language, sources in (("fr", french), ("es", spanish)):
-        out = [pair for seed in range(4) for pair in builders.article_gender(sources, language, seed=seed)]
-        assert {label for label, _ in out} == {"correct", "incorrect"}
-        for label, sentence in out:
+        out = [one for seed in range(4) for one in builders.article_gender(sources, language, seed=seed)]
+        assert {label for label, _, _ in out} == {"correct", "incorrect"}
+        for label, sentence, word in out:
+            assert word.lower() in builders.ARTICLE_SWAPS[language] and word in sentence.split()
             assert not sentence.startswith(("Je", "Las compré"))  # clitic pronouns are never candidates
             if label == "correct":
                 assert sentence in sources
             else:
                 old, new = one_token_change(sources, sentence)
+                assert new == word  # the label word is the article the sentence shows
                 assert builders.ARTICLE_SWAPS[language][old.lower()] == new.lower()
                 assert old[0].isupper() == new[0].isupper()
     with pytest.raises(ValueError, match="exists for fr, es"):
@@ -92,9 +106,10 @@ def test_word_content_and_punct_first_by_hand():
     pool = tok("the cat sat .", "the dog sat .", "a cat ran .", "the cat saw a dog .", "Oh, no!", "Wait - what?")
     # by frequency, ties alphabetical: cat 3, the 3, a 2, dog 2, sat 2, ...: ranks 2-3 are "a" and "dog"
     content = builders.word_content(pool, "en", first_rank=2, n_words=2)
-    assert content == [("dog", pool[1]), ("a", pool[2])]  # "the cat saw a dog ." holds both targets: dropped
+    assert content == [("dog", pool[1], "dog"), ("a", pool[2], "a")]  # "the cat saw a dog ." holds both targets: dropped
     first = labels_of(builders.punct_first(pool, "en", marks=[".", ","]))
     assert first[pool[0]] == "." and first[pool[4]] == "," and first[pool[5]] == "other"
+    assert words_of(builders.punct_first(pool, "en", marks=[".", ","]))[pool[5]] == "-"
 
 
 def test_somo_replacement_is_frequency_matched_and_attested():
@@ -103,7 +118,9 @@ def test_somo_replacement_is_frequency_matched_and_attested():
     counts = Counter(t.lower() for s in tokens for t in s.split())
     bigrams = {(a.lower(), b.lower()) for s in tokens for a, b in zip(s.split(), s.split()[1:])}
     out = builders.odd_man_out(tokens, "en", seed=0)
-    changed = [s for label, s in out if label == "C"]
+    changed = [s for label, s, _ in out if label == "C"]
+    for label, sentence, word in out:  # the label word is the replacement, or the word that could be replaced
+        assert word in sentence.split()
     assert len(changed) > 300
     originals = {len(s.split()): [] for s in tokens}
     for s in tokens:
@@ -127,6 +144,11 @@ def test_changed_and_intact_sentences_differ_in_the_change_alone(task):
     intact = data["label"] == "O"
     lengths = data["sentence"].str.split().str.len()
     assert ks_2samp(lengths[intact], lengths[~intact]).pvalue > 0.01  # same length distribution
+    if task == "somo":  # the word at the (possible) substitution: same pool-frequency distribution in both classes
+        counts = Counter(t.lower() for s in tok(*pool) for t in s.split())
+        frequency = data["word"].str.lower().map(counts)
+        assert frequency.min() > 0
+        assert ks_2samp(frequency[intact], frequency[~intact]).pvalue > 0.01
     words = HashingVectorizer(n_features=2 ** 18, alternate_sign=False, norm=None).transform(data["sentence"])
     bag_of_words = cross_val_score(LogisticRegression(max_iter=1000), words, data["label"], cv=5).mean()
     assert bag_of_words <= 0.55  # no lexical shortcut to the label (the builder before this one: 55.9% on SOMO)

@@ -9,7 +9,7 @@ from workbench.data.tokenizer import preprocess, tokenise
 from workbench.errors import UnknownNameError, WorkbenchError
 from workbench.probing import build, builders
 from workbench.probing.classifiers import LogisticProbe
-from workbench.probing.control import control_labels, first_word_type
+from workbench.probing.control import control_labels, control_words, first_word_type
 from workbench.probing.probe import bootstrap_ci, probe
 from workbench.probing.tasks import TaskCard, get_task, task_names
 
@@ -64,8 +64,8 @@ def test_surface_builders_on_hand_checked_sentences():
     sentences = ["Hi there you .", "I do not know what you mean .",  # 4 and 8 tokens
                  "Tom , who 's there ?", "No punctuation here at all",
                  "\u201cWait\u201d \u2014 she said , \u2026 " + "! " * 12]
-    assert builders.length_bins(sentences[:2], "en", bins=[[5, 8], [9, 12]]) == [("0", sentences[1])]
-    counts = dict((s, label) for label, s in builders.punct_count(sentences, "en", max_label=11))
+    assert builders.length_bins(sentences[:2], "en", bins=[[5, 8], [9, 12]]) == [("0", sentences[1], "")]
+    counts = dict((s, label) for label, s, _ in builders.punct_count(sentences, "en", max_label=11))
     assert counts[sentences[0]] == "1" and counts[sentences[1]] == "1"
     assert counts[sentences[2]] == "3"  # , ' ?
     assert sentences[3] not in counts
@@ -137,15 +137,32 @@ def test_bootstrap_ci_brackets_the_mean():
     assert low < 0.75 < high and high - low < 0.07
 
 
-def test_control_labels_follow_word_types_and_the_label_distribution():
-    data = build.build_task("length", sizes=SMALL).data
-    control = control_labels(list(data["sentence"]), list(data["label"]), seed=0)
+@pytest.mark.parametrize("task,kind,key", [("length", "word", "first word"), ("subj_num", "word", "word"),
+                                           ("subj_num", "first_word", "first word")])
+def test_control_labels_follow_word_types_and_the_label_distribution(task, kind, key):
+    data = build.build_task(task, sizes=SMALL).data
+    words, used = control_words(data, kind)
+    assert used == key.replace(" ", "_")  # length is read from no single word: its control keys on the first
+    control = control_labels(words, list(data["label"]), seed=0)
+    expected_keys = (data["word"].str.lower() if key == "word" else data["sentence"].map(first_word_type))
     by_type = {}
-    for sentence, label in zip(data["sentence"], control):
-        assert by_type.setdefault(first_word_type(sentence), label) == label  # a function of the word type
+    for word_type, label in zip(expected_keys, control):
+        assert by_type.setdefault(word_type, label) == label  # a function of the word type
+    assert len(by_type) > 50  # many types, not a handful (SubjNum: the subject heads)
     task_share = data["label"].value_counts(normalize=True)
     control_share = pd.Series(control).value_counts(normalize=True)
     assert (task_share - control_share.reindex(task_share.index, fill_value=0)).abs().max() < 0.03
+    with pytest.raises(UnknownNameError, match="valid: first_word, word"):
+        control_words(data, "last_word")
+
+
+def test_selectivity_is_positive_where_a_trained_encoder_encodes_the_property():
+    from workbench.train import load
+    english = load("bgt-en-fr").encoder("en")
+    for task in ("subj_num", "tense"):
+        result = probe(english, task, sizes=SMALL)
+        assert result.control == "word" and "(word control)" in str(result)
+        assert result.control_accuracy < result.accuracy and result.selectivity > 0.05, result
 
 
 def test_selectivity_separates_property_from_lexical_memory(length_task):
@@ -214,9 +231,14 @@ def test_erasing_a_concept_leaves_a_linear_probe_at_the_majority_and_sts_nearly_
     assert before.accuracy > before.majority + 0.15  # BGT's semantic encoder knows the length ...
     assert after.accuracy <= after.majority + 0.03  # ... and after LEACE no linear probe does
     assert erased.dim == sp.dim and erased.languages == sp.languages and erased.fingerprint != sp.fingerprint
-    from workbench.evaluation.sts import evaluate_sts
-    sts = {name: evaluate_sts(wb.cached(e), years=(2016,)).query("dataset == 'all' and metric == 'pearson'")
-           ["value"].iloc[0] for name, e in (("before", sp), ("after", erased))}
-    assert abs(sts["after"] - sts["before"]) < 2  # STS (Pearson × 100) hardly needs the length
+    from workbench.figures import erasure_figure
+    from workbench.probing.erase import erasure_effects
+    effects = erasure_effects([sp], ["length"], sizes=SMALL, years=(2016,), show_progress=False)
+    accuracy, sts = effects.iloc[0], effects.iloc[1]
+    assert accuracy.metric == "length accuracy" and sts.metric == "STS16" and sts.encoder == sp.name
+    assert (accuracy.before, accuracy.after) == pytest.approx((100 * before.accuracy, 100 * after.accuracy))
+    assert 50 < sts.before < 80 and abs(sts.change) < 2  # STS (Pearson × 100) hardly needs the length
+    bars = erasure_figure(effects).data[0]
+    assert list(bars.x) == ["length"] and bars.y[0] == pytest.approx(sts.change) and bars.name == sp.name
     with pytest.raises(WorkbenchError, match="task 'gender_fr' is in 'fr' but encoder 'bgt-en-fr:en' reads en"):
         wb.erase(wb.load("bgt-en-fr").encoder("en"), "gender_fr", sizes=SMALL)

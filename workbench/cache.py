@@ -4,7 +4,10 @@ Entries live under ``<home>/cache/embeddings/<fingerprint[:16]>/<sentences diges
 holding the array (float16 unless a value overflows it) and a header with the sha256 of the array's bytes, the
 encoder's name and full fingerprint. Writes go to a temp file renamed into place, under a file lock, so two
 processes asking for the same entry encode it once; a read re-checks the checksum, and an entry that is
-truncated or corrupted is reported, deleted and recomputed — never returned.
+truncated or corrupted is reported, deleted and recomputed — never returned. Each fingerprint's folder records
+the encoder that claimed it (``encoder.json``: name and dimension): a second encoder with the same fingerprint
+but another name or dimension is refused, since it would be answered with the first one's embeddings and
+results. Results computed from embeddings (:func:`remember`) carry a checksum too.
 """
 from __future__ import annotations
 
@@ -64,10 +67,33 @@ class CachedEncoder:
             raise ValueError(f"cache dtype {dtype!r} is not valid; valid: float16, float32")
         self.encoder, self.dtype, self.root = encoder, dtype, root
         self.name, self.dim, self.fingerprint = encoder.name, encoder.dim, check_fingerprint(encoder)
+        self._claim()
         languages = getattr(encoder, "languages", None)
         if languages is not None:
             self.languages = languages
         self.hits = self.misses = 0
+
+    def _claim(self) -> None:
+        """Record (or check) which encoder this fingerprint belongs to."""
+        path = (self.root or cache_dir()) / self.fingerprint[:16] / "encoder.json"
+        identity = {"name": self.name, "dim": int(self.dim), "fingerprint": self.fingerprint}
+        try:
+            owner = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            owner = None
+        if isinstance(owner, dict) and owner.get("fingerprint") == self.fingerprint:
+            if (owner.get("name"), owner.get("dim")) != (identity["name"], identity["dim"]):
+                raise WorkbenchError(
+                    f"encoder {self.name!r} (dim {self.dim}) has fingerprint {self.fingerprint[:16]}…, which the "
+                    f"cache already holds for encoder {owner.get('name')!r} (dim {owner.get('dim')}): it would get "
+                    "that encoder's embeddings and results. Give a different network its own fingerprint (e.g. "
+                    "a sha256 of its weights), or the same network the same name; `workbench cache clear "
+                    f"--encoder {owner.get('name')}` forgets the old one")
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(identity), encoding="utf-8")
+        os.replace(tmp, path)
 
     def path_for(self, sentences: Sequence[str]) -> Path:
         root = self.root or cache_dir()
@@ -214,14 +240,53 @@ def remember(kind: str, fingerprint: str, key: dict, compute: Callable[[], dict 
     if path.is_file() and not refresh:
         try:
             stored = json.loads(path.read_text(encoding="utf-8"))
-            if stored.get("key") == json.loads(json.dumps(key, default=str)):
+            if (stored.get("key") == json.loads(json.dumps(key, default=str))
+                    and stored.get("sha256") == _result_digest(stored.get("result"))):
                 return stored["result"]
-        except (json.JSONDecodeError, AttributeError):
+        except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
             pass
-        log.warning("cached result %s is unreadable or stale; recomputing it", path)
-    result = compute()
+        log.warning("cached result %s is unreadable, edited or stale; recomputing it", path)
+    result = json.loads(json.dumps(compute(), default=str))  # as a later read will return it
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({"key": key, "result": result}, default=str), encoding="utf-8")
+    tmp.write_text(json.dumps({"key": key, "result": result, "sha256": _result_digest(result)}), encoding="utf-8")
     os.replace(tmp, path)
     return result
+
+
+def _result_digest(result) -> str:
+    return hashlib.sha256(json.dumps(result, sort_keys=True).encode()).hexdigest()
+
+
+TEMP_FILE = re.compile(r"\..+\.(\d+)\.tmp")  # what every atomic write of the workbench leaves while it runs
+
+
+def stale_temp_files(root: Path | None = None) -> list[Path]:
+    """Temporary files under the workbench home (or ``root``) whose writing process is gone: what a writer
+    killed mid-write leaves behind."""
+    root = root or home_dir()
+    stale = []
+    for path in root.rglob(".*.tmp") if root.is_dir() else []:
+        match = TEMP_FILE.fullmatch(path.name)
+        if match and path.is_file() and not _alive(int(match.group(1))):
+            stale.append(path)
+    return sorted(stale)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True  # another user's process (or a number no pid can be): leave it alone
+    return True
+
+
+def clear_stale(root: Path | None = None) -> int:
+    """Delete :func:`stale_temp_files`; returns the bytes freed."""
+    freed = 0
+    for path in stale_temp_files(root):
+        freed += path.stat().st_size
+        path.unlink(missing_ok=True)
+    return freed

@@ -159,8 +159,8 @@ def _probe(args) -> None:
     encoder = _encoder(args)
     rows = []
     for task in tqdm(args.task, desc="probing", unit="task", disable=len(args.task) == 1):
-        result = probe(encoder, task, classifier=args.classifier, control=not args.no_control, mdl=args.mdl,
-                       sizes=_sizes(args))
+        result = probe(encoder, task, classifier=args.classifier, control=not args.no_control and args.control,
+                       mdl=args.mdl, sizes=_sizes(args))
         rows.append(result.to_frame())
     df = pd.concat(rows, ignore_index=True)
     table = df.pivot_table(index="task", columns="metric", values="value", sort=False)
@@ -190,18 +190,25 @@ def _probes(args) -> None:
 
 
 def _cache(args) -> None:
-    from .cache import cache_dir, cache_summary, clear_cache
+    from .cache import cache_dir, cache_summary, clear_cache, clear_stale, stale_temp_files
     if args.action == "ls":
         summary = cache_summary()
         if summary.empty:
             print(f"the embedding cache is empty ({cache_dir()})")
-            return
-        summary["size"] = summary.pop("bytes").map(lambda b: f"{b / 2**20:.1f} MiB")
-        print(summary.to_string(index=False))
-        print(f"({cache_dir()})")
-    else:
-        freed = clear_cache(args.encoder)
-        print(f"freed {freed / 2**20:.1f} MiB")
+        else:
+            summary["size"] = summary.pop("bytes").map(lambda b: f"{b / 2**20:.1f} MiB")
+            print(summary.to_string(index=False))
+            print(f"({cache_dir()})")
+        stale = stale_temp_files()
+        if stale:
+            print(f"{len(stale)} temporary files of interrupted writers "
+                  f"({sum(p.stat().st_size for p in stale) / 2**20:.1f} MiB), e.g. {stale[0]}: "
+                  "`workbench cache clear --stale` removes them")
+        return
+    if args.stale and args.encoder:
+        raise WorkbenchError("give --stale or --encoder, not both")
+    freed = clear_stale() if args.stale else clear_cache(args.encoder)
+    print(f"freed {freed / 2**20:.1f} MiB")
 
 
 def _evaluate(args) -> None:
@@ -220,8 +227,8 @@ def _evaluate(args) -> None:
 
 
 def _report(args) -> None:
-    from .figures import report
-    df = pd.read_csv(args.results)
+    from .figures import read_results, report
+    df = read_results(args.results)
     path = report(df, Path(args.out) / "report.html", title=args.title)
     print(f"report: {path.resolve()}")
 
@@ -296,6 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--style", help="sentence whose style is used (English language encoder)")
     p.add_argument("--pairs", help="batch mode: CSV/TSV with source and style columns")
     p.add_argument("--out", help="batch mode: write the table with an output column as CSV")
+    p.add_argument("--force", action="store_true", help="replace --out if it exists")
     p.add_argument("--beam", type=int, default=5, help="beam size (1 = greedy; 5)")
     p.add_argument("--max-len", type=int, help="maximum generated pieces (the model's maximum)")
     p.set_defaults(func=_transfer)
@@ -338,15 +346,20 @@ def build_parser() -> argparse.ArgumentParser:
     encoder_args(p)
     p.add_argument("--input", required=True)
     p.add_argument("--out", required=True)
+    p.add_argument("--force", action="store_true", help="replace --out if it exists")
     p.set_defaults(func=_encode)
 
     p = sub.add_parser("probe", help="train probing classifiers and print test accuracy, selectivity, ...")
     encoder_args(p)
     p.add_argument("--task", nargs="+", choices=task_names(), default=task_names(), help="tasks (all)")
     p.add_argument("--classifier", choices=("logreg", "mlp"), default="logreg")
+    p.add_argument("--control", choices=("word", "first_word"), default="word",
+                   help="the control task's labels are a random function of the word the label is read from "
+                        "(word; the first word where there is none) or of the first word (first_word)")
     p.add_argument("--no-control", action="store_true", help="skip the control task (no selectivity)")
     p.add_argument("--mdl", action="store_true", help="also the MDL online codelength (logreg)")
     p.add_argument("--out", help="also write the tidy results as CSV")
+    p.add_argument("--force", action="store_true", help="replace --out if it exists")
     sizes(p)
     p.set_defaults(func=_probe)
 
@@ -364,12 +377,14 @@ def build_parser() -> argparse.ArgumentParser:
     csub.add_parser("ls", help="entries and size per encoder")
     q = csub.add_parser("clear", help="delete cached embeddings and results")
     q.add_argument("--encoder", help="only this encoder (name or fingerprint prefix)")
+    q.add_argument("--stale", action="store_true", help="only the temporary files that killed writers left behind")
     p.set_defaults(func=_cache)
 
     p = sub.add_parser("evaluate", help="semantic evaluation: STS 2012-16, Hard STS, STS17, Tatoeba")
     encoder_args(p)
     p.add_argument("--suite", choices=[*SUITES, "all"], default="sts")
     p.add_argument("--out", help="also write the tidy results as CSV")
+    p.add_argument("--force", action="store_true", help="replace --out if it exists")
     p.add_argument("--against", choices=[*UNTRAINED, *REFERENCE],
                    help="paired bootstrap test on STS 2012-16 against this encoder")
     p.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples (2000)")
@@ -391,6 +406,7 @@ def main(argv: list[str] | None = None) -> int:
     for chatty in ("kaleido", "choreographer", "logistro"):  # the static-export browser's own bookkeeping
         logging.getLogger(chatty).setLevel(logging.WARNING)
     try:
+        _check_output(args)
         args.func(args)
     except USER_ERRORS as err:
         if args.debug or os.environ.get("WORKBENCH_DEBUG") == "1":
@@ -398,6 +414,42 @@ def main(argv: list[str] | None = None) -> int:
         print(f"workbench {args.command}: error: {_describe(err)}", file=sys.stderr)
         return 2
     return 0
+
+
+# Commands whose --out is one file, never replaced without --force; and those whose --out is a report (a folder,
+# or reproduce's HTML) that a second run rewrites, saying so.
+FILE_OUTPUTS = ("encode", "probe", "evaluate", "transfer")
+REPORT_OUTPUTS = {"demo": "folder", "curve": "folder", "report": "folder", "reproduce": "file"}
+
+
+def _check_output(args) -> None:
+    """Refuse, before any work starts, an ``--out`` that cannot be written or would silently replace a file."""
+    out = getattr(args, "out", None)
+    if out is None or args.command not in (*FILE_OUTPUTS, *REPORT_OUTPUTS):
+        return
+    path = Path(out)
+    folder = REPORT_OUTPUTS.get(args.command) == "folder"
+    if args.command in FILE_OUTPUTS:
+        if not path.parent.is_dir():
+            raise WorkbenchError(f"--out {out}: folder {path.parent} does not exist (create it first)")
+        if path.is_dir():
+            raise WorkbenchError(f"--out {out} is a folder; give a file name")
+        if path.exists() and not args.force:
+            raise WorkbenchError(f"--out {out} exists; --force replaces it")
+        writable = path.parent
+    else:
+        if path.exists() and folder != path.is_dir():
+            raise WorkbenchError(f"--out {out} is a {'file' if folder else 'folder'}; give a "
+                                 f"{'folder' if folder else 'file name'}")
+        writable = path if folder else path.parent
+        while not writable.exists():  # the folders that will be created
+            writable = writable.parent
+        if not writable.is_dir():
+            raise WorkbenchError(f"--out {out}: {writable} is a file, so the folder cannot be created")
+        if path.exists() and (not folder or any(path.iterdir())):
+            print(f"workbench {args.command}: replacing the earlier report in {out}", file=sys.stderr)
+    if not os.access(writable, os.W_OK):
+        raise WorkbenchError(f"--out {out}: no permission to write in {writable}")
 
 
 # Errors that come from what the user gave (files, paths, settings): one line and exit 2, no traceback

@@ -18,6 +18,7 @@ from .data.sts import STS_DATASETS
 from .errors import WorkbenchError
 from .evaluation.sts import evaluate_sts
 from .figures import report
+from .probing.build import check_sizes
 from .probing.probe import probe
 from .zoo import CARD_SIZES, GENDER_TASKS, TABLE3_TASKS, shipped
 
@@ -43,6 +44,7 @@ def compare(pairs: tuple[str, ...] = ("en-fr",), sizes: dict[str, int] = CARD_SI
     """Table 3's comparison as a tidy frame with a ``pair`` column: probes (with selectivity when
     ``control``) and STS for each pair's encoders (:func:`demo_encoders`). ``save_to``: a CSV rewritten after
     every step."""
+    check_sizes(sizes)  # before any work
     plan = []  # (pair, encoder, tasks, STS?)
     for pair in pairs:
         *english, foreign = [cached(e) for e in demo_encoders(pair)]

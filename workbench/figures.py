@@ -15,6 +15,8 @@ from pathlib import Path
 import pandas as pd
 import plotly.graph_objects as go
 
+from .errors import WorkbenchError
+
 log = logging.getLogger(__name__)
 
 RESULT_COLUMNS = ("encoder", "task", "dataset", "metric", "value", "ci_low", "ci_high", "n")
@@ -24,12 +26,31 @@ def tidy(df: pd.DataFrame) -> pd.DataFrame:
     """Add the optional result columns that are missing; standard columns first, any others after."""
     missing = {"encoder", "task", "metric", "value"} - set(df.columns)
     if missing:
-        raise ValueError(f"result frame lacks columns {sorted(missing)}; needs at least encoder, task, metric, value")
-    df = df.copy()
+        raise WorkbenchError(f"result frame lacks columns {sorted(missing)}; needs at least encoder, task, metric, "
+                             f"value (it has {', '.join(map(str, df.columns)) or 'none'})")
+    numbers = pd.to_numeric(df["value"], errors="coerce")
+    bad = df["value"][numbers.isna() & df["value"].notna()]
+    if len(bad):
+        raise WorkbenchError(f"result column 'value' must hold numbers; row {bad.index[0]} has {bad.iloc[0]!r}")
+    df = df.assign(value=numbers)
     for column in RESULT_COLUMNS:
         if column not in df.columns:
             df[column] = "all" if column == "dataset" else float("nan")
     return df[[*RESULT_COLUMNS, *(c for c in df.columns if c not in RESULT_COLUMNS)]]
+
+
+def read_results(path: str | Path) -> pd.DataFrame:
+    """A results CSV (as ``probe``/``evaluate``/``demo`` write them), checked against the tidy schema."""
+    try:
+        df = pd.read_csv(path)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as err:
+        raise WorkbenchError(f"{path}: not a results CSV ({err})") from None
+    if df.empty:
+        raise WorkbenchError(f"{path}: the results CSV has no rows")
+    try:
+        return tidy(df)
+    except WorkbenchError as err:
+        raise WorkbenchError(f"{path}: {err}") from None
 
 
 def probe_figure(df: pd.DataFrame) -> go.Figure:
@@ -59,6 +80,22 @@ def selectivity_figure(df: pd.DataFrame) -> go.Figure:
         fig.add_bar(name=encoder, x=part["task"], y=100 * part["value"])
     fig.update_layout(barmode="group", title="Selectivity: accuracy minus control-task accuracy (Hewitt & Liang)",
                       yaxis_title="selectivity × 100", xaxis_title="task", template="plotly_white")
+    return fig
+
+
+def erasure_figure(effects: pd.DataFrame) -> go.Figure:
+    """Grouped bars of the STS change (Pearson × 100) when each concept is erased (LEACE), per encoder;
+    ``effects`` as :func:`workbench.probing.erase.erasure_effects` returns."""
+    rows = effects[effects["metric"].str.startswith("STS")]
+    fig = go.Figure()
+    for encoder, part in rows.groupby("encoder", sort=False):
+        fig.add_bar(name=encoder, x=part["erased"], y=part["change"],
+                    customdata=part[["before", "after"]], hovertemplate="%{x}: %{customdata[0]:.2f} → "
+                    "%{customdata[1]:.2f}<extra>%{fullData.name}</extra>")
+    metric = rows["metric"].iloc[0] if len(rows) else "STS"
+    fig.update_layout(barmode="group", title=f"What {metric} costs when you erase a concept (LEACE)",
+                      yaxis_title=f"{metric} change (Pearson × 100)", xaxis_title="erased concept",
+                      template="plotly_white")
     return fig
 
 
@@ -211,7 +248,7 @@ def report(df: pd.DataFrame, path: str | Path, title: str = "BGT workbench repor
     df = tidy(df)
     figures = figures_for(df)
     if not figures:
-        raise ValueError("nothing to plot: the results have no 'accuracy' (probe) or 'pearson' (STS) rows")
+        raise WorkbenchError("nothing to plot: the results have no 'accuracy' (probe) or 'pearson' (STS) rows")
     problems = export_figures(figures, path.parent, stem=path.stem, formats=("png", "pdf") if static else ())
     for problem in problems:
         log.warning("%s", problem)

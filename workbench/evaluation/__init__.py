@@ -1,16 +1,20 @@
 """Semantic evaluation suites; :func:`evaluate` is the entry point."""
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pandas as pd
 
 from ..cache import cached, remember
 from ..data.sts import STS_DATASETS, TATOEBA_CODES, load_sts, load_tatoeba
 from ..encoders import Encoder, check_embeddings, readable
-from ..errors import check_name
+from ..errors import WorkbenchError, check_name
 from .retrieval import retrieval_errors
 from .significance import bootstrap_differences, summarise
 from .sts import cosine, embed_unique, evaluate_hard_sts, evaluate_sts, evaluate_sts17
+
+log = logging.getLogger(__name__)
 
 
 def evaluate_tatoeba(encoder: Encoder, languages=None, margin: bool = False,
@@ -21,6 +25,10 @@ def evaluate_tatoeba(encoder: Encoder, languages=None, margin: bool = False,
     if languages is None:
         reads = getattr(encoder, "languages", None)
         languages = [lang for lang in TATOEBA_CODES if reads is None or {"en", lang} <= set(reads)]
+        if not languages:
+            raise WorkbenchError(f"Tatoeba pairs English with {', '.join(TATOEBA_CODES)}, but encoder "
+                                 f"{encoder.name!r} reads {', '.join(reads) or 'nothing'}: nothing to evaluate "
+                                 "(use a shared encoder, e.g. BGT's semantic view)")
     rows = []
     for language in languages:
         readable(encoder, ("en", language), f"Tatoeba {language}-en", strict=True)
@@ -45,6 +53,11 @@ def evaluate(encoder: Encoder, suite: str = "sts", show_progress: bool = False, 
     (``cache=False`` bypasses both)."""
     check_name("evaluation suite", suite, [*SUITES, "all"])
     names = list(SUITES) if suite == "all" else [suite]
+    reads = getattr(encoder, "languages", None)
+    if suite == "all" and reads is not None and not any({"en", lang} <= set(reads) for lang in TATOEBA_CODES):
+        log.warning("skipping Tatoeba: encoder %r reads %s, not English and a Tatoeba language", encoder.name,
+                    ", ".join(reads))
+        names.remove("tatoeba")
     if not cache:
         return pd.concat([SUITES[name](encoder, show_progress=show_progress) for name in names], ignore_index=True)
     encoder = cached(encoder)

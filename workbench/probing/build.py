@@ -1,10 +1,12 @@
 """Building probing datasets from the probe pool (held-out sentences of the parallel data).
 
-A builder turns pool sentences into ``(label, sentence)`` candidates; the shared selection then caps each
-label (``max_per_label``), shuffles with a fixed seed and splits each label proportionally into
-train/valid/test of the card's sizes — scaled down by one factor, with a warning, when the pool is smaller.
-Datasets are stored under ``<home>/probing/<task>-<key>/`` in SentEval's ``split<TAB>label<TAB>sentence``
-format beside a ``manifest.json`` (digest, label counts, sizes, builder version); a built task is reused.
+A builder turns pool sentences into ``(label, sentence, word)`` candidates (``word``: the token the label is read
+from, for the control task); the shared selection then caps each label (``max_per_label``), shuffles with a
+fixed seed and splits each label proportionally into train/valid/test of the card's sizes — scaled down by one
+factor, with a warning, when the pool is smaller. Datasets are stored under ``<home>/probing/<task>-<key>/`` in
+SentEval's ``split<TAB>label<TAB>sentence`` format plus a fourth column, the label word (``cut -f1-3`` gives
+SentEval's file), beside a ``manifest.json`` (digest, label counts, sizes, builder version); a built task is
+reused.
 """
 from __future__ import annotations
 
@@ -32,14 +34,16 @@ from .tasks import TaskCard, get_task
 
 log = logging.getLogger(__name__)
 
-BUILDER_VERSION = 6
+BUILDER_VERSION = 7
 SPLIT_SIZES = ("train", "valid", "test")
 SPLIT_NAMES = ("tr", "va", "te")  # SentEval's split tags
+COLUMNS = ["split", "label", "sentence", "word"]
 
 
 @dataclass
 class ProbingDataset:
-    """A built task: ``data`` has columns ``split`` (tr/va/te), ``label``, ``sentence``."""
+    """A built task: ``data`` has columns ``split`` (tr/va/te), ``label``, ``sentence``, ``word`` (the token the
+    label is read from; empty for tasks read from no single word)."""
 
     card: TaskCard
     data: pd.DataFrame
@@ -50,16 +54,16 @@ class ProbingDataset:
         return self.data[self.data["split"] == name]
 
 
-def select(candidates: Sequence[tuple[str, str]], sizes: dict[str, int], max_per_label: int | None,
+def select(candidates: Sequence[tuple[str, str, str]], sizes: dict[str, int], max_per_label: int | None,
            seed: int = 0, task: str = "", balanced: bool = False) -> pd.DataFrame:
     """Cap labels (at ``max_per_label``, and with ``balanced`` at the rarest label's count), shuffle and split
     each label proportionally into the requested (or scaled) sizes."""
-    by_label: dict[str, list[str]] = defaultdict(list)
+    by_label: dict[str, list[tuple[str, str]]] = defaultdict(list)
     seen = set()
-    for label, sentence in candidates:  # one example per sentence
+    for label, sentence, word in candidates:  # one example per sentence
         if sentence not in seen:
             seen.add(sentence)
-            by_label[label].append(sentence)
+            by_label[label].append((sentence, word))
     rng = np.random.default_rng(seed)
     cap = max_per_label
     if balanced and by_label:
@@ -85,12 +89,22 @@ def select(candidates: Sequence[tuple[str, str]], sizes: dict[str, int], max_per
         n_va, n_te = round(n_label * frac["valid"]), round(n_label * frac["test"])
         n_tr = n_label - n_va - n_te
         for tag, chunk in zip(SPLIT_NAMES, (items[:n_tr], items[n_tr:n_tr + n_va], items[n_tr + n_va:n_label])):
-            rows += [(tag, label, s) for s in chunk]
-    data = pd.DataFrame(rows, columns=["split", "label", "sentence"])
+            rows += [(tag, label, s, word) for s, word in chunk]
+    data = pd.DataFrame(rows, columns=COLUMNS)
     order = rng.permutation(len(data))
     data = data.iloc[order]
     data["_rank"] = data["split"].map({t: i for i, t in enumerate(SPLIT_NAMES)})
     return data.sort_values("_rank", kind="stable").drop(columns="_rank").reset_index(drop=True)
+
+
+def check_sizes(sizes: dict[str, int]) -> dict[str, int]:
+    """``sizes`` if it gives train, valid and test as whole numbers ≥ 1, else a clear error."""
+    sizes = dict(sizes)
+    if set(sizes) != set(SPLIT_SIZES) or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1
+                                                 for v in sizes.values()):
+        raise WorkbenchError(f"probing sizes must give {', '.join(SPLIT_SIZES)} as whole numbers ≥ 1 "
+                             f"(got {sizes})")
+    return sizes
 
 
 def _pool_key(config: SplitConfig) -> str:
@@ -119,10 +133,7 @@ def build_task(task: str | TaskCard, sizes: dict[str, int] | None = None, pool: 
     call starts that task again.
     """
     card = get_task(task) if isinstance(task, str) else task
-    sizes = dict(sizes or card.sizes)
-    if set(sizes) != set(SPLIT_SIZES) or not all(isinstance(v, int) and v >= 1 for v in sizes.values()):
-        raise WorkbenchError(f"probing sizes must give {', '.join(SPLIT_SIZES)} as whole numbers ≥ 1 "
-                             f"(got {sizes})")
+    sizes = check_sizes(sizes or card.sizes)
     if card.builder not in BUILDERS:
         raise WorkbenchError(f"task {card.name!r} names builder {card.builder!r}; known: {', '.join(BUILDERS)}")
     spec = {"card": card.digest, "sizes": sizes, "seed": seed, "builder_version": BUILDER_VERSION,
@@ -135,7 +146,7 @@ def build_task(task: str | TaskCard, sizes: dict[str, int] | None = None, pool: 
     log.info("building task %s from %d pool sentences", card.name, len(sentences))
     make = BUILDERS[card.builder]
     params = {**card.params, **({"seed": seed} if "seed" in inspect.signature(make).parameters else {})}
-    candidates = [(label, detokenise(s)) for label, s in make(sentences, card.language, **params)]
+    candidates = [(label, detokenise(s), word) for label, s, word in make(sentences, card.language, **params)]
     data = select(candidates, sizes, card.max_per_label, seed, card.name, card.balanced)
     unknown = sorted(set(data["label"]) - set(card.labels)) if card.labels else []
     if unknown:
@@ -145,7 +156,7 @@ def build_task(task: str | TaskCard, sizes: dict[str, int] | None = None, pool: 
                 "label_counts": {t: dict(sorted(Counter(data.loc[data["split"] == t, "label"]).items()))
                                  for t in SPLIT_NAMES}}
     folder.mkdir(parents=True, exist_ok=True)
-    text = "".join(f"{r.split}\t{r.label}\t{r.sentence}\n" for r in data.itertuples())
+    text = "".join(f"{r.split}\t{r.label}\t{r.sentence}\t{r.word}\n" for r in data.itertuples())
     manifest["sha256"] = hashlib.sha256(text.encode()).hexdigest()
     _atomic_write(folder / "data.tsv", text)
     _atomic_write(folder / "manifest.json", json.dumps(manifest, indent=2, ensure_ascii=False))
@@ -159,7 +170,7 @@ def load_dataset(card: TaskCard, folder: Path) -> ProbingDataset:
     if hashlib.sha256(text.encode()).hexdigest() != manifest["sha256"]:
         raise WorkbenchError(f"{folder}/data.tsv does not match its manifest checksum; delete {folder} to rebuild")
     rows = [line.split("\t") for line in text.splitlines()]
-    return ProbingDataset(card, pd.DataFrame(rows, columns=["split", "label", "sentence"]), manifest, folder)
+    return ProbingDataset(card, pd.DataFrame(rows, columns=COLUMNS), manifest, folder)
 
 
 def _atomic_write(path: Path, text: str) -> None:

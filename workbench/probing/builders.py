@@ -1,8 +1,11 @@
-"""Task builders: each turns probe-pool sentences into ``(label, sentence)`` candidates (PROBING_DATA.md §3).
+"""Task builders: each turns probe-pool sentences into ``(label, sentence, word)`` candidates (PROBING_DATA.md §3).
 
 Every builder receives the pool Moses-tokenised (tokens joined by spaces, case kept, as in SentEval's files) and
 the card's language and parameters, and returns sentences in the same form; :mod:`.build` detokenises them, then
-caps, balances and splits the candidates. Builders that change a sentence (BShift, CoordInv, SOMO, Gender) use
+caps, balances and splits the candidates. ``word`` is the token the label is read from (the subject head for
+SubjNum, the main verb for Tense, the root that TreeDepth and TopConst read the tree from, …), as it appears
+in the returned sentence: the control task (:mod:`.control`) gives each such word type a random label. Length
+and PunctNum are read from no word; they return ``""`` and their control keys on the first word instead. Builders that change a sentence (BShift, CoordInv, SOMO, Gender) use
 each source sentence once, either intact or changed, so a pair of near-identical sentences never straddles the
 splits. Builders marked *analogue* approximate a SentEval task with a dependency parse (no offline constituency
 parser exists here) or without SentEval's language model; their cards say so. Sentences the parser splits into
@@ -23,7 +26,8 @@ from .parse import parse
 PUNCTUATION = frozenset(string.punctuation) | frozenset("‘’‚‛“”„‟«»‹›–—―‐‑‒…")
 FINAL_MARKS = (".", "?", "!")
 
-Builder = Callable[..., list[tuple[str, str]]]
+Candidate = tuple[str, str, str]  # label, sentence, label word ("" when none)
+Builder = Callable[..., list[Candidate]]
 BUILDERS: dict[str, Builder] = {}
 
 
@@ -40,42 +44,42 @@ def _is_punct(token: str) -> bool:
 # --- surface tasks -------------------------------------------------------------------------------------------
 
 @builder
-def length_bins(sentences: Sequence[str], language: str, bins: Sequence[Sequence[int]]) -> list[tuple[str, str]]:
+def length_bins(sentences: Sequence[str], language: str, bins: Sequence[Sequence[int]]) -> list[Candidate]:
     """SentLen: label = index of the bin holding the token count; sentences outside all bins dropped."""
     out = []
     for s in sentences:
         n = len(s.split())
         for label, (low, high) in enumerate(bins):
             if low <= n <= high:
-                out.append((str(label), s))
+                out.append((str(label), s, ""))
                 break
     return out
 
 
 @builder
-def punct_count(sentences: Sequence[str], language: str, max_label: int = 11) -> list[tuple[str, str]]:
+def punct_count(sentences: Sequence[str], language: str, max_label: int = 11) -> list[Candidate]:
     """PunctNum: number of punctuation characters, ``max_label`` meaning "that many or more"; none = dropped."""
     out = []
     for s in sentences:
         n = sum(ch in PUNCTUATION for ch in s)
         if n:
-            out.append((str(n) if n < max_label else f"{max_label}+", s))
+            out.append((str(n) if n < max_label else f"{max_label}+", s, ""))
     return out
 
 
 @builder
-def punct_first(sentences: Sequence[str], language: str, marks: Sequence[str]) -> list[tuple[str, str]]:
+def punct_first(sentences: Sequence[str], language: str, marks: Sequence[str]) -> list[Candidate]:
     """PunctFirst: the first punctuation character; marks not in ``marks`` fold into ``other``; none = dropped."""
     out = []
     for s in sentences:
         first = next((ch for ch in s if ch in PUNCTUATION), None)
         if first is not None:
-            out.append((first if first in marks else "other", s))
+            out.append((first if first in marks else "other", s, first))
     return out
 
 
 @builder
-def word_content(sentences: Sequence[str], language: str, first_rank: int, n_words: int) -> list[tuple[str, str]]:
+def word_content(sentences: Sequence[str], language: str, first_rank: int, n_words: int) -> list[Candidate]:
     """WordContent: target words are the ``n_words`` alphabetic words from frequency rank ``first_rank`` on;
     a sentence qualifies when it holds exactly one occurrence of exactly one target; the label is that word."""
     counts = Counter(t for s in sentences for t in s.lower().split() if t.isalpha())
@@ -85,12 +89,12 @@ def word_content(sentences: Sequence[str], language: str, first_rank: int, n_wor
     for s in sentences:
         hits = [t for t in s.lower().split() if t in targets]
         if len(hits) == 1:
-            out.append((hits[0], s))
+            out.append((hits[0], s, hits[0]))
     return out
 
 
 @builder
-def bigram_shift(sentences: Sequence[str], language: str, seed: int = 0) -> list[tuple[str, str]]:
+def bigram_shift(sentences: Sequence[str], language: str, seed: int = 0) -> list[Candidate]:
     """BShift: of the sentences where two adjacent word tokens can be swapped, half (chosen at random) get such a
     swap (``I``) and the rest stay intact (``O``); the final punctuation never moves. Sentences without a
     possible swap are left out of both classes, so the classes differ in the swap alone."""
@@ -106,9 +110,9 @@ def bigram_shift(sentences: Sequence[str], language: str, seed: int = 0) -> list
         i = spots[rng.integers(len(spots))]
         if rng.integers(2):
             tokens[i], tokens[i + 1] = tokens[i + 1], tokens[i]
-            out.append(("I", " ".join(tokens)))
+            out.append(("I", " ".join(tokens), tokens[i]))
         else:
-            out.append(("O", s))
+            out.append(("O", s, tokens[i]))
     return out
 
 
@@ -133,23 +137,24 @@ def _depth(token) -> int:
 
 @builder
 def dependency_depth(sentences: Sequence[str], language: str, min_depth: int, max_depth: int,
-                     length_bin: int = 4, min_cell: int = 20) -> list[tuple[str, str]]:
+                     length_bin: int = 4, min_cell: int = 20) -> list[Candidate]:
     """TreeDepth (*dependency analogue*): nodes on the longest root-to-leaf path of the dependency tree,
     ``max_depth`` meaning "that or deeper"; shallower than ``min_depth`` dropped. Decorrelated from length as
     SentEval did: within each band of ``length_bin`` tokens, every depth class with at least ``min_cell``
     sentences is cut to the size of the smallest, so length alone cannot tell the depth."""
-    cells: dict[tuple[int, str], list[str]] = defaultdict(list)
+    cells: dict[tuple[int, str], list[tuple[str, str]]] = defaultdict(list)
     for doc in _parsed(sentences, language):
-        depth = _depth(_root(doc))
+        root = _root(doc)
+        depth = _depth(root)
         if depth >= min_depth:
             label = str(depth) if depth < max_depth else f"{max_depth}+"
-            cells[(len(doc) // length_bin, label)].append(doc.text)
+            cells[(len(doc) // length_bin, label)].append((doc.text, root.text))
     out = []
     for band in sorted({band for band, _ in cells}):
         kept = {label: items for (b, label), items in cells.items() if b == band and len(items) >= min_cell}
         if len(kept) >= 2:
             size = min(len(items) for items in kept.values())
-            out += [(label, s) for label, items in sorted(kept.items()) for s in items[:size]]
+            out += [(label, s, root) for label, items in sorted(kept.items()) for s, root in items[:size]]
     return out
 
 
@@ -190,13 +195,13 @@ def top_sequence(doc) -> str:
 
 
 @builder
-def top_constituents(sentences: Sequence[str], language: str, n_classes: int) -> list[tuple[str, str]]:
+def top_constituents(sentences: Sequence[str], language: str, n_classes: int) -> list[Candidate]:
     """TopConst (*dependency analogue*): :func:`top_sequence`; the ``n_classes - 1`` most frequent sequences
     are labels, every other sequence is ``OTHER``."""
     docs = _parsed(sentences, language)
     sequences = [top_sequence(doc) for doc in docs]
     frequent = {seq for seq, _ in Counter(sequences).most_common(n_classes - 1)}
-    return [(seq if seq in frequent else "OTHER", doc.text) for seq, doc in zip(sequences, docs)]
+    return [(seq if seq in frequent else "OTHER", doc.text, _root(doc).text) for seq, doc in zip(sequences, docs)]
 
 
 def _finite_tense(root) -> str | None:
@@ -216,35 +221,36 @@ def _finite_tense(root) -> str | None:
 
 
 @builder
-def main_tense(sentences: Sequence[str], language: str) -> list[tuple[str, str]]:
+def main_tense(sentences: Sequence[str], language: str) -> list[Candidate]:
     """Tense: ``PAST`` when the main verb (the root, or its first finite auxiliary when the root is
     non-finite) is VBD, ``PRES`` for VBZ/VBP; modal, imperative and verbless sentences dropped."""
     out = []
     for doc in _parsed(sentences, language):
-        tense = _finite_tense(_root(doc))
+        root = _root(doc)
+        tense = _finite_tense(root)
         if tense:
-            out.append((tense, doc.text))
+            out.append((tense, doc.text, root.text))
     return out
 
 
-def _argument_number(sentences, language, relations) -> list[tuple[str, str]]:
+def _argument_number(sentences, language, relations) -> list[Candidate]:
     out = []
     for doc in _parsed(sentences, language):
         root = _root(doc)
         argument = next((c for c in root.children if c.dep_ in relations), None)
         if argument is not None and argument.tag_ in ("NN", "NNS"):
-            out.append((argument.tag_, doc.text))
+            out.append((argument.tag_, doc.text, argument.text))
     return out
 
 
 @builder
-def subject_number(sentences: Sequence[str], language: str) -> list[tuple[str, str]]:
+def subject_number(sentences: Sequence[str], language: str) -> list[Candidate]:
     """SubjNum: the tag (NN/NNS) of the main clause's subject; pronoun and proper-noun subjects dropped."""
     return _argument_number(sentences, language, ("nsubj", "nsubjpass"))
 
 
 @builder
-def object_number(sentences: Sequence[str], language: str) -> list[tuple[str, str]]:
+def object_number(sentences: Sequence[str], language: str) -> list[Candidate]:
     """ObjNum: the tag (NN/NNS) of the main clause's direct object; pronoun and proper-noun objects dropped."""
     return _argument_number(sentences, language, ("dobj",))
 
@@ -258,7 +264,7 @@ def _recase(tokens: list[str], first: bool) -> list[str]:
 
 
 @builder
-def coordination_inversion(sentences: Sequence[str], language: str, seed: int = 0) -> list[tuple[str, str]]:
+def coordination_inversion(sentences: Sequence[str], language: str, seed: int = 0) -> list[Candidate]:
     """CoordInv: sentences made of two coordinated clauses, each with its own subject ("clause1 cc clause2 .");
     half of them (chosen at random) become "clause2 cc clause1 ." (``I``), the rest stay intact (``O``)."""
     rng = np.random.default_rng(seed)
@@ -280,15 +286,15 @@ def coordination_inversion(sentences: Sequence[str], language: str, seed: int = 
             continue
         if rng.integers(2):
             inverted = _recase(second, True) + [tokens[cc.i]] + _recase(first, False) + tokens[end:]
-            out.append(("I", " ".join(inverted)))
+            out.append(("I", " ".join(inverted), root.text))
         else:
-            out.append(("O", doc.text))
+            out.append(("O", doc.text, root.text))
     return out
 
 
 @builder
 def odd_man_out(sentences: Sequence[str], language: str, tolerance: float = 0.1, seed: int = 0
-                ) -> list[tuple[str, str]]:
+                ) -> list[Candidate]:
     """SOMO (*frequency-matched analogue*; SentEval also filtered with a language model, which we lack): of the
     sentences where one noun or verb can be replaced by another word with the same tag, a pool frequency
     within ±``tolerance`` and both new bigrams attested in the pool, half (chosen at random) get that
@@ -328,9 +334,9 @@ def odd_man_out(sentences: Sequence[str], language: str, tolerance: float = 0.1,
         if rng.integers(2):
             tokens = [x.text for x in doc]
             tokens[change[0]] = change[1]
-            out.append(("C", " ".join(tokens)))
+            out.append(("C", " ".join(tokens), change[1]))
         else:
-            out.append(("O", doc.text))
+            out.append(("O", doc.text, doc[change[0]].text))
     return out
 
 
@@ -340,7 +346,7 @@ ARTICLE_SWAPS = {"fr": {"le": "la", "la": "le", "un": "une", "une": "un"},
 
 
 @builder
-def article_gender(sentences: Sequence[str], language: str, seed: int = 0) -> list[tuple[str, str]]:
+def article_gender(sentences: Sequence[str], language: str, seed: int = 0) -> list[Candidate]:
     """Gender: sentences with a definite/indefinite article — a DET attached as ``det`` to a following noun,
     adjective or numeral, so clitic pronouns (which fr_core_news_sm sometimes tags DET) are not touched;
     half of them (chosen at random) get one article swapped with its other-gender form (``incorrect``), the
@@ -355,14 +361,14 @@ def article_gender(sentences: Sequence[str], language: str, seed: int = 0) -> li
                     and t.head.i > t.i and t.head.pos_ in ("NOUN", "PROPN", "ADJ", "NUM")]
         if not articles:
             continue
-        if not rng.integers(2):
-            out.append(("correct", doc.text))
-            continue
         t = articles[rng.integers(len(articles))]
+        if not rng.integers(2):
+            out.append(("correct", doc.text, t.text))
+            continue
         swapped = swaps[t.text.lower()]
         if t.text[:1].isupper():
             swapped = swapped[:1].upper() + swapped[1:]
         tokens = [x.text for x in doc]
         tokens[t.i] = swapped
-        out.append(("incorrect", " ".join(tokens)))
+        out.append(("incorrect", " ".join(tokens), swapped))
     return out

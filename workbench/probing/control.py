@@ -1,10 +1,26 @@
 """Control tasks (Hewitt & Liang 2019), lifted from words to sentences.
 
-A control task keeps the inputs and the label distribution of a probing task but makes each label a random
-function of word identity: every word type gets a label, and a sentence takes the label of its first word type
-(Moses-tokenised, lowercased). A probe can only solve it by memorising which words come first, so the gap
-*selectivity = task accuracy − control accuracy* shows how much of a probe's accuracy comes from the
-representation encoding the property rather than from the probe memorising lexical identity.
+Hewitt & Liang give every word type a random label and ask the probe to predict it at that word: a probe can
+only solve such a task by memorising word identity, so *selectivity = task accuracy − control accuracy* shows
+how much of the accuracy comes from the representation encoding the property rather than from the probe's
+memory. For a sentence, the word that matters is the one the real label is read from — the subject head for
+SubjNum, the object head for ObjNum, the main verb for Tense, the root of the dependency tree for TreeDepth
+and TopConst (the word their tree is read from), the changed (or changeable) word for SOMO, BigramShift and
+Gender, the first clause's root verb for CoordInv (``word`` in a built dataset). The control gives each such
+word type a random label, drawn so that the label distribution matches the task's; a probe then passes the
+control only if the embedding identifies that word, which is the shortcut the real task must be measured
+against.
+
+Two controls:
+
+- ``"word"`` (the default): the label word where the task has one. Length and PunctNum are read from no word
+  (a count over the whole sentence) and fall back to the first word: there the control asks how far memorising
+  the sentence's opening word gets a probe, the lexical shortcut most open to a mean-pooled encoder (first
+  words are few and frequent, so this control is easy and their selectivity is a conservative figure).
+- ``"first_word"``: the first word type for every task (the earlier control; kept for comparison).
+
+For WordContent and PunctFirst the label *is* a word's identity, so the control asks for the same memory as the
+task and selectivity is near zero by construction: read their accuracy against the majority baseline instead.
 """
 from __future__ import annotations
 
@@ -14,6 +30,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..data.tokenizer import preprocess, preprocess_many
+from ..errors import check_name
+
+CONTROLS = ("word", "first_word")
 
 
 def first_word_type(sentence: str) -> str:
@@ -25,15 +44,24 @@ def _first(preprocessed: str) -> str:
     return tokens[0] if tokens else ""
 
 
-def control_labels(sentences: Sequence[str], labels: Sequence[str], seed: int = 0) -> np.ndarray:
-    """Control labels for ``sentences``: one random label per first-word type, assigned so that the
-    sentence-level label distribution matches that of ``labels`` as closely as whole types allow."""
-    types = [_first(tokens) for tokens in preprocess_many(sentences)]
+def control_words(data, kind: str = "word") -> tuple[list[str], str]:
+    """The word type each example's control label is a function of, and the control actually used
+    (``"word"`` falls back to ``"first_word"`` for a dataset whose examples carry no label word)."""
+    check_name("control", kind, CONTROLS)
+    words = list(data["word"]) if "word" in data else []
+    if kind == "word" and words and all(words):
+        return [w.lower() for w in words], "word"
+    return [_first(tokens) for tokens in preprocess_many(list(data["sentence"]))], "first_word"
+
+
+def control_labels(word_types: Sequence[str], labels: Sequence[str], seed: int = 0) -> np.ndarray:
+    """Control labels: one random label per word type, assigned so that the example-level label distribution
+    matches that of ``labels`` as closely as whole types allow."""
     rng = np.random.default_rng(seed)
-    deficit = Counter(labels)  # sentences each label still needs
+    deficit = Counter(labels)  # examples each label still needs
     label_names = sorted(deficit)
     assignment: dict[str, str] = {}
-    type_counts = Counter(types)
+    type_counts = Counter(word_types)
     ordered = sorted(type_counts, key=lambda t: (-type_counts[t], rng.random()))  # frequent types first
     for word_type in ordered:
         count = type_counts[word_type]
@@ -45,4 +73,4 @@ def control_labels(sentences: Sequence[str], labels: Sequence[str], seed: int = 
             label = max(label_names, key=lambda name: deficit[name])
         assignment[word_type] = label
         deficit[label] -= count
-    return np.array([assignment[t] for t in types], dtype=object)
+    return np.array([assignment[t] for t in word_types], dtype=object)

@@ -3,7 +3,8 @@
 ``erase(encoder, task)`` fits the least-squares eraser of the task's labels on the task's *training* split
 (the ``concept-erasure`` package's ``LeaceEraser``) and returns an Encoder whose embeddings have that concept
 linearly removed: no linear probe does better than predicting the majority label, while the embeddings move as
-little as possible otherwise. ``evaluate(erased, "sts")`` then shows what STS loses with the concept.
+little as possible otherwise. ``evaluate(erased, "sts")`` then shows what STS loses with the concept;
+:func:`erasure_effects` tabulates that for several encoders and concepts.
 """
 from __future__ import annotations
 
@@ -11,12 +12,17 @@ import hashlib
 from collections.abc import Sequence
 
 import numpy as np
+import pandas as pd
 import torch
+from tqdm.auto import tqdm
 
 from ..cache import cached
+from ..data.sts import STS_DATASETS
 from ..encoders import Encoder, check_language
 from ..errors import WorkbenchError
+from ..evaluation.sts import evaluate_sts
 from .build import build_task
+from .probe import probe
 from .tasks import get_task
 
 
@@ -53,9 +59,41 @@ def erase(encoder: Encoder, task: str, sizes: dict[str, int] | None = None, seed
     labels = sorted(set(train["label"]))
     if len(labels) < 2:
         raise WorkbenchError(f"task {card.name!r} has one label in its train split: nothing to erase")
-    x = torch.from_numpy(np.asarray(cached(encoder).encode(list(train["sentence"])), dtype=np.float64))
+    encoder = cached(encoder)  # the erased encoder reads the original embeddings from the cache
+    x = torch.from_numpy(np.asarray(encoder.encode(list(train["sentence"])), dtype=np.float64))
     z = torch.nn.functional.one_hot(torch.tensor([labels.index(v) for v in train["label"]]), len(labels))
     eraser = LeaceEraser.fit(x, z.double())
     digest = hashlib.sha256("\n".join(f"{a}\t{b}" for a, b in zip(train["label"], train["sentence"]))
                             .encode()).hexdigest()
     return ErasedEncoder(encoder, eraser, card.name, digest)
+
+
+def erasure_effects(encoders: Sequence[Encoder], tasks: Sequence[str], sizes: dict[str, int] | None = None,
+                    years: Sequence[int] = tuple(STS_DATASETS), seed: int = 0,
+                    show_progress: bool = True) -> pd.DataFrame:
+    """What erasing each task's concept costs each encoder: tidy rows ``encoder, erased, metric, before,
+    after, change``, the metrics being the probe's accuracy on the erased task (× 100; it should fall to the
+    majority baseline) and the STS average over ``years`` (Pearson × 100)."""
+    label = f"STS{min(years) % 100}-{max(years) % 100}" if len(years) > 1 else f"STS{years[0] % 100}"
+
+    def sts(encoder) -> float:
+        df = evaluate_sts(encoder, years)
+        return float(df.loc[(df["metric"] == "pearson") & (df["dataset"] == "all") & (df["task"] == label),
+                            "value"].iloc[0])
+
+    rows = []
+    steps = tqdm(total=len(encoders) * len(tasks), desc="erasure", unit="concept", disable=not show_progress)
+    for encoder in encoders:
+        sts_before = sts(encoder)
+        for task in tasks:
+            steps.set_postfix_str(f"{task} / {encoder.name}")
+            erased = erase(encoder, task, sizes=sizes, seed=seed)
+            before, after = (100 * probe(e, task, sizes=sizes, seed=seed, control=False).accuracy
+                             for e in (encoder, erased))
+            rows += [{"encoder": encoder.name, "erased": task, "metric": f"{task} accuracy", "before": before,
+                      "after": after},
+                     {"encoder": encoder.name, "erased": task, "metric": label, "before": sts_before,
+                      "after": sts(erased)}]
+            steps.update()
+    steps.close()
+    return pd.DataFrame(rows).assign(change=lambda d: d["after"] - d["before"])

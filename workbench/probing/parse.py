@@ -7,6 +7,7 @@ pickle) named by the pipeline and a digest of the sentences, so each pool is par
 from __future__ import annotations
 
 import logging
+import os
 import warnings
 from collections.abc import Sequence
 from functools import lru_cache
@@ -56,7 +57,7 @@ def parse(sentences: Sequence[str], language: str, show_progress: bool = True) -
     docs = list(tqdm(nlp.pipe(inputs, batch_size=256), total=len(sentences), desc=f"parse {language}",
                      unit="sent", disable=not show_progress))
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     DocBin(attrs=["ORTH", "TAG", "POS", "MORPH", "HEAD", "DEP", "SENT_START"], docs=docs).to_disk(tmp)
     tmp.replace(path)
     return docs

@@ -18,11 +18,11 @@ from ..encoders import Encoder, check_embeddings, check_language
 from ..errors import WorkbenchError, check_name
 from .build import ProbingDataset, build_task
 from .classifiers import CLASSIFIERS
-from .control import control_labels
+from .control import CONTROLS, control_labels, control_words
 from .mdl import online_codelength
 from .tasks import get_task
 
-PROBE_VERSION = 4  # bump when a change alters results, so cached ones are recomputed
+PROBE_VERSION = 5  # bump when a change alters results, so cached ones are recomputed
 
 
 @dataclass
@@ -40,6 +40,7 @@ class ProbeResult:
     hyperparameters: str
     mdl_bits: float | None = None
     compression: float | None = None
+    control: str | None = None  # the control task used: "word" (the label word) or "first_word"
 
     @property
     def selectivity(self) -> float | None:
@@ -61,7 +62,7 @@ class ProbeResult:
         text = (f"{self.task} / {self.encoder} ({self.classifier}): accuracy {100 * self.accuracy:.1f} "
                 f"[{100 * self.ci_low:.1f}, {100 * self.ci_high:.1f}], majority {100 * self.majority:.1f}")
         if self.selectivity is not None:
-            text += f", selectivity {100 * self.selectivity:+.1f}"
+            text += f", selectivity {100 * self.selectivity:+.1f} ({self.control.replace('_', ' ')} control)"
         if self.compression is not None:
             text += f", MDL {self.mdl_bits / 1000:.1f} kbits (compression {self.compression:.2f})"
         return text
@@ -76,16 +77,21 @@ def bootstrap_ci(correct: np.ndarray, n_boot: int = 1000, seed: int = 0) -> tupl
 
 
 def probe(encoder: Encoder, task: str | ProbingDataset, classifier: str = "logreg", seed: int = 0,
-          control: bool = True, mdl: bool = False, cache: bool = True, refit: bool = False,
+          control: bool | str = True, mdl: bool = False, cache: bool = True, refit: bool = False,
           **build_options) -> ProbeResult:
     """Train a probe for ``task`` on ``encoder``'s embeddings and report its test accuracy.
 
     ``task`` is a task name (built on demand; ``build_options`` such as ``sizes`` go to :func:`build_task`) or
-    a built dataset; ``classifier`` is ``"logreg"`` or ``"mlp"``; ``control`` adds the control task and
-    selectivity; ``mdl`` adds the online codelength. A stored result for the same encoder, data and options
+    a built dataset; ``classifier`` is ``"logreg"`` or ``"mlp"``; ``control`` adds a control task and
+    selectivity: ``"word"`` (or ``True``) keys it on the word the label is read from, ``"first_word"`` on the
+    first word, ``False`` skips it (see :mod:`.control`); ``mdl`` adds the online codelength. A stored result for the same encoder, data and options
     is returned as it is unless ``refit``; ``cache=False`` bypasses the embedding and result caches.
     """
     check_name("probe classifier", classifier, CLASSIFIERS)
+    if control is True:
+        control = "word"
+    elif control is not False:
+        check_name("control", control, CONTROLS)
     if mdl and classifier != "logreg":
         raise WorkbenchError(f"MDL probing is implemented for the logreg probe, not {classifier!r}")
     card = task.card if isinstance(task, ProbingDataset) else get_task(task)
@@ -139,7 +145,8 @@ def _run_probe(encoder, dataset, splits, classifier, seed, control, mdl) -> Prob
                          n_train=len(y["tr"]), n_test=len(y["te"]),
                          hyperparameters=", ".join(f"{k}={v:g}" for k, v in chosen.items()) + f" (of {_grid(clf)})")
     if control:  # the same probe, with the hyper-parameters chosen for the task (Hewitt & Liang 2019)
-        fake = control_labels(list(dataset.data["sentence"]), list(dataset.data["label"]), seed=seed)
+        word_types, result.control = control_words(dataset.data, control)
+        fake = control_labels(word_types, list(dataset.data["label"]), seed=seed)
         fake = {tag: fake[(dataset.data["split"] == tag).to_numpy()] for tag in ("tr", "va", "te")}
         chosen_grid = {"l2_grid": (clf.l2_,), **({"hidden_grid": (clf.hidden_,), "dropout_grid": (clf.dropout_,)}
                                                  if classifier == "mlp" else {})}
