@@ -1,9 +1,13 @@
 """Bad input gets a clear error (exit 2 and a message that says what is valid, no traceback), and damaged files
 are refused by name instead of being used: training settings, checkpoints and model folders."""
 import json
+import os
+import re
 import shutil
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from safetensors.torch import load_file
@@ -92,6 +96,19 @@ def test_a_shipped_model_with_another_pairs_sentencepiece_model_is_refused(tmp_p
         load(folder)
 
 
+def test_a_model_folder_whose_config_has_an_unknown_key_is_refused_by_file(tmp_path, capsys):
+    folder = tmp_path / "sp-edited"
+    shutil.copytree(model_path("sp-en-fr"), folder)
+    meta = json.loads((folder / "config.json").read_text())
+    meta["model"]["hidden_sizee"] = 3  # a typo in a hand edit
+    (folder / "config.json").write_text(json.dumps(meta))
+    with pytest.raises(WorkbenchError, match=rf"{re.escape(str(folder))}/config.json: unknown model config keys "
+                                             r"\['hidden_sizee'\]; valid: "):
+        load(folder)
+    assert main(["probe", "--model", str(folder), "--task", "length"]) == 2
+    assert "unknown model config keys ['hidden_sizee']" in capsys.readouterr().err
+
+
 def test_a_non_finite_loss_stops_training_and_keeps_the_last_good_checkpoint(run_copy):
     state = load_file(str(run_copy / "checkpoints" / "update-4" / "model.safetensors"))
     trainer = _resume(run_copy)
@@ -157,3 +174,373 @@ def test_api_values_out_of_range_say_what_is_valid(tmp_path):
             return np.zeros((len(sentences), 4), dtype=np.float32)
     with pytest.raises(WorkbenchError, match="fingerprints name cache folders"):
         wb.cached(Escaping()).encode(["a"])
+
+
+# --- the table: every bad CLI input exits 2 with one line that says what was wrong, and touches nothing -------
+
+def _files(root):
+    """{path: (size, mtime)} of every file under ``root`` (what a command must not change)."""
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)
+            for p in root.rglob("*") if p.is_file()} if root.is_dir() else {}
+
+
+@pytest.fixture()
+def inputs(tmp_path):
+    """Small input files of every kind a user might get wrong."""
+    (tmp_path / "in.txt").write_text("A man is playing a guitar.\n")
+    (tmp_path / "latin.txt").write_bytes(b"\xff\xfeabc\n")
+    (tmp_path / "exists.csv").write_text("x\n")
+    (tmp_path / "adir").mkdir()
+    (tmp_path / "emptyrun").mkdir()
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "manifest.json").write_text("{}")
+    (tmp_path / "pairs.csv").write_text('source,style\n"A man.","She ran."\n')
+    (tmp_path / "badpairs.csv").write_text("src,sty\na,b\n")
+    (tmp_path / "nocols.csv").write_text("encoder,task,metric\na,b,c\n")
+    (tmp_path / "nonnum.csv").write_text("encoder,task,metric,value\na,length,accuracy,high\n")
+    (tmp_path / "empty.csv").write_text("")
+    (tmp_path / "header.csv").write_text("encoder,task,metric,value\n")
+    (tmp_path / "bad.toml").write_text('preset = "tiny"\nmax_updates = \n')
+    (tmp_path / "bad.json").write_text('{"preset": "tiny", "lr": }')
+    return tmp_path
+
+
+SP = ["--encoder", "random-sp-average"]
+CLI_CASES = [  # (argv with {tmp} for the test's folder, a fragment of the one-line message)
+    # train
+    ("train --preset nosuch --out {tmp}/r", "invalid choice: 'nosuch' (choose from 'tiny', 'cpu'"),
+    ("train --model nosuch --out {tmp}/r", "argument --model: invalid choice: 'nosuch'"),
+    ("train --pair en-de --out {tmp}/r", "argument --pair: invalid choice: 'en-de'"),
+    ("train --max-updates abc --out {tmp}/r", "argument --max-updates: invalid int value: 'abc'"),
+    ("train --max-seconds soon --out {tmp}/r", "argument --max-seconds: invalid float value: 'soon'"),
+    ("train --config {tmp}/missing.toml --out {tmp}/r", "No such file or directory: {tmp}/missing.toml"),
+    ("train --config {tmp}/adir --out {tmp}/r", "Is a directory: {tmp}/adir"),
+    ("train --config {tmp}/bad.toml --out {tmp}/r", "cannot parse the file (TOMLDecodeError"),
+    ("train --config {tmp}/bad.json --out {tmp}/r", "cannot parse the file (JSONDecodeError"),
+    ("train --config {tmp}/latin.txt --out {tmp}/r", "a file is not UTF-8 text"),
+    ("train --preset tiny --out {tmp}/r --resume", "{tmp}/r is neither a checkpoint (no model.safetensors) nor a "
+                                                   "run directory (no latest)"),
+    ("train --preset tiny --out {tmp}/r --init-from nosuch", "nosuch is neither a checkpoint"),
+    ("train --preset tiny --out {tmp}/exists.csv", "--out {tmp}/exists.csv is a file; give a run directory"),
+    # probe
+    ("probe --encoder random-sp-average --task nosuch", "argument --task: invalid choice: 'nosuch'"),
+    ("probe --encoder random-sp-average --task length --classifier svm", "invalid choice: 'svm'"),
+    ("probe --encoder random-sp-average --task length --train-size -5 --valid-size 3 --test-size 100",
+     "probing sizes must give train, valid, test as whole numbers ≥ 1"),
+    ("probe --encoder random-sp-average --task length --train-size 0 --valid-size 3 --test-size 100",
+     "give all of --train-size, --valid-size and --test-size, or none"),
+    ("probe --encoder random-sp-average --task length --train-size 5", "give all of --train-size"),
+    ("probe --encoder random-sp-average --task length --train-size five", "invalid int value: 'five'"),
+    ("probe --encoder nosuch --task length", "unknown encoder 'nosuch'; valid: minilm, random-sp-average"),
+    ("probe --model nosuch --task length", "no model at 'nosuch': give a run directory, a checkpoint folder"),
+    ("probe --model bgt-en-fr --encoder de --task length", "unknown encoder view 'de'; valid: en, fr, semantic"),
+    ("probe --model bgt-en-fr --encoder fr --task length",
+     "task 'length' is in 'en' but encoder 'bgt-en-fr:fr' reads fr"),
+    ("probe --model bgt-en-fr --encoder en --task gender_fr",
+     "task 'gender_fr' is in 'fr' but encoder 'bgt-en-fr:en' reads en"),
+    ("probe --encoder random-sp-average --task length --out {tmp}/no/x.csv",
+     "--out {tmp}/no/x.csv: folder {tmp}/no does not exist"),
+    ("probe --encoder random-sp-average --task length --out {tmp}/exists.csv",
+     "--out {tmp}/exists.csv exists; --force replaces it"),
+    ("probe --encoder random-sp-average --task length --out {tmp}/adir", "is a folder; give a file name"),
+    ("probe --encoder random-sp-average --task length --out {tmp}/latin.txt/x.csv", "does not exist"),
+    ("probe --encoder random-sp-average --task length --control last_word",
+     "argument --control: invalid choice: 'last_word'"),
+    ("probe --encoder random-sp-average --task length --mdl --classifier mlp",
+     "MDL probing is implemented for the logreg probe, not 'mlp'"),
+    ("probe --encoder random-sp-average --pair en-xx --task length", "argument --pair: invalid choice: 'en-xx'"),
+    # evaluate
+    ("evaluate --encoder random-sp-average --suite nosuch", "argument --suite: invalid choice: 'nosuch'"),
+    ("evaluate --model bgt-en-fr --encoder fr --suite sts", "STS is in 'en' but encoder 'bgt-en-fr:fr' reads fr"),
+    ("evaluate --model bgt-en-fr --encoder fr --suite hard_sts", "is in 'en' but encoder 'bgt-en-fr:fr' reads fr"),
+    ("evaluate --model bgt-en-fr --encoder en --suite tatoeba",
+     "Tatoeba pairs English with fr, es, ar, tr, ja, but encoder 'bgt-en-fr:en' reads en: nothing to evaluate"),
+    ("evaluate --model bgt-en-fr --suite sts --against nosuch", "argument --against: invalid choice: 'nosuch'"),
+    ("evaluate --model bgt-en-fr --suite sts --against random-sp-average --n-boot 0",
+     "n_boot must be a whole number ≥ 100 resamples (got 0)"),
+    ("evaluate --model bgt-en-fr --suite sts --against random-sp-average --n-boot -3", "n_boot must be"),
+    ("evaluate --model bgt-en-fr --suite sts --out {tmp}/exists.csv", "--out {tmp}/exists.csv exists"),
+    ("evaluate --model bgt-en-fr --suite sts --out {tmp}/no/x.csv", "folder {tmp}/no does not exist"),
+    ("evaluate --model {tmp}/emptyrun", "{tmp}/emptyrun is neither a checkpoint"),
+    # encode
+    ("encode --encoder random-sp-average --input {tmp}/missing.txt --out {tmp}/x.npy",
+     "No such file or directory: {tmp}/missing.txt"),
+    ("encode --encoder random-sp-average --input {tmp}/in.txt --out {tmp}/no/x.npy", "folder {tmp}/no does not"),
+    ("encode --encoder random-sp-average --input {tmp}/in.txt --out {tmp}/exists.csv", "exists; --force"),
+    ("encode --encoder random-sp-average --input {tmp}/in.txt --out {tmp}/adir", "is a folder; give a file"),
+    ("encode --encoder random-sp-average --input {tmp}/latin.txt --out {tmp}/x.npy", "a file is not UTF-8 text"),
+    ("encode --encoder random-sp-average --input {tmp}/adir --out {tmp}/x.npy", "Is a directory: {tmp}/adir"),
+    ("encode --encoder nosuch --input {tmp}/in.txt --out {tmp}/x.npy", "unknown encoder 'nosuch'"),
+    ("encode --encoder random-sp-average --input {tmp}/in.txt", "the following arguments are required: --out"),
+    # transfer
+    ("transfer --model bilingual_trans-en-fr --source A --style B", "style transfer needs a BGT model"),
+    ("transfer --max-len -5 --source A --style B", "max_len must be at least 1 piece"),
+    ("transfer --max-len 0 --source A --style B", "max_len must be at least 1 piece"),
+    ("transfer --beam 0 --source A --style B", "beam must be at least 1 (1 = greedy), got 0"),
+    ("transfer --beam many --source A --style B", "argument --beam: invalid int value: 'many'"),
+    ("transfer --pairs {tmp}/missing.csv", "No such file or directory: {tmp}/missing.csv"),
+    ("transfer --pairs {tmp}/badpairs.csv", "the pairs table lacks columns ['source', 'style']"),
+    ("transfer --pairs {tmp}/latin.txt", "a file is not UTF-8 text"),
+    ("transfer --source A", "give --source and --style sentences, or --pairs FILE"),
+    ("transfer", "give --source and --style sentences, or --pairs FILE"),
+    ("transfer --model nosuch --source A --style B", "no model at 'nosuch'"),
+    ("transfer --pairs {tmp}/pairs.csv --out {tmp}/exists.csv", "--out {tmp}/exists.csv exists"),
+    # models export / import
+    ("models export {tmp}/emptyrun --name .", "'.' is not a valid model name: use letters, digits"),
+    ("models export {tmp}/emptyrun --name ..", "'..' is not a valid model name"),
+    ("models export {tmp}/emptyrun --name ../x", "'../x' is not a valid model name"),
+    ("models export {tmp}/emptyrun --name a/b", "'a/b' is not a valid model name"),
+    ("models export {tmp}/emptyrun --name -x", "argument --name: expected one argument"),
+    ("models export {tmp}/emptyrun --name .hidden", "'.hidden' is not a valid model name"),
+    ("models export {tmp}/emptyrun --name", "argument --name: expected one argument"),
+    ("models export {tmp}/emptyrun", "the following arguments are required: --name"),
+    ("models export {tmp}/emptyrun --name ''", "name the model to export"),
+    ("models export {tmp}/missing --name x1", "{tmp}/missing is neither a checkpoint"),
+    ("models export {tmp}/emptyrun --name x2", "{tmp}/emptyrun is neither a checkpoint"),
+    ("models export {tmp}/emptyrun --name x2 --checkpoint first", "argument --checkpoint: invalid choice"),
+    ("models import {tmp}/missing", "{tmp}/missing is not a model package (no manifest.json)"),
+    ("models import {tmp}/pkg", "unknown package format None (expected 'bgt-workbench model package 1')"),
+    ("models import {tmp}/in.txt", "is not a model package"),
+    ("models delete bgt-en-fr", "argument ACTION: invalid choice: 'delete'"),
+    # cache
+    ("cache clear --encoder nosuch", "nothing cached for encoder 'nosuch'"),
+    ("cache clear --stale --encoder x", "give --stale or --encoder, not both"),
+    ("cache purge", "argument ACTION: invalid choice: 'purge'"),
+    # report
+    ("report --results {tmp}/missing.csv --out {tmp}/rep", "No such file or directory: {tmp}/missing.csv"),
+    ("report --results {tmp}/nocols.csv --out {tmp}/rep", "result frame lacks columns ['value']"),
+    ("report --results {tmp}/nonnum.csv --out {tmp}/rep", "result column 'value' must hold numbers; row 0 has"),
+    ("report --results {tmp}/empty.csv --out {tmp}/rep", "not a results CSV"),
+    ("report --results {tmp}/header.csv --out {tmp}/rep", "the results CSV has no rows"),
+    ("report --results {tmp}/latin.txt --out {tmp}/rep", "a file is not UTF-8 text"),
+    ("report --results {tmp}/adir --out {tmp}/rep", "Is a directory"),
+    ("report --results {tmp}/nocols.csv --out {tmp}/exists.csv", "--out {tmp}/exists.csv is a file; give a folder"),
+    ("report --results {tmp}/nocols.csv --out {tmp}/exists.csv/sub", "{tmp}/exists.csv is a file, so the folder"),
+    ("report --out {tmp}/rep", "the following arguments are required: --results"),
+    # demo, curve, reproduce, probes, data
+    ("demo --train-size -1", "probing sizes must give train, valid, test as whole numbers ≥ 1"),
+    ("demo --test-size 0", "probing sizes must give train, valid, test as whole numbers ≥ 1"),
+    ("demo --years 2010", "argument --years: invalid choice: 2010"),
+    ("demo --pair en-xx", "argument --pair: invalid choice: 'en-xx'"),
+    ("demo --out {tmp}/exists.csv", "--out {tmp}/exists.csv is a file; give a folder"),
+    ("curve nosuch --out {tmp}/c", "nosuch has no metrics.jsonl (a training run) or curve.csv (a shipped model)"),
+    ("curve bgt-en-fr --out {tmp}/exists.csv", "is a file; give a folder"),
+    ("curve --out {tmp}/c", "the following arguments are required: RUN"),
+    ("reproduce --out {tmp}/adir", "--out {tmp}/adir is a folder; give a file name"),
+    ("probes build --tasks nosuch", "invalid choice: 'nosuch'"),
+    ("probes build --tasks length --train-size 5", "give all of --train-size"),
+    ("data info --pair en-xx", "argument --pair: invalid choice: 'en-xx'"),
+    ("data fetch", "invalid choice: 'fetch'"),
+    ("models list --bogus", "unrecognized arguments: --bogus"),
+    ("nosuch", "argument COMMAND: invalid choice: 'nosuch'"),
+]
+
+
+@pytest.mark.parametrize("line, message", CLI_CASES, ids=[line for line, _ in CLI_CASES])
+def test_bad_cli_input_is_one_clear_line_with_exit_2_and_changes_nothing(line, message, inputs, capsys):
+    import shlex
+
+    from workbench.paths import REPO_ROOT, home_dir
+    argv = [part.replace("{tmp}", str(inputs)) for part in shlex.split(line)]
+    before = {root: _files(root) for root in (REPO_ROOT / "trained", home_dir())}
+    try:
+        code = main(argv)
+    except SystemExit as exit_:  # argparse's own errors (unknown choices, missing arguments)
+        code = exit_.code
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert message.replace("{tmp}", str(inputs)) in err
+    assert "Traceback" not in err and len([x for x in err.splitlines() if "error" in x]) == 1
+    assert {root: _files(root) for root in before} == before  # nothing outside the command's output changed
+    assert not (inputs / "r").exists() and not (inputs / "rep").exists() and not (inputs / "x.npy").exists()
+
+
+# --- the same for the Python API: a WorkbenchError that says what is valid, and nothing touched ---------------
+
+class Constant:
+    """A user-written encoder (constant output) with a chosen name, dimension and fingerprint."""
+
+    def __init__(self, name="constant", dim=4, fingerprint="constant-v1", languages=("en",)):
+        self.name, self.dim, self.fingerprint, self.languages = name, dim, fingerprint, languages
+
+    def encode(self, sentences, **kw):
+        return np.ones((len(sentences), self.dim), dtype=np.float32)
+
+
+def _bgt(view):
+    return load("bgt-en-fr").encoder(view)
+
+
+def _api_cases():
+    import workbench as wb
+    from workbench.evaluation import compare_sts
+    from workbench.figures import read_results, tidy
+    from workbench.generation import transfer, transfer_table
+    from workbench.probing.build import build_task, check_sizes
+    from workbench.zoo import check_model_name
+    small = {"train": 100, "valid": 20, "test": 20}
+    return [
+        (lambda: wb.probe(Constant(), "length", classifier="svm"), "unknown probe classifier 'svm'; valid: logreg"),
+        (lambda: wb.probe(Constant(), "length", control="last_word"), "unknown control 'last_word'; valid:"),
+        (lambda: wb.probe(Constant(), "sentence_len"), "unknown probing task 'sentence_len'; valid:"),
+        (lambda: wb.probe(Constant(), "length", sizes={"train": 10}), "probing sizes must give train, valid, test"),
+        (lambda: wb.probe(Constant(), "length", sizes={"train": 10, "valid": 0, "test": 5}), "whole numbers ≥ 1"),
+        (lambda: wb.probe(Constant(), "length", sizes={"train": True, "valid": 5, "test": 5}), "whole numbers ≥ 1"),
+        (lambda: wb.probe(Constant(), "length", mdl=True, classifier="mlp"), "MDL probing is implemented for"),
+        (lambda: wb.probe(Constant(languages=("fr",)), "length", sizes=small), "task 'length' is in 'en' but"),
+        (lambda: wb.probe(Constant(dim=0, fingerprint="dim0"), "length", sizes=small), "declares dim 0; an"),
+        (lambda: wb.evaluate(Constant(), "nosuch"), "unknown evaluation suite 'nosuch'; valid: all, hard_sts"),
+        (lambda: wb.evaluate(_bgt("en"), "tatoeba"), "but encoder 'bgt-en-fr:en' reads en: nothing to evaluate"),
+        (lambda: wb.evaluate(_bgt("fr"), "hard_sts"), "Hard STS is in 'en' but encoder 'bgt-en-fr:fr' reads fr"),
+        (lambda: wb.evaluate(_bgt("fr"), "all"), "STS is in 'en' but encoder 'bgt-en-fr:fr' reads fr"),
+        (lambda: wb.load("nosuch"), "no model at 'nosuch': give a run directory"),
+        (lambda: wb.load("bgt-en-fr").encoder("de"), "unknown encoder view 'de'; valid: en, fr, semantic"),
+        (lambda: wb.erase(Constant(), "nosuch"), "unknown probing task 'nosuch'"),
+        (lambda: wb.erase(_bgt("en"), "gender_fr", sizes=small), "task 'gender_fr' is in 'fr' but"),
+        (lambda: wb.cached(Constant(), dtype="int8"), "cache dtype 'int8' is not valid; valid: float16, float32"),
+        (lambda: wb.cached(Constant(fingerprint=".hidden")), "fingerprints name cache folders"),
+        (lambda: wb.cached(Constant(fingerprint="a/b")), "fingerprints name cache folders"),
+        (lambda: transfer(load("bgt-en-fr"), ["A man."], ["B.", "C."]), "got 1 source sentences but 2 style"),
+        (lambda: transfer(load("bgt-en-fr"), [""], ["B."]), "source and style sentences must be non-empty"),
+        (lambda: transfer(load("bgt-en-fr"), ["A."], ["B."], beam=0), "beam must be at least 1"),
+        (lambda: transfer(load("sp-en-fr"), ["A."], ["B."]), "style transfer needs a BGT model"),
+        (lambda: transfer_table(load("bgt-en-fr"), pd.DataFrame({"src": ["a"]})), "lacks columns ['source', 'st"),
+        (lambda: compare_sts(Constant(), Constant("other", fingerprint="other-v1"), n_boot=50), "n_boot must be"),
+        (lambda: build_task("length", sizes={"train": 1.5, "valid": 1, "test": 1}), "whole numbers ≥ 1"),
+        (lambda: check_sizes({"train": 5, "valid": 5}), "probing sizes must give train, valid, test"),
+        (lambda: TrainConfig.from_preset("huge"), "unknown preset 'huge'; valid: cpu, paper, small, tiny"),
+        (lambda: TrainConfig.from_preset("tiny", max_updates=0), "max_updates must be an integer ≥ 1 (got 0)"),
+        (lambda: TrainConfig.from_preset("tiny", lr=-1.0), "lr must be a number > 0 (got -1.0)"),
+        (lambda: TrainConfig.from_preset("tiny", betas=(0.9,)), "betas must be two numbers in [0, 1)"),
+        (lambda: check_model_name("../trained"), "'../trained' is not a valid model name"),
+        (lambda: check_model_name(""), "'' is not a valid model name"),
+        (lambda: tidy(pd.DataFrame({"encoder": ["a"], "task": ["b"]})), "result frame lacks columns ['metric',"),
+        (lambda: read_results(Path(__file__)), "not a results CSV"),
+    ]
+
+
+API_CASES = _api_cases()
+
+
+@pytest.mark.parametrize("case", range(len(API_CASES)))
+def test_bad_api_input_raises_a_clear_workbench_error_and_changes_nothing(case):
+    from workbench.paths import REPO_ROOT
+    call, message = API_CASES[case]
+    before = _files(REPO_ROOT / "trained")
+    with pytest.raises(WorkbenchError) as err:
+        call()
+    assert message in str(err.value)
+    assert _files(REPO_ROOT / "trained") == before
+
+
+def test_two_encoders_with_one_fingerprint_are_refused_not_confused():
+    import workbench as wb
+    first = wb.cached(Constant("signal", 4, "shared-fp"))
+    first.encode(["A man is playing a guitar."])
+    for other, what in ((Constant("noise", 4, "shared-fp"), "encoder 'noise' (dim 4)"),
+                        (Constant("signal", 8, "shared-fp"), "encoder 'signal' (dim 8)")):
+        with pytest.raises(WorkbenchError, match=rf"{re.escape(what)} has fingerprint shared-fp…, which the "
+                                                 r"cache already holds for encoder 'signal' \(dim 4\)"):
+            wb.cached(other)
+    assert wb.cached(Constant("signal", 4, "shared-fp")).encode(["A man is playing a guitar."]).shape == (1, 4)
+
+
+def test_an_edited_result_in_the_cache_is_recomputed_not_reported(caplog):
+    import json as json_
+    from workbench.cache import remember, results_dir
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return {"accuracy": 0.5}
+
+    assert remember("probe", "edited-fp", {"task": "t"}, compute) == {"accuracy": 0.5}
+    (path,) = (results_dir() / "edited-fp" / "probe").glob("*.json")
+    stored = json_.loads(path.read_text())
+    stored["result"]["accuracy"] = 0.99  # a hand edit (or a flipped digit) that still parses
+    path.write_text(json_.dumps(stored))
+    assert remember("probe", "edited-fp", {"task": "t"}, compute) == {"accuracy": 0.5} and len(calls) == 2
+    assert "is unreadable, edited or stale; recomputing it" in caplog.text
+
+
+def test_temporary_files_of_killed_writers_are_reported_and_cleared(capsys):
+    import subprocess
+    import sys
+    from workbench.cache import cache_dir, stale_temp_files
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True).stdout.strip()  # a pid that has exited
+    folder = cache_dir() / "tmp-test"
+    folder.mkdir(parents=True, exist_ok=True)
+    orphan = folder / f".entry.safetensors.{dead}.tmp"
+    orphan.write_bytes(b"\0" * 4096)
+    mine = folder / f".entry.safetensors.{os.getpid()}.tmp"  # a live writer's: never touched
+    mine.write_bytes(b"\0" * 10)
+    assert orphan in stale_temp_files() and mine not in stale_temp_files()
+    assert main(["cache", "ls"]) == 0
+    assert "temporary files of interrupted writers" in capsys.readouterr().out
+    assert main(["cache", "clear", "--stale"]) == 0
+    assert not orphan.exists() and mine.exists()
+    mine.unlink()
+
+
+# --- properties over many values (hypothesis) --------------------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(min_size=0, max_size=12))
+def test_any_accepted_model_name_stays_one_folder_inside_trained(name):
+    from workbench.paths import REPO_ROOT
+    from workbench.zoo import check_model_name
+    root = REPO_ROOT / "trained"
+    try:
+        check_model_name(name)
+    except WorkbenchError as err:
+        assert "is not a valid model name" in str(err)
+        return
+    assert (root / name).resolve().parent == root.resolve() and name not in (".", "..")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(min_size=0, max_size=24))
+def test_any_accepted_fingerprint_names_one_folder_inside_the_cache(fingerprint):
+    from workbench.cache import cache_dir, check_fingerprint
+    try:
+        check_fingerprint(Constant(fingerprint=fingerprint))
+    except WorkbenchError as err:
+        assert "fingerprints name cache folders" in str(err)
+        return
+    assert (cache_dir() / fingerprint[:16]).resolve().parent == cache_dir().resolve()
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from(["max_updates", "save_every", "valid_every", "keep_checkpoints", "max_tokens", "kl_x0"]),
+       st.one_of(st.integers(-10 ** 6, 10 ** 6), st.floats(allow_nan=True), st.booleans(), st.text(max_size=3)))
+def test_count_options_accept_exactly_the_whole_numbers_from_one(field, value):
+    valid = isinstance(value, int) and not isinstance(value, bool) and value >= 1
+    try:
+        cfg = TrainConfig.from_preset("tiny", **{field: value})
+    except WorkbenchError as err:
+        assert not valid and f"{field} must be an integer ≥ 1 (got {value!r})" in str(err)
+    else:
+        assert valid and getattr(cfg, field) == value
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.fixed_dictionaries({k: st.integers(-5, 10 ** 6) for k in ("train", "valid", "test")}),
+       st.integers(-5, 10 ** 4))
+def test_sizes_and_resample_counts_accept_exactly_their_valid_range(sizes, n_boot):
+    from workbench.evaluation.significance import check_n_boot
+    from workbench.probing.build import check_sizes
+    if min(sizes.values()) >= 1:
+        assert check_sizes(sizes) == sizes
+    else:
+        with pytest.raises(WorkbenchError, match="whole numbers ≥ 1"):
+            check_sizes(sizes)
+    if n_boot >= 100:
+        assert check_n_boot(n_boot) == n_boot
+    else:
+        with pytest.raises(WorkbenchError, match="n_boot must be a whole number ≥ 100"):
+            check_n_boot(n_boot)

@@ -3,6 +3,7 @@ import pytest
 import torch
 
 from workbench.data.batching import collate
+from workbench.errors import WorkbenchError
 from workbench.models.bgt import (
     BGT,
     SETTINGS,
@@ -182,7 +183,7 @@ def test_bad_configs_are_explained():
         config("bgt_plus")
     with pytest.raises(ValueError, match="decoder_latent 'z'"):
         config(decoder_latent="z")
-    with pytest.raises(ValueError, match="unknown model config keys"):
+    with pytest.raises(WorkbenchError, match="unknown model config keys"):
         BGTConfig.from_dict({"vocab_size": 10, "layers": 3})
 
 

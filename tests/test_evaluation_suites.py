@@ -121,11 +121,10 @@ def test_compare_sts_draws_each_years_resamples_independently(small_tokenizer, m
     monkeypatch.setattr(evaluation, "bootstrap_differences",
                         lambda *args: seeds.append(args[-1]) or real(*args))
     tokenizer = Tokenizer(small_tokenizer.model_file, ("en", "tr"))
-    first = compare_sts(RandomEmbeddingAverage(tokenizer), RandomEmbeddingAverage(tokenizer, seed=1, name="b"),
-                        years=(2015, 2016), n_boot=100, seed=7)
+    a, b = RandomEmbeddingAverage(tokenizer), RandomEmbeddingAverage(tokenizer, seed=1, name="other-seed")
+    first = compare_sts(a, b, years=(2015, 2016), n_boot=100, seed=7)
     assert len(seeds) == 2 and seeds[0] != seeds[1]  # not one stream repeated in every year
-    again = compare_sts(RandomEmbeddingAverage(tokenizer), RandomEmbeddingAverage(tokenizer, seed=1, name="b"),
-                        years=(2015, 2016), n_boot=100, seed=7)
+    again = compare_sts(a, b, years=(2015, 2016), n_boot=100, seed=7)
     pd.testing.assert_frame_equal(first, again)  # still reproducible from the one seed
 
 

@@ -64,9 +64,12 @@ class CachedEncoder:
 
     def __init__(self, encoder: Encoder, dtype: str = "float16", root: Path | None = None):
         if dtype not in ("float16", "float32"):
-            raise ValueError(f"cache dtype {dtype!r} is not valid; valid: float16, float32")
+            raise WorkbenchError(f"cache dtype {dtype!r} is not valid; valid: float16, float32")
         self.encoder, self.dtype, self.root = encoder, dtype, root
         self.name, self.dim, self.fingerprint = encoder.name, encoder.dim, check_fingerprint(encoder)
+        if not isinstance(self.dim, int) or isinstance(self.dim, bool) or self.dim < 1:
+            raise WorkbenchError(f"encoder {self.name!r} declares dim {self.dim!r}; an embedding needs a whole "
+                                 "number ≥ 1 of dimensions")
         self._claim()
         languages = getattr(encoder, "languages", None)
         if languages is not None:

@@ -149,18 +149,21 @@ def _sizes(args) -> dict[str, int] | None:
         return None  # the cards' sizes
     if not all(given.values()):
         raise WorkbenchError("give all of --train-size, --valid-size and --test-size, or none (the cards' sizes)")
-    return given
+    from .probing.build import check_sizes
+    return check_sizes(given)
 
 
 def _probe(args) -> None:
     from tqdm.auto import tqdm
 
-    from .probing.probe import probe
+    from .probing.probe import check_options, probe
+    check_options(args.classifier, not args.no_control and args.control, args.mdl)  # before the encoder is built
+    sizes = _sizes(args)
     encoder = _encoder(args)
     rows = []
     for task in tqdm(args.task, desc="probing", unit="task", disable=len(args.task) == 1):
         result = probe(encoder, task, classifier=args.classifier, control=not args.no_control and args.control,
-                       mdl=args.mdl, sizes=_sizes(args))
+                       mdl=args.mdl, sizes=sizes)
         rows.append(result.to_frame())
     df = pd.concat(rows, ignore_index=True)
     table = df.pivot_table(index="task", columns="metric", values="value", sort=False)
@@ -213,6 +216,9 @@ def _cache(args) -> None:
 
 def _evaluate(args) -> None:
     from .evaluation import evaluate
+    from .evaluation.significance import check_n_boot
+    if args.against:
+        check_n_boot(args.n_boot)  # before the first evaluation
     df = evaluate(_encoder(args), args.suite, show_progress=True)
     shown = df[df["metric"].isin(["pearson", "error xx->en", "error en->xx"])]
     print(shown.pivot_table(index=["task", "dataset"], columns="metric", values="value", sort=False)

@@ -441,7 +441,10 @@ def load(path_or_name: str | Path, device: str | torch.device = "cpu") -> torch.
     meta = json.loads((folder / "config.json").read_text())
     verify_files(folder, meta)
     tokenizer = Tokenizer(folder / "spm.model", tuple(meta["model"]["languages"]))
-    model = build_model(meta["model"])
+    try:
+        model = build_model(meta["model"])
+    except WorkbenchError as err:
+        raise WorkbenchError(f"{folder / 'config.json'}: {err}") from None
     state = load_file(str(folder / "model.safetensors"))  # float16 in trained/: copied into float32 parameters
     if not meta.get("decoders", True):  # a shipped encoder-only model
         model.decoders = torch.nn.ModuleDict()
@@ -482,17 +485,19 @@ class Trainer:
         self.rank, self.world = _distributed()
         self.device = torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}" if torch.cuda.is_available()
                                    else "cpu")
-        self.tokenizer = pair_tokenizer(cfg.pair, cfg.vocab_size, language_tags=cfg.model == "nmt")
-        self._prepare_data()
-        checkpoint = latest_checkpoint(self.run_dir) if resume else None
-        if checkpoint is not None:
-            self._check_resumable(checkpoint)
-        elif (self.run_dir / "latest").exists():
+        if self.run_dir.exists() and not self.run_dir.is_dir():
+            raise WorkbenchError(f"--out {self.run_dir} is a file; give a run directory")
+        checkpoint = latest_checkpoint(self.run_dir) if resume else None  # both found before any work
+        if checkpoint is None and (self.run_dir / "latest").exists():
             raise WorkbenchError(f"{self.run_dir} already holds a run; pass --resume to continue it, or choose "
                                  "another --out")
-        start = None
-        if init_from is not None and checkpoint is None:  # a resume of a run that was itself initialised wins
-            start = latest_checkpoint(model_path(init_from))
+        # a resume of a run that was itself initialised wins over init_from
+        start = latest_checkpoint(model_path(init_from)) if init_from is not None and checkpoint is None else None
+        self.tokenizer = pair_tokenizer(cfg.pair, cfg.vocab_size, language_tags=cfg.model == "nmt")
+        self._prepare_data()
+        if checkpoint is not None:
+            self._check_resumable(checkpoint)
+        if start is not None:
             self._check_resumable(start)
         torch.manual_seed(cfg.seed)
         self.model = build_model(cfg.model_config(self.tokenizer)).to(self.device)

@@ -150,6 +150,7 @@ def export(run: str | Path, name: str, keep_decoders: bool | None = None, root: 
     if not name:
         raise WorkbenchError("name the model to export (e.g. bgt-en-fr): the name decides which folder of trained/ "
                              "it becomes")
+    check_model_name(name)  # before reading the run
     name, state, config, spm_model, curve = _exported(run, name, keep_decoders, checkpoint, hardware_text)
     return _install(name, Path(root) if root else trained_dir(), state, config, spm_model, curve, sizes,
                     show_progress, force)

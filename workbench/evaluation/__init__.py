@@ -8,7 +8,7 @@ import pandas as pd
 
 from ..cache import cached, remember
 from ..data.sts import STS_DATASETS, TATOEBA_CODES, load_sts, load_tatoeba
-from ..encoders import Encoder, check_embeddings, readable
+from ..encoders import Encoder, check_embeddings, check_language, readable
 from ..errors import WorkbenchError, check_name
 from .retrieval import retrieval_errors
 from .significance import bootstrap_differences, summarise
@@ -22,6 +22,19 @@ def evaluate_tatoeba(encoder: Encoder, languages=None, margin: bool = False,
     """Tatoeba similarity-search error rates (%) in both directions, for each language the encoder reads
     besides English (``languages=None``; an encoder that does not declare its languages: all five) or for the
     ones named (one it cannot read raises)."""
+    rows = []
+    for language in tatoeba_languages(encoder, languages):
+        frame = load_tatoeba(language)
+        xx = check_embeddings(encoder, encoder.encode(list(frame["xx"]), show_progress=show_progress), len(frame))
+        en = check_embeddings(encoder, encoder.encode(list(frame["en"]), show_progress=show_progress), len(frame))
+        rows += [{"encoder": encoder.name, "task": "Tatoeba", "dataset": f"{language}-en", "metric": f"error {d}",
+                  "value": value, "n": len(frame)} for d, value in retrieval_errors(xx, en, margin).items()]
+    return pd.DataFrame(rows, columns=["encoder", "task", "dataset", "metric", "value", "n"])
+
+
+def tatoeba_languages(encoder: Encoder, languages=None) -> list[str]:
+    """The Tatoeba languages to evaluate ``encoder`` on (see :func:`evaluate_tatoeba`); a clear error when it
+    cannot read one named, or (``languages=None``) reads no English–foreign pair at all."""
     if languages is None:
         reads = getattr(encoder, "languages", None)
         languages = [lang for lang in TATOEBA_CODES if reads is None or {"en", lang} <= set(reads)]
@@ -29,15 +42,9 @@ def evaluate_tatoeba(encoder: Encoder, languages=None, margin: bool = False,
             raise WorkbenchError(f"Tatoeba pairs English with {', '.join(TATOEBA_CODES)}, but encoder "
                                  f"{encoder.name!r} reads {', '.join(reads) or 'nothing'}: nothing to evaluate "
                                  "(use a shared encoder, e.g. BGT's semantic view)")
-    rows = []
     for language in languages:
         readable(encoder, ("en", language), f"Tatoeba {language}-en", strict=True)
-        frame = load_tatoeba(language)
-        xx = check_embeddings(encoder, encoder.encode(list(frame["xx"]), show_progress=show_progress), len(frame))
-        en = check_embeddings(encoder, encoder.encode(list(frame["en"]), show_progress=show_progress), len(frame))
-        rows += [{"encoder": encoder.name, "task": "Tatoeba", "dataset": f"{language}-en", "metric": f"error {d}",
-                  "value": value, "n": len(frame)} for d, value in retrieval_errors(xx, en, margin).items()]
-    return pd.DataFrame(rows, columns=["encoder", "task", "dataset", "metric", "value", "n"])
+    return list(languages)
 
 
 SUITES = {"sts": evaluate_sts, "hard_sts": evaluate_hard_sts, "sts17": evaluate_sts17,
@@ -58,6 +65,11 @@ def evaluate(encoder: Encoder, suite: str = "sts", show_progress: bool = False, 
         log.warning("skipping Tatoeba: encoder %r reads %s, not English and a Tatoeba language", encoder.name,
                     ", ".join(reads))
         names.remove("tatoeba")
+    for name in names:  # what the encoder cannot read is refused before anything is encoded or cached
+        if name in ("sts", "hard_sts"):
+            check_language(encoder, "en", {"sts": "STS", "hard_sts": "Hard STS"}[name])
+        elif name == "tatoeba":
+            tatoeba_languages(encoder)
     if not cache:
         return pd.concat([SUITES[name](encoder, show_progress=show_progress) for name in names], ignore_index=True)
     encoder = cached(encoder)

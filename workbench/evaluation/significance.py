@@ -17,6 +17,13 @@ class BootstrapResult:
     n_boot: int
 
 
+def check_n_boot(n_boot) -> int:
+    """``n_boot`` if it is a whole number of at least 100 resamples, else a clear error."""
+    if not isinstance(n_boot, int) or isinstance(n_boot, bool) or n_boot < 100:
+        raise WorkbenchError(f"n_boot must be a whole number ≥ 100 resamples (got {n_boot}); 2000 is the default")
+    return n_boot
+
+
 def _pearson_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Pearson r of each row of x (B, n) with the matching row of y (B, n)."""
     x = x - x.mean(axis=1, keepdims=True)
@@ -40,8 +47,7 @@ def bootstrap_differences(gold, sims_a, sims_b, groups=None, n_boot: int = 2000,
     With ``groups`` (a dataset label per pair) the statistic is the mean over groups of the per-group Pearson
     r — how STS years are reported — and pairs are resampled within their group.
     """
-    if not isinstance(n_boot, int) or n_boot < 100:
-        raise WorkbenchError(f"n_boot must be a whole number ≥ 100 resamples (got {n_boot}); 2000 is the default")
+    check_n_boot(n_boot)
     gold, sims_a, sims_b = (np.asarray(v, dtype=np.float64) for v in (gold, sims_a, sims_b))
     if not (len(gold) == len(sims_a) == len(sims_b)) or len(gold) < 3:
         raise ValueError("gold and both similarity vectors need the same length (at least 3 pairs)")

@@ -66,6 +66,7 @@ def evaluate_sts(encoder: Encoder, years: Sequence[int] = tuple(STS_DATASETS),
 
 def evaluate_hard_sts(encoder: Encoder, show_progress: bool = False) -> pd.DataFrame:
     """Pearson/Spearman on the paper authors' Hard STS files (Hard+ = ``hard-pos``, Hard− = ``hard-neg``)."""
+    check_language(encoder, "en", "Hard STS")
     data = {kind: load_sts_hard(kind) for kind in HARD_STS}
     lookup = embed_unique(encoder, [s for f in data.values() for s in (*f["sentence1"], *f["sentence2"])],
                           show_progress)

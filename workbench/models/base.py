@@ -5,6 +5,8 @@ from dataclasses import asdict, fields
 
 from torch import nn
 
+from ..errors import WorkbenchError
+
 
 class ModelConfig:
     """Mixin for the model config dataclasses: the dict stored in ``config.json`` and back."""
@@ -17,7 +19,7 @@ class ModelConfig:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise ValueError(f"unknown model config keys {unknown}; valid: {', '.join(sorted(known))}")
+            raise WorkbenchError(f"unknown model config keys {unknown}; valid: {', '.join(sorted(known))}")
         return cls(**data)
 
 

@@ -87,13 +87,7 @@ def probe(encoder: Encoder, task: str | ProbingDataset, classifier: str = "logre
     first word, ``False`` skips it (see :mod:`.control`); ``mdl`` adds the online codelength. A stored result for the same encoder, data and options
     is returned as it is unless ``refit``; ``cache=False`` bypasses the embedding and result caches.
     """
-    check_name("probe classifier", classifier, CLASSIFIERS)
-    if control is True:
-        control = "word"
-    elif control is not False:
-        check_name("control", control, CONTROLS)
-    if mdl and classifier != "logreg":
-        raise WorkbenchError(f"MDL probing is implemented for the logreg probe, not {classifier!r}")
+    control = check_options(classifier, control, mdl)
     card = task.card if isinstance(task, ProbingDataset) else get_task(task)
     check_language(encoder, card.language, f"task {card.name!r}")  # before building anything
     dataset = task if isinstance(task, ProbingDataset) else build_task(card, **build_options)
@@ -115,6 +109,16 @@ def probe(encoder: Encoder, task: str | ProbingDataset, classifier: str = "logre
     if not cache or options["data"] is None:
         return ProbeResult(**compute())
     return ProbeResult(**remember("probe", encoder.fingerprint, options, compute, refresh=refit))
+
+
+def check_options(classifier: str, control: bool | str, mdl: bool) -> str | bool:
+    """Validate :func:`probe`'s options (before any work); returns the control's name (or ``False``)."""
+    check_name("probe classifier", classifier, CLASSIFIERS)
+    if mdl and classifier != "logreg":
+        raise WorkbenchError(f"MDL probing is implemented for the logreg probe, not {classifier!r}")
+    if control is True:
+        return "word"
+    return control if control is False else check_name("control", control, CONTROLS)
 
 
 def _classifier(name: str, seed: int, **params):
