@@ -242,3 +242,24 @@ def test_erasing_a_concept_leaves_a_linear_probe_at_the_majority_and_sts_nearly_
     assert list(bars.x) == ["length"] and bars.y[0] == pytest.approx(sts.change) and bars.name == sp.name
     with pytest.raises(WorkbenchError, match="task 'gender_fr' is in 'fr' but encoder 'bgt-en-fr:en' reads en"):
         wb.erase(wb.load("bgt-en-fr").encoder("en"), "gender_fr", sizes=SMALL)
+
+
+def test_conditional_probe_measures_what_one_view_adds_beyond_another(length_task):
+    exact = FeatureEncoder("exact-length", lambda s: len(preprocess(s).split()))
+    noise = FeatureEncoder("noise-view", lambda s: 0.0, seed=3)
+    gained = probe(exact, length_task, given=noise, control=False)  # length, beyond a view that has none
+    assert gained.given == "noise-view" and gained.encoder == "[exact-length ; noise-view]"
+    assert gained.gain > 0.4 and gained.gain_ci_low > 0.3 and gained.gain_ci_low <= gained.gain <= gained.gain_ci_high
+    nothing = probe(noise, length_task, given=exact, control=False)  # noise adds nothing beyond the length
+    assert abs(nothing.gain) < 0.05 and nothing.gain_ci_low < 0.02
+    assert "gain over exact-length alone" in str(nothing)
+    rows = gained.to_frame().set_index("metric")
+    assert rows.loc["conditional_gain", "value"] == pytest.approx(gained.gain)
+    assert rows.loc["given_accuracy", "value"] == pytest.approx(gained.given_accuracy)
+    with pytest.raises(WorkbenchError, match="given itself"):
+        probe(exact, length_task, given=exact)
+    from workbench.figures import conditional_figure
+    both = pd.concat([gained.to_frame(), nothing.to_frame()])
+    bars = conditional_figure(both).data
+    assert [b.name for b in bars] == ["exact-length beyond noise-view", "noise-view beyond exact-length"]
+    assert bars[0].y[0] == pytest.approx(100 * gained.gain)

@@ -157,13 +157,17 @@ def _probe(args) -> None:
     from tqdm.auto import tqdm
 
     from .probing.probe import check_options, probe
+    from .train import load
     check_options(args.classifier, not args.no_control and args.control, args.mdl)  # before the encoder is built
     sizes = _sizes(args)
+    if args.given and not args.model:
+        raise WorkbenchError("--given names a view of --model; give --model too")
     encoder = _encoder(args)
+    given = load(args.model).encoder(args.given) if args.given else None
     rows = []
     for task in tqdm(args.task, desc="probing", unit="task", disable=len(args.task) == 1):
         result = probe(encoder, task, classifier=args.classifier, control=not args.no_control and args.control,
-                       mdl=args.mdl, sizes=sizes)
+                       mdl=args.mdl, sizes=sizes, given=given)
         rows.append(result.to_frame())
     df = pd.concat(rows, ignore_index=True)
     table = df.pivot_table(index="task", columns="metric", values="value", sort=False)
@@ -363,6 +367,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the control task's labels are a random function of the word the label is read from "
                         "(word; the first word where there is none) or of the first word (first_word)")
     p.add_argument("--no-control", action="store_true", help="skip the control task (no selectivity)")
+    p.add_argument("--given", metavar="VIEW", help="with --model: a conditional probe, what --encoder's view adds "
+                                                   "beyond this view of the same model (e.g. --encoder semantic "
+                                                   "--given en)")
     p.add_argument("--mdl", action="store_true", help="also the MDL online codelength (logreg)")
     p.add_argument("--out", help="also write the tidy results as CSV")
     p.add_argument("--force", action="store_true", help="replace --out if it exists")

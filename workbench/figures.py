@@ -99,6 +99,22 @@ def erasure_figure(effects: pd.DataFrame) -> go.Figure:
     return fig
 
 
+def conditional_figure(df: pd.DataFrame) -> go.Figure:
+    """Grouped bars (with 95% CIs) of conditional-probe gains (``metric == "conditional_gain"``, × 100) per task,
+    one bar group per encoder ("[a ; b]": what ``a`` adds beyond ``b``)."""
+    rows = tidy(df)
+    rows = rows[rows["metric"] == "conditional_gain"]
+    fig = go.Figure()
+    for encoder, part in rows.groupby("encoder", sort=False):
+        a, _, b = encoder.strip("[]").partition(" ; ")
+        fig.add_bar(name=f"{a} beyond {b}", x=part["task"], y=100 * part["value"],
+                    error_y={"type": "data", "symmetric": False, "array": 100 * (part["ci_high"] - part["value"]),
+                             "arrayminus": 100 * (part["value"] - part["ci_low"])})
+    fig.update_layout(barmode="group", title="Conditional probing: accuracy gained by adding a view (Hewitt et al.)",
+                      yaxis_title="accuracy gain × 100", xaxis_title="task", template="plotly_white")
+    return fig
+
+
 def sts_figure(df: pd.DataFrame) -> go.Figure:
     """Grouped bars of Pearson's r × 100 per STS year (dataset == "all" rows) and encoder."""
     df = tidy(df)

@@ -2,13 +2,16 @@
 
 The probe's hyper-parameters are chosen on the validation split only; the test accuracy is reported with a
 bootstrap 95% CI, the majority-class baseline, and the selectivity against a control task (Hewitt & Liang
-2019); optionally the MDL online codelength (Voita & Titov 2020). Embeddings and results are cached, so asking
-again for the same encoder × task × options costs a file read.
+2019); optionally the MDL online codelength (Voita & Titov 2020). ``given=`` makes it a conditional probe
+(Hewitt et al. 2021): the probe reads two views side by side, and the result reports what the first adds beyond
+the second alone, with a paired bootstrap CI. Embeddings and results are cached, so asking again for the same
+encoder × task × options costs a file read.
 """
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -22,7 +25,7 @@ from .control import CONTROLS, control_labels, control_words
 from .mdl import online_codelength
 from .tasks import get_task
 
-PROBE_VERSION = 5  # bump when a change alters results, so cached ones are recomputed
+PROBE_VERSION = 6  # bump when a change alters results, so cached ones are recomputed
 
 
 @dataclass
@@ -41,6 +44,16 @@ class ProbeResult:
     mdl_bits: float | None = None
     compression: float | None = None
     control: str | None = None  # the control task used: "word" (the label word) or "first_word"
+    correct: str = field(default="", repr=False)  # per test example, "1" where the probe was right
+    given: str | None = None  # conditional probe: the view this encoder's gain is measured beyond
+    given_accuracy: float | None = None  # the probe on that view alone
+    gain_ci_low: float | None = None  # paired bootstrap 95% CI of accuracy − given_accuracy
+    gain_ci_high: float | None = None
+
+    @property
+    def gain(self) -> float | None:
+        """Conditional probe: accuracy with both views minus accuracy with the ``given`` view alone."""
+        return None if self.given_accuracy is None else self.accuracy - self.given_accuracy
 
     @property
     def selectivity(self) -> float | None:
@@ -51,7 +64,9 @@ class ProbeResult:
         """Tidy rows (encoder, task, classifier, metric, value, ci_low, ci_high, n)."""
         metrics = {"accuracy": (self.accuracy, self.ci_low, self.ci_high), "majority": (self.majority,),
                    "control_accuracy": (self.control_accuracy,), "selectivity": (self.selectivity,),
-                   "mdl_bits": (self.mdl_bits,), "compression": (self.compression,)}
+                   "mdl_bits": (self.mdl_bits,), "compression": (self.compression,),
+                   "given_accuracy": (self.given_accuracy,),
+                   "conditional_gain": (self.gain, self.gain_ci_low, self.gain_ci_high)}
         rows = [{"encoder": self.encoder, "task": self.task, "classifier": self.classifier, "metric": metric,
                  "value": values[0], "ci_low": values[1] if len(values) > 1 else np.nan,
                  "ci_high": values[2] if len(values) > 2 else np.nan, "n": self.n_test}
@@ -63,6 +78,9 @@ class ProbeResult:
                 f"[{100 * self.ci_low:.1f}, {100 * self.ci_high:.1f}], majority {100 * self.majority:.1f}")
         if self.selectivity is not None:
             text += f", selectivity {100 * self.selectivity:+.1f} ({self.control.replace('_', ' ')} control)"
+        if self.gain is not None:
+            text += (f", gain over {self.given} alone {100 * self.gain:+.1f} [{100 * self.gain_ci_low:+.1f}, "
+                     f"{100 * self.gain_ci_high:+.1f}]")
         if self.compression is not None:
             text += f", MDL {self.mdl_bits / 1000:.1f} kbits (compression {self.compression:.2f})"
         return text
@@ -78,19 +96,26 @@ def bootstrap_ci(correct: np.ndarray, n_boot: int = 1000, seed: int = 0) -> tupl
 
 def probe(encoder: Encoder, task: str | ProbingDataset, classifier: str = "logreg", seed: int = 0,
           control: bool | str = True, mdl: bool = False, cache: bool = True, refit: bool = False,
-          **build_options) -> ProbeResult:
+          given: Encoder | None = None, **build_options) -> ProbeResult:
     """Train a probe for ``task`` on ``encoder``'s embeddings and report its test accuracy.
 
     ``task`` is a task name (built on demand; ``build_options`` such as ``sizes`` go to :func:`build_task`) or
     a built dataset; ``classifier`` is ``"logreg"`` or ``"mlp"``; ``control`` adds a control task and
     selectivity: ``"word"`` (or ``True``) keys it on the word the label is read from, ``"first_word"`` on the
-    first word, ``False`` skips it (see :mod:`.control`); ``mdl`` adds the online codelength. A stored result for the same encoder, data and options
+    first word, ``False`` skips it (see :mod:`.control`); ``mdl`` adds the online codelength. ``given``, another
+    encoder (e.g. BGT's English view when ``encoder`` is its semantic view), makes it a conditional probe: the
+    probe reads ``[encoder ; given]``, and ``gain`` is its accuracy minus that of the same probe on ``given``
+    alone (Hewitt et al. 2021: what ``encoder`` knows beyond ``given``), with a paired bootstrap CI. A stored result for the same encoder, data and options
     is returned as it is unless ``refit``; ``cache=False`` bypasses the embedding and result caches.
     """
     control = check_options(classifier, control, mdl)
     card = task.card if isinstance(task, ProbingDataset) else get_task(task)
     check_language(encoder, card.language, f"task {card.name!r}")  # before building anything
+    if given is not None:
+        check_language(given, card.language, f"task {card.name!r}")
     dataset = task if isinstance(task, ProbingDataset) else build_task(card, **build_options)
+    if given is not None:
+        return _conditional(encoder, given, dataset, classifier, seed, control, mdl, cache, refit)
     splits = {tag: dataset.split(tag) for tag in ("tr", "va", "te")}
     for tag, frame in splits.items():
         if frame.empty:
@@ -109,6 +134,37 @@ def probe(encoder: Encoder, task: str | ProbingDataset, classifier: str = "logre
     if not cache or options["data"] is None:
         return ProbeResult(**compute())
     return ProbeResult(**remember("probe", encoder.fingerprint, options, compute, refresh=refit))
+
+
+class Concatenated:
+    """Two encoders side by side: ``[a ; b]`` (an Encoder; each half from the embedding cache)."""
+
+    def __init__(self, a: Encoder, b: Encoder):
+        self.a, self.b = cached(a), cached(b)
+        self.name, self.dim = f"[{a.name} ; {b.name}]", a.dim + b.dim
+        self.fingerprint = hashlib.sha256(f"concat|{self.a.fingerprint}|{self.b.fingerprint}".encode()).hexdigest()
+        reads_a, reads_b = getattr(a, "languages", None), getattr(b, "languages", None)
+        if reads_a is not None or reads_b is not None:
+            self.languages = tuple(x for x in (reads_a or reads_b) if reads_b is None or x in reads_b)
+
+    def encode(self, sentences: Sequence[str], batch_size: int = 256, show_progress: bool = False) -> np.ndarray:
+        return np.hstack([self.a.encode(sentences, batch_size=batch_size, show_progress=show_progress),
+                          self.b.encode(sentences, batch_size=batch_size, show_progress=show_progress)])
+
+
+def _conditional(encoder, given, dataset, classifier, seed, control, mdl, cache, refit) -> ProbeResult:
+    if encoder.fingerprint == given.fingerprint:
+        raise WorkbenchError(f"conditional probe of {encoder.name!r} given itself: give another view")
+    options = {"classifier": classifier, "seed": seed, "cache": cache, "refit": refit}
+    joint = probe(Concatenated(encoder, given), dataset, control=control, mdl=mdl, **options)
+    alone = probe(given, dataset, control=False, **options)
+    both, base = (np.frombuffer(r.correct.encode(), dtype=np.uint8) - ord("0") for r in (joint, alone))
+    rng = np.random.default_rng(seed)
+    index = rng.integers(0, len(both), size=(1000, len(both)))
+    low, high = np.percentile(both[index].mean(axis=1) - base[index].mean(axis=1), [2.5, 97.5])
+    joint.given, joint.given_accuracy = given.name, alone.accuracy
+    joint.gain_ci_low, joint.gain_ci_high = float(low), float(high)
+    return joint
 
 
 def check_options(classifier: str, control: bool | str, mdl: bool) -> str | bool:
@@ -145,6 +201,7 @@ def _run_probe(encoder, dataset, splits, classifier, seed, control, mdl) -> Prob
     chosen = {"l2": clf.l2_, **({"hidden": clf.hidden_, "dropout": clf.dropout_} if classifier == "mlp" else {})}
     result = ProbeResult(encoder=encoder.name, task=dataset.card.name, classifier=classifier,
                          accuracy=float(correct.mean()), ci_low=low, ci_high=high,
+                         correct="".join("1" if c else "0" for c in correct),
                          majority=float((y["te"] == majority_label).mean()), control_accuracy=None,
                          n_train=len(y["tr"]), n_test=len(y["te"]),
                          hyperparameters=", ".join(f"{k}={v:g}" for k, v in chosen.items()) + f" (of {_grid(clf)})")
