@@ -137,15 +137,22 @@ def table3_figure(table: pd.DataFrame, title: str = "Probing accuracy by encoder
     return fig
 
 
-def gap_figure(gaps: pd.DataFrame, title: str = "Semantic minus English language encoder, by language") -> go.Figure:
-    """Lines of a gap (``language, task, gap`` rows, × 100) against the languages in their row order, which is
-    the stated distance order; one line per task."""
+def gap_figure(gaps: pd.DataFrame, title: str = "Semantic minus English language encoder, by language",
+               x: str = "language") -> go.Figure:
+    """Lines of a gap (``language, task, gap`` rows, × 100), one per task: against the languages in their row
+    order (the stated distance order), or with ``x="distance"`` against a measured distance column of that
+    name (points labelled with their language)."""
     fig = go.Figure()
     for task, rows in gaps.groupby("task", sort=False):
-        fig.add_scatter(name=task, x=rows["language"], y=rows["gap"], mode="lines+markers")
+        if x == "distance":
+            rows = rows.sort_values("distance")
+            fig.add_scatter(name=task, x=rows["distance"], y=rows["gap"], text=rows["language"],
+                            mode="lines+markers+text", textposition="top center")
+        else:
+            fig.add_scatter(name=task, x=rows["language"], y=rows["gap"], mode="lines+markers")
     fig.add_hline(y=0, line=dict(color="grey", dash="dot"))
-    fig.update_layout(title=title, template="plotly_white", xaxis_title="language (ordered by distance)",
-                      yaxis_title="semantic − language encoder (× 100)")
+    fig.update_layout(title=title, template="plotly_white", yaxis_title="semantic − language encoder (× 100)",
+                      xaxis_title="distance from English" if x == "distance" else "language (ordered by distance)")
     return fig
 
 

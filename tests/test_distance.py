@@ -1,0 +1,48 @@
+"""Measured language distance (URIEL+, offline) and the rank statistics used on five languages."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from workbench.distance import gap_correlations, language_distances, missing_features, spearman_exact
+from workbench.errors import WorkbenchError
+
+pytest.importorskip("urielplus")
+
+
+def test_distances_from_english_order_the_languages_as_typology_expects():
+    d = language_distances().pivot(index="language", columns="kind", values="distance")
+    assert set(d.index) == {"fr", "es", "ar", "tr", "ja"} and set(d.columns) == {"syntactic", "genetic", "featural"}
+    assert ((d >= 0) & (d <= 1)).all().all()
+    assert max(d.loc[["fr", "es"], "syntactic"]) < min(d.loc[["ar", "tr", "ja"], "syntactic"])  # Romance closest
+    assert d.loc["fr", "genetic"] == d.loc["es", "genetic"] < 1.0  # Indo-European: related to English ...
+    assert (d.loc[["ar", "tr", "ja"], "genetic"] == 1.0).all()  # ... the others not at all (the measure saturates)
+
+
+def test_standard_arabic_says_which_features_it_lacks():
+    rows = language_distances(["ar"], ["syntactic"]).iloc[0]
+    assert rows["code"] == "arb" and rows["features"] == 103 and "angular" in rows["metric"]
+    lacking = missing_features("ar")
+    assert len(lacking) == rows["missing"] > 0 and all(name.startswith("S_") for name in lacking)
+    assert len(missing_features("es")) < len(lacking)
+    with pytest.raises(WorkbenchError, match="unknown language 'de'; valid: ar, es, fr, ja, tr"):
+        language_distances(["de"])
+
+
+def test_exact_spearman_permutation_p_value():
+    rho, p = spearman_exact([1, 2, 3, 4, 5], [10, 20, 30, 40, 50])
+    assert rho == pytest.approx(1.0) and p == pytest.approx(2 / 120)  # only the two monotone orders are as extreme
+    rho, p = spearman_exact([1, 2, 3, 4, 5], [2, 1, 4, 3, 5])
+    assert rho == pytest.approx(0.8) and 0.1 < p < 0.2
+    with pytest.raises(WorkbenchError, match="3 to 8 points"):
+        spearman_exact([1, 2], [1, 2])
+
+
+def test_gap_correlations_per_task_and_kind():
+    distances = language_distances()
+    syntactic = distances[distances.kind == "syntactic"].set_index("language")["distance"]
+    gaps = pd.DataFrame({"language": list(syntactic.index) * 2, "task": ["grows"] * 5 + ["shrinks"] * 5,
+                         "gap": np.concatenate([syntactic.to_numpy(), -syntactic.to_numpy()])})
+    table = gap_correlations(gaps, distances).set_index(["task", "kind"])
+    assert table.loc[("grows", "syntactic"), "rho"] == pytest.approx(1.0)
+    assert table.loc[("shrinks", "syntactic"), "rho"] == pytest.approx(-1.0)
+    assert (table["n"] == 5).all() and table["p_value"].between(0, 1).all()

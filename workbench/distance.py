@@ -1,0 +1,120 @@
+"""Measured distance between English and the second languages, from URIEL+ (Khan et al., COLING 2025).
+
+URIEL+ (the ``urielplus`` package; its knowledge base ships in the wheel, so this works offline) gives each
+language typological, phylogenetic and other feature vectors; a distance is the angular distance between two
+languages' vectors over the features both have values for (URIEL+'s defaults: union aggregation over sources,
+missing values filled from the parent language where URIEL+ can). Three kinds are used here:
+
+- ``syntactic``: word order and other syntactic features (WALS, SSWL, Grambank, ... via URIEL+);
+- ``genetic``: membership of the Glottolog family tree (saturates at 1.0 for unrelated languages: Arabic,
+  Turkish and Japanese are all equally far from English by this measure);
+- ``featural``: the syntactic, phonological and inventory features together (289 here; lang2vec's "featural").
+
+Standard Arabic is ``arb`` (URIEL+'s macrolanguage code ``ara`` has fewer features); :func:`language_distances`
+reports, per language and kind, how many features it lacks, and :func:`missing_features` names them.
+With five languages, a rank correlation can show little: :func:`spearman_exact` gives Spearman's rho with its
+exact permutation p-value (the smallest two-sided p for five points is 2/120 = 1/60, and ties in a distance
+make even that unreachable).
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Sequence
+from functools import lru_cache
+
+import numpy as np
+import pandas as pd
+from scipy.stats import spearmanr
+
+from .errors import WorkbenchError, check_name
+
+ISO639_3 = {"en": "eng", "fr": "fra", "es": "spa", "ar": "arb", "tr": "tur", "ja": "jpn"}
+KINDS = ("syntactic", "genetic", "featural")
+METRIC = "angular distance over shared known features (URIEL+ 1.3 defaults: union aggregation, parent fill)"
+
+
+@lru_cache(maxsize=1)
+def _uriel():
+    try:
+        from urielplus import urielplus
+    except ImportError:
+        raise WorkbenchError("language distances need the urielplus package: pip install urielplus "
+                             "(or bash scripts/setup)") from None
+    return urielplus.URIELPlus()
+
+
+def _vectors(kind: str, code: str) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Feature names and the English and ``code`` vectors of ``kind`` (-1: no value)."""
+    u = _uriel()
+    vectors = u.get_vector(kind, "eng", code)
+    names = [f"{kind}_{i}" for i in range(len(vectors["eng"]))]
+    if kind == "syntactic":
+        index = u.map_new_distance_to_loaded_features(kind)
+        index = index[0] if isinstance(index, (list, tuple)) else index
+        syntactic = [str(f) for f in u.feats[index] if str(f).startswith("S_")]
+        if len(syntactic) == len(names):
+            names = syntactic
+    return names, np.asarray(vectors["eng"], dtype=float), np.asarray(vectors[code], dtype=float)
+
+
+@lru_cache(maxsize=None)
+def _distance(kind: str, code: str) -> float:
+    u, root = _uriel(), logging.getLogger()
+    level = root.level
+    root.setLevel(max(level, logging.WARNING))  # urielplus logs each distance's timing at INFO
+    try:
+        return float(u.new_distance(kind, ["eng", code]))
+    finally:
+        root.setLevel(level)
+
+
+def language_distances(languages: Sequence[str] = ("fr", "es", "ar", "tr", "ja"),
+                       kinds: Sequence[str] = KINDS) -> pd.DataFrame:
+    """English-to-``language`` distances: rows ``language, code, kind, distance, features, missing, metric``
+    (``features``: the kind's vector length; ``missing``: how many of them the language has no value for)."""
+    rows = []
+    for language in languages:
+        code = ISO639_3[check_name("language", language, [x for x in ISO639_3 if x != "en"])]
+        for kind in kinds:
+            check_name("distance kind", kind, KINDS)
+            names, _, vector = _vectors(kind, code)
+            rows.append({"language": language, "code": code, "kind": kind, "distance": _distance(kind, code),
+                         "features": len(names), "missing": int((vector < 0).sum()), "metric": METRIC})
+    return pd.DataFrame(rows)
+
+
+def missing_features(language: str, kind: str = "syntactic") -> list[str]:
+    """The features of ``kind`` that URIEL+ has no value for in ``language`` (e.g. ``"ar"``: Standard Arabic)."""
+    code = ISO639_3[check_name("language", language, [x for x in ISO639_3 if x != "en"])]
+    names, _, vector = _vectors(check_name("distance kind", kind, KINDS), code)
+    return [name for name, value in zip(names, vector) if value < 0]
+
+
+def spearman_exact(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:
+    """Spearman's rho of ``x`` and ``y`` and its exact two-sided permutation p-value (every ordering of ``y``;
+    for up to 8 points)."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if len(x) != len(y) or not 3 <= len(x) <= 8:
+        raise WorkbenchError(f"spearman_exact needs two sequences of the same length, 3 to 8 points (got "
+                             f"{len(x)} and {len(y)})")
+    rho = float(spearmanr(x, y).statistic)
+    if np.isnan(rho):
+        return rho, float("nan")
+    null = [spearmanr(x, y[list(order)]).statistic for order in itertools.permutations(range(len(y)))]
+    return rho, float(np.mean(np.abs(np.nan_to_num(null)) >= abs(rho) - 1e-12))
+
+
+def gap_correlations(gaps: pd.DataFrame, distances: pd.DataFrame) -> pd.DataFrame:
+    """For each task's gap (``language, task, gap`` rows, e.g. :func:`workbench.paper.language_gaps`) and each
+    distance kind: Spearman's rho across languages, its exact permutation p-value and the number of languages."""
+    rows = []
+    for (task, kind) in itertools.product(dict.fromkeys(gaps["task"]), dict.fromkeys(distances["kind"])):
+        gap = gaps[gaps["task"] == task].set_index("language")["gap"]
+        distance = distances[distances["kind"] == kind].set_index("language")["distance"]
+        shared = [lang for lang in gap.index if lang in distance.index]
+        if len(shared) < 3:
+            continue
+        rho, p = spearman_exact(distance[shared], gap[shared])
+        rows.append({"task": task, "kind": kind, "rho": rho, "p_value": p, "n": len(shared)})
+    return pd.DataFrame(rows, columns=["task", "kind", "rho", "p_value", "n"])
