@@ -21,7 +21,7 @@ from workbench.cache import CachedEncoder
 from workbench.encoders import named_encoder
 from workbench.probing.build import build_task
 from workbench.probing.probe import probe
-from workbench.probing.tasks import get_task, task_names
+from workbench.probing.tasks import readable_tasks, task_names
 
 
 def main() -> None:
@@ -31,8 +31,7 @@ def main() -> None:
     parser.add_argument("--tasks", nargs="+", default=task_names())
     args = parser.parse_args()
     encoder = named_encoder(args.encoder, args.pair)
-    readable = getattr(encoder, "languages", None)
-    tasks = [t for t in args.tasks if readable is None or get_task(t).language in readable]
+    tasks = [t for t in args.tasks if t in readable_tasks(encoder)]
     datasets = {task: build_task(task) for task in tasks}
     rows = []
     with tempfile.TemporaryDirectory() as root:

@@ -263,3 +263,33 @@ def test_conditional_probe_measures_what_one_view_adds_beyond_another(length_tas
     bars = conditional_figure(both).data
     assert [b.name for b in bars] == ["exact-length beyond noise-view", "noise-view beyond exact-length"]
     assert bars[0].y[0] == pytest.approx(100 * gained.gain)
+
+
+def test_language_identity_uses_one_side_of_each_pair_and_needs_a_shared_encoder():
+    pairs = [("The cat sleeps.", "Le chat dort."), ("I am here.", "Je suis là."), ("Go now.", "Va maintenant."),
+             ("We ate.", "Nous avons mangé.")]
+    out = builders.language_identity(pairs, "en-fr", seed=0)
+    assert len(out) == len(pairs) and {label for label, _, _ in out} <= {"en", "fr"}
+    for (label, sentence, word), (english, french) in zip(out, pairs):  # one sentence per pair, its language
+        assert sentence == (english if label == "en" else french) and word == ""
+    data = build.build_task("language_id_en_fr", sizes=SMALL).data
+    assert data["label"].value_counts().to_dict() == {"en": 1050, "fr": 1050}
+    card = get_task("language_id_en_fr")
+    assert card.languages == ("en", "fr")
+    from workbench.train import load
+    bgt = load("bgt-en-fr")
+    with pytest.raises(WorkbenchError, match="holds en and fr sentences but encoder 'bgt-en-fr:en' reads en: probe "
+                                             "an encoder shared by both languages"):
+        probe(bgt.encoder("en"), "language_id_en_fr", sizes=SMALL)
+
+
+def test_erasing_language_from_bgts_semantic_encoder_keeps_meaning():
+    from workbench.probing.erase import erasure_effects
+    from workbench.train import load
+    semantic = load("bgt-en-fr").encoder("semantic")
+    effects = erasure_effects([semantic], ["language_id_en_fr"], sizes=SMALL, years=(2016,), tatoeba=["fr"],
+                              show_progress=False).set_index("metric")
+    identity = effects.loc["language_id_en_fr accuracy"]
+    assert identity.before > 65 and identity.after < 55  # it knew the language a little; now a probe cannot tell
+    assert abs(effects.loc["STS16", "change"]) < 1  # meaning, as STS measures it, does not need the language ...
+    assert effects.loc["Tatoeba fr-en error", "change"] < 2  # ... and translations still find each other

@@ -164,6 +164,9 @@ def _probe(args) -> None:
         raise WorkbenchError("--given names a view of --model; give --model too")
     encoder = _encoder(args)
     given = load(args.model).encoder(args.given) if args.given else None
+    if not args.task:
+        from .probing.tasks import readable_tasks
+        args.task = readable_tasks(encoder)
     rows = []
     for task in tqdm(args.task, desc="probing", unit="task", disable=len(args.task) == 1):
         result = probe(encoder, task, classifier=args.classifier, control=not args.no_control and args.control,
@@ -361,7 +364,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("probe", help="train probing classifiers and print test accuracy, selectivity, ...")
     encoder_args(p)
-    p.add_argument("--task", nargs="+", choices=task_names(), default=task_names(), help="tasks (all)")
+    p.add_argument("--task", nargs="+", choices=task_names(),
+                   help="tasks (default: every task in the languages the encoder reads)")
     p.add_argument("--classifier", choices=("logreg", "mlp"), default="logreg")
     p.add_argument("--control", choices=("word", "first_word"), default="word",
                    help="the control task's labels are a random function of the word the label is read from "

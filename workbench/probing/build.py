@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..data.corpora import PAIRS, SplitConfig, corpus_path, probe_pool
+from ..data.corpora import PAIRS, SplitConfig, bucket, corpus_path, load_splits, normalise, probe_pool
 from ..data.moses import tokenise_many
 from ..data.tokenizer import detokenise
 from ..errors import WorkbenchError
@@ -116,6 +116,15 @@ def _pool_key(config: SplitConfig) -> str:
     return h.hexdigest()
 
 
+def _pair_pool(pair: str, config: SplitConfig) -> list[tuple[str, str]]:
+    """The pair's held-out translation pairs whose English side no pair trains on (as :func:`probe_pool`)."""
+    seen: dict[str, tuple[str, str]] = {}
+    for english, foreign in load_splits(pair, config=config)["probe"]:
+        if bucket(english, config) == "probe":
+            seen.setdefault(normalise(english), (english, foreign))
+    return [seen[key] for key in sorted(seen)]
+
+
 @lru_cache(maxsize=None)
 def _tokenised_pool(language: str, config: SplitConfig) -> tuple[str, ...]:
     return tuple(tokenise_many(probe_pool(language=language, config=config)))
@@ -142,11 +151,15 @@ def build_task(task: str | TaskCard, sizes: dict[str, int] | None = None, pool: 
     folder = home_dir() / "probing" / f"{card.name}-{key}"
     if not force and (folder / "manifest.json").is_file():
         return load_dataset(card, folder)
-    sentences = _tokenised_pool(card.language, config) if pool is None else tokenise_many(pool)
-    log.info("building task %s from %d pool sentences", card.name, len(sentences))
     make = BUILDERS[card.builder]
     params = {**card.params, **({"seed": seed} if "seed" in inspect.signature(make).parameters else {})}
-    candidates = [(label, detokenise(s), word) for label, s, word in make(sentences, card.language, **params)]
+    if len(card.languages) > 1:  # a pair's task: the builder gets held-out translation pairs, raw
+        sentences = _pair_pool(card.language, config) if pool is None else [tuple(p) for p in pool]
+        candidates = make(sentences, card.language, **params)
+    else:
+        sentences = _tokenised_pool(card.language, config) if pool is None else tokenise_many(pool)
+        candidates = [(label, detokenise(s), word) for label, s, word in make(sentences, card.language, **params)]
+    log.info("built task %s from %d pool items", card.name, len(sentences))
     data = select(candidates, sizes, card.max_per_label, seed, card.name, card.balanced)
     unknown = sorted(set(data["label"]) - set(card.labels)) if card.labels else []
     if unknown:

@@ -340,6 +340,16 @@ def odd_man_out(sentences: Sequence[str], language: str, tolerance: float = 0.1,
     return out
 
 
+@builder
+def language_identity(pairs: Sequence[tuple[str, str]], language: str, seed: int = 0) -> list[Candidate]:
+    """LanguageID (a pair's task, ``language = "en-xx"``): each held-out translation pair gives *one* of its two
+    sentences, chosen at random, labelled with that sentence's language — so no meaning appears in both classes
+    (or in two splits), and a probe cannot tell the languages apart by content. Read from no single word."""
+    first, second = language.split("-")
+    rng = np.random.default_rng(seed)
+    return [(second, foreign, "") if rng.integers(2) else (first, english, "") for english, foreign in pairs]
+
+
 # Article swaps for the Gender task (BGT paper §5.2): masculine ↔ feminine counterpart.
 ARTICLE_SWAPS = {"fr": {"le": "la", "la": "le", "un": "une", "une": "un"},
                  "es": {"el": "la", "la": "el", "los": "las", "las": "los"}}

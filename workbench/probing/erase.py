@@ -18,7 +18,7 @@ from tqdm.auto import tqdm
 
 from ..cache import cached
 from ..data.sts import STS_DATASETS
-from ..encoders import Encoder, check_language
+from ..encoders import Encoder
 from ..errors import WorkbenchError
 from ..evaluation.sts import evaluate_sts
 from .build import build_task
@@ -54,7 +54,7 @@ def erase(encoder: Encoder, task: str, sizes: dict[str, int] | None = None, seed
         raise WorkbenchError("concept erasure needs the concept-erasure package: pip install concept-erasure "
                              "(or bash scripts/setup)") from None
     card = get_task(task)
-    check_language(encoder, card.language, f"task {card.name!r}")
+    card.check_encoder(encoder)
     train = build_task(card, sizes=sizes, seed=seed).split("tr")
     labels = sorted(set(train["label"]))
     if len(labels) < 2:
@@ -69,11 +69,14 @@ def erase(encoder: Encoder, task: str, sizes: dict[str, int] | None = None, seed
 
 
 def erasure_effects(encoders: Sequence[Encoder], tasks: Sequence[str], sizes: dict[str, int] | None = None,
-                    years: Sequence[int] = tuple(STS_DATASETS), seed: int = 0,
+                    years: Sequence[int] = tuple(STS_DATASETS), tatoeba: Sequence[str] = (), seed: int = 0,
                     show_progress: bool = True) -> pd.DataFrame:
     """What erasing each task's concept costs each encoder: tidy rows ``encoder, erased, metric, before,
     after, change``, the metrics being the probe's accuracy on the erased task (× 100; it should fall to the
-    majority baseline) and the STS average over ``years`` (Pearson × 100)."""
+    majority baseline), the STS average over ``years`` (Pearson × 100) and, for each language in ``tatoeba``,
+    the Tatoeba similarity-search error (%, mean of both directions). Erasing ``language_id_en_xx`` from a shared
+    encoder asks whether meaning is language-free: STS should barely move and Tatoeba error should not rise."""
+    from ..evaluation import evaluate_tatoeba
     label = f"STS{min(years) % 100}-{max(years) % 100}" if len(years) > 1 else f"STS{years[0] % 100}"
 
     def sts(encoder) -> float:
@@ -81,10 +84,16 @@ def erasure_effects(encoders: Sequence[Encoder], tasks: Sequence[str], sizes: di
         return float(df.loc[(df["metric"] == "pearson") & (df["dataset"] == "all") & (df["task"] == label),
                             "value"].iloc[0])
 
+    def retrieval(encoder) -> dict[str, float]:
+        if not tatoeba:
+            return {}
+        df = evaluate_tatoeba(encoder, languages=list(tatoeba))
+        return {f"Tatoeba {dataset} error": float(part["value"].mean()) for dataset, part in df.groupby("dataset")}
+
     rows = []
     steps = tqdm(total=len(encoders) * len(tasks), desc="erasure", unit="concept", disable=not show_progress)
     for encoder in encoders:
-        sts_before = sts(encoder)
+        sts_before, errors_before = sts(encoder), retrieval(cached(encoder))
         for task in tasks:
             steps.set_postfix_str(f"{task} / {encoder.name}")
             erased = erase(encoder, task, sizes=sizes, seed=seed)
@@ -94,6 +103,8 @@ def erasure_effects(encoders: Sequence[Encoder], tasks: Sequence[str], sizes: di
                       "after": after},
                      {"encoder": encoder.name, "erased": task, "metric": label, "before": sts_before,
                       "after": sts(erased)}]
+            rows += [{"encoder": encoder.name, "erased": task, "metric": metric, "before": errors_before[metric],
+                      "after": after} for metric, after in retrieval(cached(erased)).items()]
             steps.update()
     steps.close()
     return pd.DataFrame(rows).assign(change=lambda d: d["after"] - d["before"])

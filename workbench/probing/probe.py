@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..cache import cached, remember
-from ..encoders import Encoder, check_embeddings, check_language
+from ..encoders import Encoder, check_embeddings
 from ..errors import WorkbenchError, check_name
 from .build import ProbingDataset, build_task
 from .classifiers import CLASSIFIERS
@@ -110,9 +110,9 @@ def probe(encoder: Encoder, task: str | ProbingDataset, classifier: str = "logre
     """
     control = check_options(classifier, control, mdl)
     card = task.card if isinstance(task, ProbingDataset) else get_task(task)
-    check_language(encoder, card.language, f"task {card.name!r}")  # before building anything
+    card.check_encoder(encoder)  # before building anything
     if given is not None:
-        check_language(given, card.language, f"task {card.name!r}")
+        card.check_encoder(given)
     dataset = task if isinstance(task, ProbingDataset) else build_task(card, **build_options)
     if given is not None:
         return _conditional(encoder, given, dataset, classifier, seed, control, mdl, cache, refit)
