@@ -293,3 +293,21 @@ def test_erasing_language_from_bgts_semantic_encoder_keeps_meaning():
     assert identity.before > 65 and identity.after < 55  # it knew the language a little; now a probe cannot tell
     assert abs(effects.loc["STS16", "change"]) < 1  # meaning, as STS measures it, does not need the language ...
     assert effects.loc["Tatoeba fr-en error", "change"] < 2  # ... and translations still find each other
+
+
+def test_a_probe_trained_on_english_transfers_to_the_translations():
+    from workbench.train import load
+    semantic = load("bgt-en-fr").encoder("semantic")
+    result = probe(semantic, "subj_num", sizes=SMALL, transfer="fr", control=False)
+    assert result.transfer == "fr" and 50 <= result.n_transfer < result.n_test  # those with a translation
+    assert result.transfer_accuracy > 0.65 and result.transfer_ratio > 0.8  # BGT's semantic space is shared
+    assert result.transfer_ratio == pytest.approx(result.transfer_accuracy / result.transfer_english_accuracy)
+    rows = result.to_frame().set_index("metric")
+    assert rows.loc["transfer_accuracy", "n"] == result.n_transfer and "translations into fr" in str(result)
+    with pytest.raises(WorkbenchError, match="'word_content''s label does not survive translation.*length"):
+        probe(semantic, "word_content", transfer="fr")
+    with pytest.raises(WorkbenchError, match="transfer to 'fr' is in 'fr' but encoder 'bgt-en-fr:en' reads en"):
+        probe(load("bgt-en-fr").encoder("en"), "tense", transfer="fr")
+    with pytest.raises(UnknownNameError, match="unknown transfer language 'de'"):
+        probe(semantic, "tense", transfer="de")
+    assert get_task("tense").transfers and not get_task("top_const").transfers

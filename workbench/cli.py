@@ -170,7 +170,7 @@ def _probe(args) -> None:
     rows = []
     for task in tqdm(args.task, desc="probing", unit="task", disable=len(args.task) == 1):
         result = probe(encoder, task, classifier=args.classifier, control=not args.no_control and args.control,
-                       mdl=args.mdl, sizes=sizes, given=given)
+                       mdl=args.mdl, sizes=sizes, given=given, transfer=args.transfer)
         rows.append(result.to_frame())
     df = pd.concat(rows, ignore_index=True)
     table = df.pivot_table(index="task", columns="metric", values="value", sort=False)
@@ -371,6 +371,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the control task's labels are a random function of the word the label is read from "
                         "(word; the first word where there is none) or of the first word (first_word)")
     p.add_argument("--no-control", action="store_true", help="skip the control task (no selectivity)")
+    p.add_argument("--transfer", metavar="LANG", help="also test the English-trained probe on the test sentences' "
+                                                     "translations into LANG (tasks whose label survives translation)")
     p.add_argument("--given", metavar="VIEW", help="with --model: a conditional probe, what --encoder's view adds "
                                                    "beyond this view of the same model (e.g. --encoder semantic "
                                                    "--given en)")

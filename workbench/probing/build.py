@@ -126,6 +126,12 @@ def _pair_pool(pair: str, config: SplitConfig) -> list[tuple[str, str]]:
 
 
 @lru_cache(maxsize=None)
+def translations(pair: str, config: SplitConfig = SplitConfig()) -> dict[str, str]:
+    """English sentence key (:func:`normalise`) → its translation, over the pair's held-out pairs."""
+    return {normalise(english): foreign for english, foreign in _pair_pool(pair, config)}
+
+
+@lru_cache(maxsize=None)
 def _tokenised_pool(language: str, config: SplitConfig) -> tuple[str, ...]:
     return tuple(tokenise_many(probe_pool(language=language, config=config)))
 

@@ -17,9 +17,10 @@ import numpy as np
 import pandas as pd
 
 from ..cache import cached, remember
-from ..encoders import Encoder, check_embeddings
+from ..encoders import Encoder, check_embeddings, check_language
 from ..errors import WorkbenchError, check_name
-from .build import ProbingDataset, build_task
+from ..data.corpora import PAIRS, normalise
+from .build import ProbingDataset, build_task, translations
 from .classifiers import CLASSIFIERS
 from .control import CONTROLS, control_labels, control_words
 from .mdl import online_codelength
@@ -49,11 +50,22 @@ class ProbeResult:
     given_accuracy: float | None = None  # the probe on that view alone
     gain_ci_low: float | None = None  # paired bootstrap 95% CI of accuracy − given_accuracy
     gain_ci_high: float | None = None
+    transfer: str | None = None  # cross-lingual transfer: the language the test sentences were translated into
+    transfer_accuracy: float | None = None  # the English-trained probe on those translations
+    transfer_english_accuracy: float | None = None  # the same probe on the same test sentences in English
+    n_transfer: int | None = None
 
     @property
     def gain(self) -> float | None:
         """Conditional probe: accuracy with both views minus accuracy with the ``given`` view alone."""
         return None if self.given_accuracy is None else self.accuracy - self.given_accuracy
+
+    @property
+    def transfer_ratio(self) -> float | None:
+        """Accuracy on the translations over accuracy on the same sentences in English (1: stored alike)."""
+        if self.transfer_accuracy is None or not self.transfer_english_accuracy:
+            return None
+        return self.transfer_accuracy / self.transfer_english_accuracy
 
     @property
     def selectivity(self) -> float | None:
@@ -66,10 +78,12 @@ class ProbeResult:
                    "control_accuracy": (self.control_accuracy,), "selectivity": (self.selectivity,),
                    "mdl_bits": (self.mdl_bits,), "compression": (self.compression,),
                    "given_accuracy": (self.given_accuracy,),
-                   "conditional_gain": (self.gain, self.gain_ci_low, self.gain_ci_high)}
+                   "conditional_gain": (self.gain, self.gain_ci_low, self.gain_ci_high),
+                   "transfer_accuracy": (self.transfer_accuracy,), "transfer_ratio": (self.transfer_ratio,)}
         rows = [{"encoder": self.encoder, "task": self.task, "classifier": self.classifier, "metric": metric,
                  "value": values[0], "ci_low": values[1] if len(values) > 1 else np.nan,
-                 "ci_high": values[2] if len(values) > 2 else np.nan, "n": self.n_test}
+                 "ci_high": values[2] if len(values) > 2 else np.nan,
+                 "n": self.n_transfer if metric.startswith("transfer") else self.n_test}
                 for metric, values in metrics.items() if values[0] is not None]
         return pd.DataFrame(rows)
 
@@ -81,6 +95,9 @@ class ProbeResult:
         if self.gain is not None:
             text += (f", gain over {self.given} alone {100 * self.gain:+.1f} [{100 * self.gain_ci_low:+.1f}, "
                      f"{100 * self.gain_ci_high:+.1f}]")
+        if self.transfer_ratio is not None:
+            text += (f", on {self.n_transfer} translations into {self.transfer} {100 * self.transfer_accuracy:.1f} "
+                     f"vs {100 * self.transfer_english_accuracy:.1f} in English (ratio {self.transfer_ratio:.2f})")
         if self.compression is not None:
             text += f", MDL {self.mdl_bits / 1000:.1f} kbits (compression {self.compression:.2f})"
         return text
@@ -96,7 +113,7 @@ def bootstrap_ci(correct: np.ndarray, n_boot: int = 1000, seed: int = 0) -> tupl
 
 def probe(encoder: Encoder, task: str | ProbingDataset, classifier: str = "logreg", seed: int = 0,
           control: bool | str = True, mdl: bool = False, cache: bool = True, refit: bool = False,
-          given: Encoder | None = None, **build_options) -> ProbeResult:
+          given: Encoder | None = None, transfer: str | None = None, **build_options) -> ProbeResult:
     """Train a probe for ``task`` on ``encoder``'s embeddings and report its test accuracy.
 
     ``task`` is a task name (built on demand; ``build_options`` such as ``sizes`` go to :func:`build_task`) or
@@ -105,14 +122,19 @@ def probe(encoder: Encoder, task: str | ProbingDataset, classifier: str = "logre
     first word, ``False`` skips it (see :mod:`.control`); ``mdl`` adds the online codelength. ``given``, another
     encoder (e.g. BGT's English view when ``encoder`` is its semantic view), makes it a conditional probe: the
     probe reads ``[encoder ; given]``, and ``gain`` is its accuracy minus that of the same probe on ``given``
-    alone (Hewitt et al. 2021: what ``encoder`` knows beyond ``given``), with a paired bootstrap CI. A stored result for the same encoder, data and options
-    is returned as it is unless ``refit``; ``cache=False`` bypasses the embedding and result caches.
+    alone (Hewitt et al. 2021: what ``encoder`` knows beyond ``given``), with a paired bootstrap CI.
+    ``transfer="fr"`` (tasks whose card says the label survives translation) also tests the English-trained
+    probe on the French translations of the test sentences that have one (labels from the English side), beside
+    its accuracy on the same sentences in English. A stored result for the same encoder, data and options is
+    returned as it is unless ``refit``; ``cache=False`` bypasses the embedding and result caches.
     """
     control = check_options(classifier, control, mdl)
     card = task.card if isinstance(task, ProbingDataset) else get_task(task)
     card.check_encoder(encoder)  # before building anything
     if given is not None:
         card.check_encoder(given)
+    if transfer is not None:
+        _check_transfer(card, encoder, transfer, given)
     dataset = task if isinstance(task, ProbingDataset) else build_task(card, **build_options)
     if given is not None:
         return _conditional(encoder, given, dataset, classifier, seed, control, mdl, cache, refit)
@@ -126,10 +148,11 @@ def probe(encoder: Encoder, task: str | ProbingDataset, classifier: str = "logre
     if cache:
         encoder = cached(encoder)
     options = {"task": card.name, "data": dataset.manifest.get("sha256"), "classifier": classifier,
-               "seed": seed, "control": control, "mdl": mdl, "version": PROBE_VERSION}
+               "seed": seed, "control": control, "mdl": mdl, "version": PROBE_VERSION,
+               **({"transfer": transfer} if transfer else {})}
 
     def compute() -> dict:
-        return asdict(_run_probe(encoder, dataset, splits, classifier, seed, control, mdl))
+        return asdict(_run_probe(encoder, dataset, splits, classifier, seed, control, mdl, transfer))
 
     if not cache or options["data"] is None:
         return ProbeResult(**compute())
@@ -188,7 +211,34 @@ def _grid(clf) -> str:
     return text + (f"; tenacity {clf.tenacity}" if hasattr(clf, "tenacity") else "")
 
 
-def _run_probe(encoder, dataset, splits, classifier, seed, control, mdl) -> ProbeResult:
+def _check_transfer(card, encoder, transfer: str, given) -> None:
+    from .tasks import task_names
+    if given is not None:
+        raise WorkbenchError("give transfer= or given=, not both")
+    if not card.transfers:
+        valid = [name for name in task_names() if get_task(name).transfers]
+        raise WorkbenchError(f"task {card.name!r}'s label does not survive translation, so it cannot transfer; "
+                             f"tasks that do: {', '.join(valid)}")
+    check_name("transfer language", transfer, [pair.split("-")[1] for pair in PAIRS])
+    check_language(encoder, transfer, f"transfer to {transfer!r}")
+
+
+def _transfer(clf, encoder, frame: pd.DataFrame, X: np.ndarray, language: str) -> dict:
+    """The probe on the translations of the test sentences that have one, and on the same ones in English."""
+    translated = translations(f"en-{language}")
+    keep = [i for i, s in enumerate(frame["sentence"]) if normalise(s) in translated]
+    if len(keep) < 50:
+        raise WorkbenchError(f"only {len(keep)} of the {len(frame)} test sentences have a "
+                             f"translation into {language!r}: too few to measure transfer")
+    foreign = [translated[normalise(frame["sentence"].iloc[i])] for i in keep]
+    X_foreign = check_embeddings(encoder, encoder.encode(foreign), len(foreign))
+    y = frame["label"].to_numpy()[keep]
+    return {"transfer": language, "n_transfer": len(keep),
+            "transfer_accuracy": float((clf.predict(X_foreign) == y).mean()),
+            "transfer_english_accuracy": float((clf.predict(X[keep]) == y).mean())}
+
+
+def _run_probe(encoder, dataset, splits, classifier, seed, control, mdl, transfer=None) -> ProbeResult:
     sentences = list(dict.fromkeys(dataset.data["sentence"]))
     embeddings = check_embeddings(encoder, encoder.encode(sentences), len(sentences))
     row = {s: i for i, s in enumerate(sentences)}
@@ -213,6 +263,9 @@ def _run_probe(encoder, dataset, splits, classifier, seed, control, mdl) -> Prob
                                                  if classifier == "mlp" else {})}
         control_clf = _classifier(classifier, seed, **chosen_grid).fit(X["tr"], fake["tr"], X["va"], fake["va"])
         result.control_accuracy = float((control_clf.predict(X["te"]) == fake["te"]).mean())
+    if transfer:
+        for key, value in _transfer(clf, encoder, splits["te"], X["te"], transfer).items():
+            setattr(result, key, value)
     if mdl:  # the online code reuses the regularisation chosen on the full training set
         codes = online_codelength(lambda: _classifier("logreg", seed, l2_grid=(clf.l2_,)), X["tr"], y["tr"],
                                   seed=seed)

@@ -28,6 +28,7 @@ class TaskCard:
     description: str = ""
     analogue: str = ""
     citation: str = ""
+    transfers: str = ""  # why the label survives translation (cross-lingual probe transfer); "": it does not
     digest: str = ""
 
     @property
@@ -63,7 +64,8 @@ class TaskCard:
         sizes = data["sizes"]
         if set(sizes) != {"train", "valid", "test"} or any(not isinstance(v, int) or v <= 0 for v in sizes.values()):
             raise WorkbenchError(f"{path}: [sizes] must give positive integers for train, valid and test")
-        known = set(required) | {"params", "max_per_label", "balanced", "description", "analogue", "citation"}
+        known = set(required) | {"params", "max_per_label", "balanced", "description", "analogue", "citation",
+                                 "transfers"}
         unknown = sorted(set(data) - known)
         if unknown:
             raise WorkbenchError(f"{path}: unknown keys {', '.join(unknown)}; valid: {', '.join(sorted(known))}")
@@ -72,6 +74,7 @@ class TaskCard:
                    sizes=dict(sizes), params=dict(data.get("params", {})), max_per_label=data.get("max_per_label"),
                    balanced=bool(data.get("balanced", False)), description=data.get("description", ""),
                    analogue=data.get("analogue", ""), citation=data.get("citation", ""),
+                   transfers=data.get("transfers", ""),
                    digest=hashlib.sha256(raw).hexdigest())
 
 
