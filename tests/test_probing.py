@@ -287,7 +287,8 @@ def test_erasing_language_from_bgts_semantic_encoder_keeps_meaning():
     from workbench.probing.erase import erasure_effects
     from workbench.train import load
     semantic = load("bgt-en-fr").encoder("semantic")
-    effects = erasure_effects([semantic], ["language_id_en_fr"], sizes=SMALL, years=(2016,), tatoeba=["fr"],
+    sizes = {"train": 4000, "valid": 500, "test": 1000}  # LEACE's statistics need more than SMALL's 1,500 here
+    effects = erasure_effects([semantic], ["language_id_en_fr"], sizes=sizes, years=(2016,), tatoeba=["fr"],
                               show_progress=False).set_index("metric")
     identity = effects.loc["language_id_en_fr accuracy"]
     assert identity.before > 65 and identity.after < 55  # it knew the language a little; now a probe cannot tell
@@ -311,3 +312,28 @@ def test_a_probe_trained_on_english_transfers_to_the_translations():
     with pytest.raises(UnknownNameError, match="unknown transfer language 'de'"):
         probe(semantic, "tense", transfer="de")
     assert get_task("tense").transfers and not get_task("top_const").transfers
+
+
+def test_language_identity_separates_surface_from_meaning():
+    """A random-init shared encoder tells the languages apart by their pieces; shuffled labels and an encoder
+    that gives a sentence and its translation one vector both sit near 50%."""
+    from workbench.encoders import untrained_encoder
+    from workbench.probing.build import _pair_pool
+    from workbench.data.corpora import SplitConfig
+    dataset = build.build_task("language_id_en_fr", sizes=SMALL)
+    random_init = untrained_encoder("random-transformer", pair="en-fr")
+    assert probe(random_init, dataset, control=False).accuracy > 0.85
+    shuffled = build.ProbingDataset(dataset.card, dataset.data.assign(
+        label=np.random.default_rng(0).permutation(dataset.data["label"].to_numpy())), {})
+    assert abs(probe(random_init, shuffled, control=False, cache=False).accuracy - 0.5) < 0.07
+    meaning = {}
+    for english, french in _pair_pool("en-fr", SplitConfig()):
+        meaning[english] = meaning[french] = english
+
+    class OneVectorPerMeaning(FeatureEncoder):
+        def encode(self, sentences, **kw):
+            return np.stack([np.random.default_rng(zlib.crc32(meaning[s].encode())).standard_normal(self.dim)
+                             for s in sentences]).astype(np.float32)
+
+    translation_invariant = OneVectorPerMeaning("one-vector-per-meaning", None, dim=64)
+    assert abs(probe(translation_invariant, dataset, control=False).accuracy - 0.5) < 0.07
