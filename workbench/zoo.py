@@ -144,9 +144,10 @@ def export(run: str | Path, name: str, keep_decoders: bool | None = None, root: 
            hardware_text: str | None = None, sizes: dict[str, int] = CARD_SIZES, show_progress: bool = True,
            checkpoint: str = "best", force: bool = False) -> Path:
     """Copy a run into ``trained/<name>`` (float16 weights, decoders dropped unless needed), then measure it
-    (probes at ``sizes``) and write its card; an existing model of that name is replaced only with ``force``. ``checkpoint="best"`` takes the run's ``best/`` (best semantic
-    STS-B dev) where it has one, else the latest checkpoint (``"latest"``: always that). The run's learning
-    curve goes with it (``curve.csv``). Returns the model folder."""
+    (probes at ``sizes``) and write its card; an existing model of that name is replaced only with ``force``.
+    ``checkpoint="best"`` takes the run's ``best/`` (best semantic STS-B dev) where it has one, else the latest
+    checkpoint (``"latest"``: always that). The run's learning curve goes with it (``curve.csv``). Returns the
+    model folder."""
     if not name:
         raise WorkbenchError("name the model to export (e.g. bgt-en-fr): the name decides which folder of trained/ "
                              "it becomes")
