@@ -70,7 +70,8 @@ def test_tatoeba_table_comes_from_the_cards():
 
 @pytest.mark.slow
 def test_reproduce_writes_the_report(tmp_path):
-    path = reproduce(tmp_path / "reproduction.html", transfer_examples=2, show_progress=False)
+    path = reproduce(tmp_path / "reproduction.html", transfer_examples=2, show_progress=False,
+                     disentangle=("en-fr",))
     text = path.read_text()
     for heading in ("Table 2", "Table 3", "Figure 3", "Figure 4", "Table 4", "Language distance", "Tatoeba"):
         assert heading in text
@@ -88,3 +89,9 @@ def test_reproduce_writes_the_report(tmp_path):
     rho = pd.read_csv(tmp_path / "reproduction-gap_correlations.csv")
     assert set(rho["kind"]) == {"syntactic", "genetic", "featural"} and (rho["n"] == 5).all()
     assert rho[["p_value", "p_value_paper"]].stack().between(1 / 60 - 1e-9, 1).all()
+    assert "Disentanglement" in text and 'id="fig-language_id"' in text and 'id="fig-erase_language_sts"' in text
+    panel = pd.read_csv(tmp_path / "reproduction-disentanglement.csv")
+    assert set(panel["pair"]) == {"en-fr"} and set(panel["encoder"]) == {"bgt-en-fr:semantic",
+                                                                         "bilingual_trans-en-fr:semantic"}
+    identity = panel[panel["metric"] == "language_id_en_fr accuracy"].set_index("encoder")
+    assert (identity["after"] < identity["before"]).all()

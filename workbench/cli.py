@@ -59,7 +59,7 @@ def _curve(args) -> None:
 
 def _reproduce(args) -> None:
     from .paper import reproduce
-    path = reproduce(args.out, recompute=args.recompute)
+    path = reproduce(args.out, recompute=args.recompute, disentangle=() if args.no_disentanglement else None)
     print(f"report: {Path(path).resolve()}")
 
 
@@ -308,6 +308,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("reproduce", help="our shipped models next to the paper's tables (reports/reproduction.html)")
     p.add_argument("--out", default="reports/reproduction.html")
     p.add_argument("--recompute", action="store_true", help="measure the models again instead of reading their cards")
+    p.add_argument("--no-disentanglement", action="store_true",
+                   help="leave out the disentanglement section (language ID and erasing it: minutes per pair)")
     p.set_defaults(func=_reproduce)
 
     p = sub.add_parser("transfer", help="style transfer with BGT: meaning from --source, style from --style")

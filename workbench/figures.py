@@ -115,6 +115,18 @@ def conditional_figure(df: pd.DataFrame) -> go.Figure:
     return fig
 
 
+def pair_figure(effects: pd.DataFrame, metric: str, value: str, title: str, yaxis: str) -> go.Figure:
+    """Grouped bars per language pair (``pair`` column), one bar per model (the encoder name's first part), of
+    column ``value`` in the rows whose metric starts with ``metric`` (e.g. :func:`erasure_effects` rows)."""
+    rows = effects[effects["metric"].str.startswith(metric)]
+    fig = go.Figure()
+    for model, part in rows.assign(model=rows["encoder"].str.split("-").str[0]).groupby("model", sort=False):
+        fig.add_bar(name=model, x=part["pair"], y=part[value])
+    fig.update_layout(barmode="group", title=title, template="plotly_white", xaxis_title="language pair",
+                      yaxis_title=yaxis)
+    return fig
+
+
 def sts_figure(df: pd.DataFrame) -> go.Figure:
     """Grouped bars of Pearson's r × 100 per STS year (dataset == "all" rows) and encoder."""
     df = tidy(df)
