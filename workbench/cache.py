@@ -70,32 +70,38 @@ class CachedEncoder:
         if not isinstance(self.dim, int) or isinstance(self.dim, bool) or self.dim < 1:
             raise WorkbenchError(f"encoder {self.name!r} declares dim {self.dim!r}; an embedding needs a whole "
                                  "number ≥ 1 of dimensions")
-        self._claim()
+        self._check_claim()
         languages = getattr(encoder, "languages", None)
         if languages is not None:
             self.languages = languages
         self.hits = self.misses = 0
 
-    def _claim(self) -> None:
-        """Record (or check) which encoder this fingerprint belongs to."""
-        path = (self.root or cache_dir()) / self.fingerprint[:16] / "encoder.json"
-        identity = {"name": self.name, "dim": int(self.dim), "fingerprint": self.fingerprint}
+    def _claim_path(self) -> Path:
+        return (self.root or cache_dir()) / self.fingerprint[:16] / "encoder.json"
+
+    def _check_claim(self) -> None:
+        """Refuse a fingerprint that the cache holds for another encoder (name or dimension); reads only."""
         try:
-            owner = json.loads(path.read_text(encoding="utf-8"))
+            owner = json.loads(self._claim_path().read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError):
-            owner = None
+            return
         if isinstance(owner, dict) and owner.get("fingerprint") == self.fingerprint:
-            if (owner.get("name"), owner.get("dim")) != (identity["name"], identity["dim"]):
+            if (owner.get("name"), owner.get("dim")) != (self.name, self.dim):
                 raise WorkbenchError(
                     f"encoder {self.name!r} (dim {self.dim}) has fingerprint {self.fingerprint[:16]}…, which the "
                     f"cache already holds for encoder {owner.get('name')!r} (dim {owner.get('dim')}): it would get "
                     "that encoder's embeddings and results. Give a different network its own fingerprint (e.g. "
                     "a sha256 of its weights), or the same network the same name; `workbench cache clear "
                     f"--encoder {owner.get('name')}` forgets the old one")
+
+    def _claim(self) -> None:
+        """Record which encoder this fingerprint belongs to (with its first stored entry)."""
+        path = self._claim_path()
+        if path.is_file():
             return
-        path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(identity), encoding="utf-8")
+        tmp.write_text(json.dumps({"name": self.name, "dim": int(self.dim), "fingerprint": self.fingerprint}),
+                       encoding="utf-8")
         os.replace(tmp, path)
 
     def path_for(self, sentences: Sequence[str]) -> Path:
@@ -151,6 +157,7 @@ class CachedEncoder:
         meta = {"format": FORMAT_VERSION, "encoder": self.name, "fingerprint": self.fingerprint,
                 "sha256": _array_digest(stored), "n": str(len(stored))}
         path.parent.mkdir(parents=True, exist_ok=True)
+        self._claim()
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         save_file({"embeddings": stored}, str(tmp), metadata=meta)
         os.replace(tmp, path)

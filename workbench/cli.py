@@ -162,8 +162,11 @@ def _probe(args) -> None:
     sizes = _sizes(args)
     if args.given and not args.model:
         raise WorkbenchError("--given names a view of --model; give --model too")
-    encoder = _encoder(args)
-    given = load(args.model).encoder(args.given) if args.given else None
+    if args.given:  # two views of one model, loaded once
+        model = load(args.model)
+        encoder, given = model.encoder(args.encoder or "semantic"), model.encoder(args.given)
+    else:
+        encoder, given = _encoder(args), None
     if not args.task:
         from .probing.tasks import readable_tasks
         args.task = readable_tasks(encoder)

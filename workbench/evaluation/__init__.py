@@ -8,7 +8,7 @@ import pandas as pd
 
 from ..cache import cached, remember
 from ..data.sts import STS_DATASETS, TATOEBA_CODES, load_sts, load_tatoeba
-from ..encoders import Encoder, check_embeddings, check_language, readable
+from ..encoders import Encoder, check_embeddings, readable
 from ..errors import WorkbenchError, check_name
 from .retrieval import retrieval_errors
 from .significance import bootstrap_differences, summarise
@@ -65,11 +65,6 @@ def evaluate(encoder: Encoder, suite: str = "sts", show_progress: bool = False, 
         log.warning("skipping Tatoeba: encoder %r reads %s, not English and a Tatoeba language", encoder.name,
                     ", ".join(reads))
         names.remove("tatoeba")
-    for name in names:  # what the encoder cannot read is refused before anything is encoded or cached
-        if name in ("sts", "hard_sts"):
-            check_language(encoder, "en", {"sts": "STS", "hard_sts": "Hard STS"}[name])
-        elif name == "tatoeba":
-            tatoeba_languages(encoder)
     if not cache:
         return pd.concat([SUITES[name](encoder, show_progress=show_progress) for name in names], ignore_index=True)
     encoder = cached(encoder)

@@ -20,6 +20,7 @@ from ..cache import cached
 from ..data.sts import STS_DATASETS
 from ..encoders import Encoder
 from ..errors import WorkbenchError
+from ..evaluation import evaluate_tatoeba
 from ..evaluation.sts import evaluate_sts
 from .build import build_task
 from .probe import probe
@@ -76,7 +77,6 @@ def erasure_effects(encoders: Sequence[Encoder], tasks: Sequence[str], sizes: di
     majority baseline), the STS average over ``years`` (Pearson × 100) and, for each language in ``tatoeba``,
     the Tatoeba similarity-search error (%, mean of both directions). Erasing ``language_id_en_xx`` from a shared
     encoder asks whether meaning is language-free: STS should barely move and Tatoeba error should not rise."""
-    from ..evaluation import evaluate_tatoeba
     label = f"STS{min(years) % 100}-{max(years) % 100}" if len(years) > 1 else f"STS{years[0] % 100}"
 
     def sts(encoder) -> float:
@@ -92,8 +92,8 @@ def erasure_effects(encoders: Sequence[Encoder], tasks: Sequence[str], sizes: di
 
     rows = []
     steps = tqdm(total=len(encoders) * len(tasks), desc="erasure", unit="concept", disable=not show_progress)
-    for encoder in encoders:
-        sts_before, errors_before = sts(encoder), retrieval(cached(encoder))
+    for encoder in map(cached, encoders):  # the STS/Tatoeba embeddings, read again through each erased encoder
+        sts_before, errors_before = sts(encoder), retrieval(encoder)
         for task in tasks:
             steps.set_postfix_str(f"{task} / {encoder.name}")
             erased = erase(encoder, task, sizes=sizes, seed=seed)
@@ -104,7 +104,7 @@ def erasure_effects(encoders: Sequence[Encoder], tasks: Sequence[str], sizes: di
                      {"encoder": encoder.name, "erased": task, "metric": label, "before": sts_before,
                       "after": sts(erased)}]
             rows += [{"encoder": encoder.name, "erased": task, "metric": metric, "before": errors_before[metric],
-                      "after": after} for metric, after in retrieval(cached(erased)).items()]
+                      "after": after} for metric, after in retrieval(erased).items()]
             steps.update()
     steps.close()
     return pd.DataFrame(rows).assign(change=lambda d: d["after"] - d["before"])

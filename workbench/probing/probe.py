@@ -24,7 +24,7 @@ from .build import ProbingDataset, build_task, translations
 from .classifiers import CLASSIFIERS
 from .control import CONTROLS, control_labels, control_words
 from .mdl import online_codelength
-from .tasks import get_task
+from .tasks import get_task, task_names
 
 PROBE_VERSION = 6  # bump when a change alters results, so cached ones are recomputed
 
@@ -104,7 +104,7 @@ class ProbeResult:
 
 
 def bootstrap_ci(correct: np.ndarray, n_boot: int = 1000, seed: int = 0) -> tuple[float, float]:
-    """Percentile 95% CI of the mean of a 0/1 vector."""
+    """Percentile 95% CI of the mean of a 0/1 vector (or of per-example differences of two such vectors)."""
     rng = np.random.default_rng(seed)
     means = correct[rng.integers(0, len(correct), size=(n_boot, len(correct)))].mean(axis=1)
     low, high = np.percentile(means, [2.5, 97.5])
@@ -181,12 +181,9 @@ def _conditional(encoder, given, dataset, classifier, seed, control, mdl, cache,
     options = {"classifier": classifier, "seed": seed, "cache": cache, "refit": refit}
     joint = probe(Concatenated(encoder, given), dataset, control=control, mdl=mdl, **options)
     alone = probe(given, dataset, control=False, **options)
-    both, base = (np.frombuffer(r.correct.encode(), dtype=np.uint8) - ord("0") for r in (joint, alone))
-    rng = np.random.default_rng(seed)
-    index = rng.integers(0, len(both), size=(1000, len(both)))
-    low, high = np.percentile(both[index].mean(axis=1) - base[index].mean(axis=1), [2.5, 97.5])
+    both, base = (np.array([c == "1" for c in r.correct], dtype=float) for r in (joint, alone))
     joint.given, joint.given_accuracy = given.name, alone.accuracy
-    joint.gain_ci_low, joint.gain_ci_high = float(low), float(high)
+    joint.gain_ci_low, joint.gain_ci_high = bootstrap_ci(both - base, seed=seed)  # paired: same test examples
     return joint
 
 
@@ -212,7 +209,6 @@ def _grid(clf) -> str:
 
 
 def _check_transfer(card, encoder, transfer: str, given) -> None:
-    from .tasks import task_names
     if given is not None:
         raise WorkbenchError("give transfer= or given=, not both")
     if not card.transfers:
