@@ -207,6 +207,20 @@ def test_sigterm_stops_after_the_update_in_progress_with_a_checkpoint(tmp_path, 
     assert "continue with --resume" in err
 
 
+def test_a_signal_that_lands_while_an_update_is_measured_stops_the_next_one(tmp_path, tiny_tokenizer, monkeypatch):
+    """The race CI once hit: SIGTERM between reading the stop flag and logging it must not crash the run."""
+    measure = Trainer._measure
+    def measure_then_signal(self, record):
+        measure(self, record)
+        if record["update"] == 2:
+            os.kill(os.getpid(), signal.SIGTERM)
+    monkeypatch.setattr(Trainer, "_measure", measure_then_signal)
+    cfg = TrainConfig.from_preset("tiny", max_updates=50, save_every=1000, valid_every=1000)
+    record = Trainer(cfg, tmp_path / "run", show_progress=False).run()
+    assert record["update"] == 3 and record["stopped"] == "SIGTERM"
+    assert (tmp_path / "run" / "latest").read_text() == "update-3"
+
+
 def test_curve_command_draws_the_views_against_updates_and_seconds(tiny_run, tmp_path, capsys):
     from workbench.cli import main
     from workbench.train import learning_curve

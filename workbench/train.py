@@ -818,19 +818,20 @@ class Trainer:
                     torch.distributed.all_reduce(flag, op=torch.distributed.ReduceOp.MAX)
                     if flag.item() and not stop:
                         stop["peer"] = "another process stopped"
-                if stop:
-                    record["stopped"] = next(iter(stop.values()))
+                stopped = next(iter(stop.values()), None)  # read once: a signal may land while this update ends
+                if stopped:
+                    record["stopped"] = stopped
                 self._measure(record)
                 update = record["update"]
-                if update % cfg.log_every == 0 or "valid_loss" in record or "stsb_dev" in record or stop:
+                if update % cfg.log_every == 0 or "valid_loss" in record or "stsb_dev" in record or stopped:
                     self._log(record)
                 bar.update()
                 bar.set_postfix(loss=f"{record['loss']:.3f}")
-                if (update % cfg.save_every == 0 or update == cfg.max_updates or stop) and self.rank == 0:
+                if (update % cfg.save_every == 0 or update == cfg.max_updates or stopped) and self.rank == 0:
                     save_checkpoint(self.run_dir, self.model, self.tokenizer, cfg, self.optimizer, self.state,
                                     self.data_digest)
-                if stop:
-                    log.warning("stopped at update %d (%s); continue with --resume", update, record["stopped"])
+                if stopped:
+                    log.warning("stopped at update %d (%s); continue with --resume", update, stopped)
                     break
         finally:
             bar.close()
