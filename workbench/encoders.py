@@ -10,6 +10,7 @@ import json
 import logging
 from collections.abc import Sequence
 from dataclasses import asdict
+from itertools import chain
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -108,8 +109,8 @@ class NetworkEncoder:
     def encode_ids(self, ids: Sequence[Sequence[int]], batch_size: int = 256, show_progress: bool = False
                    ) -> np.ndarray:
         """Embeddings of already-tokenised sentences (the tokenizer's id lists, EOS included)."""
-        lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
-        flat = np.fromiter((i for x in ids for i in x), dtype=np.int64, count=int(lengths.sum()))
+        lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+        flat = np.fromiter(chain.from_iterable(ids), dtype=np.int64, count=int(lengths.sum()))
         starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]) if len(ids) else lengths
         out = np.empty((len(ids), self.dim), dtype=np.float32)
         device = next(self.module.parameters()).device

@@ -50,14 +50,16 @@ def detokenise(tokens: str) -> str:
 
 def preprocess_many(sentences: Sequence[str]) -> list[str]:
     """What the models see: :func:`tokenise`, then lower case — for many sentences at once (the fast path;
-    memoised)."""
-    new = [s for s in dict.fromkeys(sentences) if s not in _memo]
+    memoised; safe to call from several threads)."""
+    global _memo
+    memo = _memo
+    new = [s for s in dict.fromkeys(sentences) if s not in memo]
     done = dict(zip(new, (t.lower() for t in tokenise_many(new))))
-    out = [done[s] if s in done else _memo[s] for s in sentences]
-    if len(_memo) + len(done) > MEMO_SIZE:
-        _memo.clear()
+    out = [done[s] if s in done else memo[s] for s in sentences]
+    if len(memo) + len(done) > MEMO_SIZE:
+        _memo = memo = {}
     if len(done) <= MEMO_SIZE:
-        _memo.update(done)
+        memo.update(done)
     return out
 
 
@@ -68,7 +70,8 @@ def preprocess(sentence: str) -> str:
 
 def clear_memo() -> None:
     """Forget the preprocessed sentences (benchmarks time preprocessing from scratch)."""
-    _memo.clear()
+    global _memo
+    _memo = {}
 
 
 class Tokenizer:
@@ -103,10 +106,10 @@ class Tokenizer:
 
     def encode(self, sentences: Sequence[str], max_len: int | None = None) -> list[list[int]]:
         """Token ids of each sentence, EOS appended; truncated to ``max_len`` ids (EOS kept) if given."""
-        pieces = self.sp.encode(preprocess_many(sentences))
-        if max_len is not None:
-            pieces = [ids[: max_len - 1] for ids in pieces]
-        return [ids + [EOS] for ids in pieces]
+        pieces = self.sp.encode(preprocess_many(sentences), add_eos=True)
+        if max_len is not None and max(map(len, pieces), default=0) > max_len:
+            pieces = [ids if len(ids) <= max_len else ids[:max_len - 1] + [EOS] for ids in pieces]
+        return pieces
 
     def decode(self, ids: Iterable[int]) -> str:
         return self.sp.decode([i for i in ids if i not in (PAD, BOS, EOS)])
