@@ -154,6 +154,22 @@ def test_changed_and_intact_sentences_differ_in_the_change_alone(task):
     assert bag_of_words <= 0.55  # no lexical shortcut to the label (the builder before this one: 55.9% on SOMO)
 
 
+def test_builders_that_read_parses_are_marked_so(monkeypatch):
+    """builders.PARSING (what the demo's first-run line counts on) names exactly the builders that parse."""
+    called = set()
+    def recording_parse(sentences, language, show_progress=True):
+        called.add(language)
+        return parse(sentences, language, show_progress=False)
+    monkeypatch.setattr(builders, "parse", recording_parse)
+    for name in task_names():
+        card = get_task(name)
+        if len(card.languages) > 1:
+            continue  # pair tasks read translation pairs, never parses
+        called.clear()
+        builders.BUILDERS[card.builder](tok(*probe_pool(language=card.language)[:300]), card.language, **card.params)
+        assert bool(called) == (card.builder in builders.PARSING), card.builder
+
+
 @pytest.mark.parametrize("task", task_names())
 def test_every_task_builds_from_real_pool_sentences(task):
     card = get_task(task)

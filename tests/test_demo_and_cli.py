@@ -25,6 +25,25 @@ def test_demo_end_to_end_on_reduced_sizes(tmp_path):
     assert (tmp_path / "demo" / "results.csv").is_file()
 
 
+def test_first_run_line_names_what_is_still_to_build():
+    from workbench.data.corpora import SplitConfig
+    from workbench.demo import first_run_line
+    from workbench.probing.build import _tokenised_pool, build_task, pending
+    from workbench.probing.parse import parses_path
+    sizes = {"train": 301, "valid": 31, "test": 31}  # sizes no other test builds
+    assert pending(("length", "punct_num"), sizes) == (["length", "punct_num"], {})  # neither parses
+    build_task("length", sizes=sizes)
+    pool = _tokenised_pool("en", SplitConfig())
+    parsed = parses_path(pool, "en").is_file()
+    assert pending(("length", "subj_num"), sizes) == (["subj_num"], {} if parsed else {"en": len(pool)})
+    line = first_run_line(("en-fr",), sizes, tasks=("length", "subj_num"))
+    assert line.startswith("first run: building 2 probing sets")  # subj_num and gender_fr
+    assert (f"parsing {len(pool):,} en pool sentences" in line) != parsed and "later runs read" in line
+    build_task("punct_num", sizes=sizes)
+    assert first_run_line(("en-es",), sizes, tasks=("length", "punct_num")).startswith("first run: building 1 ")
+    assert pending(("length", "punct_num"), sizes) == ([], {})
+
+
 def test_help_lists_every_subcommand(capsys):
     with pytest.raises(SystemExit) as info:
         cli.main(["--help"])

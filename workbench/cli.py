@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import sys
+import time
 import tomllib
 from pathlib import Path
 
@@ -18,11 +19,14 @@ from .errors import WorkbenchError
 
 
 def _demo(args) -> None:
-    from .demo import run_demo
-    sizes = {"train": args.train_size, "valid": args.valid_size, "test": args.test_size}
+    from .demo import first_run_line, run_demo
+    sizes = _sizes(args)
     pairs = tuple(PAIRS) if args.all else tuple(args.pair)
+    start = time.perf_counter()
+    print(first_run_line(pairs, sizes), flush=True)
     path = run_demo(args.out, pairs=pairs, sizes=sizes, years=tuple(args.years))
-    print(f"report: {path.resolve()}\nnumbers: {path.with_suffix('.csv').resolve()}")
+    print(f"report: {path.resolve()}\nnumbers: {path.with_suffix('.csv').resolve()}\n"
+          f"done in {time.perf_counter() - start:.0f} s")
 
 
 def _models(args) -> None:

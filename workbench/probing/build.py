@@ -29,7 +29,8 @@ from ..data.moses import tokenise_many
 from ..data.tokenizer import detokenise
 from ..errors import WorkbenchError
 from ..paths import home_dir
-from .builders import BUILDERS
+from .builders import BUILDERS, PARSING
+from .parse import parses_path
 from .tasks import TaskCard, get_task
 
 log = logging.getLogger(__name__)
@@ -136,6 +137,30 @@ def _tokenised_pool(language: str, config: SplitConfig) -> tuple[str, ...]:
     return tuple(tokenise_many(probe_pool(language=language, config=config)))
 
 
+def _spec_and_folder(card: TaskCard, sizes: dict[str, int], pool: Sequence[str] | None, seed: int,
+                     config: SplitConfig) -> tuple[dict, Path]:
+    spec = {"card": card.digest, "sizes": sizes, "seed": seed, "builder_version": BUILDER_VERSION,
+            "pool": _pool_key(config) if pool is None else hashlib.sha256("\n".join(pool).encode()).hexdigest()}
+    key = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
+    return spec, home_dir() / "probing" / f"{card.name}-{key}"
+
+
+def pending(tasks: Sequence[str], sizes: dict[str, int] | None = None, config: SplitConfig = SplitConfig()
+            ) -> tuple[list[str], dict[str, int]]:
+    """What building ``tasks`` (from the probe pool, seed 0) still has to do: the tasks not yet built, and per
+    language the number of pool sentences still to be parsed for them."""
+    cards = [get_task(task) for task in tasks]
+    missing = [card for card in cards if not (_spec_and_folder(card, check_sizes(sizes or card.sizes), None, 0,
+                                                                 config)[1] / "manifest.json").is_file()]
+    to_parse: dict[str, int] = {}
+    for card in missing:
+        if card.builder in PARSING and card.language not in to_parse:
+            pool = _tokenised_pool(card.language, config)
+            if not parses_path(pool, card.language).is_file():
+                to_parse[card.language] = len(pool)
+    return [card.name for card in missing], to_parse
+
+
 def build_task(task: str | TaskCard, sizes: dict[str, int] | None = None, pool: Sequence[str] | None = None,
                seed: int = 0, config: SplitConfig = SplitConfig(), force: bool = False) -> ProbingDataset:
     """Build (or load the already-built) dataset of ``task``.
@@ -151,10 +176,7 @@ def build_task(task: str | TaskCard, sizes: dict[str, int] | None = None, pool: 
     sizes = check_sizes(sizes or card.sizes)
     if card.builder not in BUILDERS:
         raise WorkbenchError(f"task {card.name!r} names builder {card.builder!r}; known: {', '.join(BUILDERS)}")
-    spec = {"card": card.digest, "sizes": sizes, "seed": seed, "builder_version": BUILDER_VERSION,
-            "pool": _pool_key(config) if pool is None else hashlib.sha256("\n".join(pool).encode()).hexdigest()}
-    key = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
-    folder = home_dir() / "probing" / f"{card.name}-{key}"
+    spec, folder = _spec_and_folder(card, sizes, pool, seed, config)
     if not force and (folder / "manifest.json").is_file():
         return load_dataset(card, folder)
     make = BUILDERS[card.builder]

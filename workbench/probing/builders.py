@@ -31,12 +31,18 @@ FINAL_MARKS = (".", "?", "!")
 Candidate = tuple[str, str, str]  # label, sentence, label word ("" when none)
 Builder = Callable[..., list[Candidate]]
 BUILDERS: dict[str, Builder] = {}
+PARSING: set[str] = set()  # the builders that read dependency parses (their pool is parsed once, then cached)
 
 
-def builder(fn: Builder) -> Builder:
-    """Register a builder under its function name (the ``builder`` field of a task card)."""
-    BUILDERS[fn.__name__] = fn
-    return fn
+def builder(fn: Builder | None = None, *, parses: bool = False):
+    """Register a builder under its function name (the ``builder`` field of a task card); ``parses``: it reads
+    the pool's dependency parses."""
+    def register(fn: Builder) -> Builder:
+        BUILDERS[fn.__name__] = fn
+        if parses:
+            PARSING.add(fn.__name__)
+        return fn
+    return register(fn) if fn is not None else register
 
 
 def _is_punct(token: str) -> bool:
@@ -137,7 +143,7 @@ def _depth(token) -> int:
     return 1 + max((_depth(child) for child in token.children), default=0)
 
 
-@builder
+@builder(parses=True)
 def dependency_depth(sentences: Sequence[str], language: str, min_depth: int, max_depth: int,
                      length_bin: int = 4, min_cell: int = 20) -> list[Candidate]:
     """TreeDepth (*dependency analogue*): nodes on the longest root-to-leaf path of the dependency tree,
@@ -196,7 +202,7 @@ def top_sequence(doc) -> str:
     return "_".join(items)
 
 
-@builder
+@builder(parses=True)
 def top_constituents(sentences: Sequence[str], language: str, n_classes: int) -> list[Candidate]:
     """TopConst (*dependency analogue*): :func:`top_sequence`; the ``n_classes - 1`` most frequent sequences
     are labels, every other sequence is ``OTHER``."""
@@ -222,7 +228,7 @@ def _finite_tense(root) -> str | None:
     return None
 
 
-@builder
+@builder(parses=True)
 def main_tense(sentences: Sequence[str], language: str) -> list[Candidate]:
     """Tense: ``PAST`` when the main verb (the root, or its first finite auxiliary when the root is
     non-finite) is VBD, ``PRES`` for VBZ/VBP; modal, imperative and verbless sentences dropped."""
@@ -245,13 +251,13 @@ def _argument_number(sentences, language, relations) -> list[Candidate]:
     return out
 
 
-@builder
+@builder(parses=True)
 def subject_number(sentences: Sequence[str], language: str) -> list[Candidate]:
     """SubjNum: the tag (NN/NNS) of the main clause's subject; pronoun and proper-noun subjects dropped."""
     return _argument_number(sentences, language, ("nsubj", "nsubjpass"))
 
 
-@builder
+@builder(parses=True)
 def object_number(sentences: Sequence[str], language: str) -> list[Candidate]:
     """ObjNum: the tag (NN/NNS) of the main clause's direct object; pronoun and proper-noun objects dropped."""
     return _argument_number(sentences, language, ("dobj",))
@@ -265,7 +271,7 @@ def _recase(tokens: list[str], first: bool) -> list[str]:
     return [head, *tokens[1:]]
 
 
-@builder
+@builder(parses=True)
 def coordination_inversion(sentences: Sequence[str], language: str, seed: int = 0) -> list[Candidate]:
     """CoordInv: sentences made of two coordinated clauses, each with its own subject ("clause1 cc clause2 .");
     half of them (chosen at random) become "clause2 cc clause1 ." (``I``), the rest stay intact (``O``)."""
@@ -294,7 +300,7 @@ def coordination_inversion(sentences: Sequence[str], language: str, seed: int = 
     return out
 
 
-@builder
+@builder(parses=True)
 def odd_man_out(sentences: Sequence[str], language: str, tolerance: float = 0.1, seed: int = 0
                 ) -> list[Candidate]:
     """SOMO (*frequency-matched analogue*; SentEval also filtered with a language model, which we lack): of the
@@ -357,7 +363,7 @@ ARTICLE_SWAPS = {"fr": {"le": "la", "la": "le", "un": "une", "une": "un"},
                  "es": {"el": "la", "la": "el", "los": "las", "las": "los"}}
 
 
-@builder
+@builder(parses=True)
 def article_gender(sentences: Sequence[str], language: str, seed: int = 0) -> list[Candidate]:
     """Gender: sentences with a definite/indefinite article — a DET attached as ``det`` to a following noun,
     adjective or numeral, so clitic pronouns (which fr_core_news_sm sometimes tags DET) are not touched;

@@ -11,6 +11,7 @@ import os
 import warnings
 from collections.abc import Sequence
 from functools import lru_cache
+from pathlib import Path
 
 from tqdm.auto import tqdm
 
@@ -40,13 +41,19 @@ def pipeline(language: str):
                              f"({err}); install them with: {INSTALL}") from None
 
 
+def parses_path(sentences: Sequence[str], language: str) -> Path:
+    """Where the parses of ``sentences`` are stored (named by the pipeline and a digest of the sentences)."""
+    nlp = pipeline(language)
+    name = f"{nlp.meta['name']}-{nlp.meta['version']}"
+    return home_dir() / "parses" / f"{language}-{name}-{sentences_digest(sentences)[:24]}.spacy"
+
+
 def parse(sentences: Sequence[str], language: str, show_progress: bool = True) -> list:
     """spaCy ``Doc`` objects for whitespace-tokenised ``sentences`` (one token per space-separated item)."""
     from spacy.tokens import Doc, DocBin
 
     nlp = pipeline(language)
-    name = f"{nlp.meta['name']}-{nlp.meta['version']}"
-    path = home_dir() / "parses" / f"{language}-{name}-{sentences_digest(sentences)[:24]}.spacy"
+    path = parses_path(sentences, language)
     if path.is_file():
         docs = list(DocBin().from_disk(path).get_docs(nlp.vocab))
         if [doc.text for doc in docs] == [" ".join(s.split()) for s in sentences]:
