@@ -20,7 +20,8 @@ from .errors import WorkbenchError
 
 def _demo(args) -> None:
     from .demo import first_run_line, run_demo
-    sizes = _sizes(args)
+    from .probing.build import check_sizes
+    sizes = check_sizes({"train": args.train_size, "valid": args.valid_size, "test": args.test_size})
     pairs = tuple(PAIRS) if args.all else tuple(args.pair)
     start = time.perf_counter()
     print(first_run_line(pairs, sizes), flush=True)
