@@ -813,12 +813,14 @@ class Trainer:
                               train_seconds=round(self.state["train_seconds"], 3))
                 if cfg.max_seconds and time.perf_counter() - started >= cfg.max_seconds:
                     stop.setdefault("time", f"max_seconds={cfg.max_seconds:g}")
+                # read once: a signal landing later (while this update is measured, or after the processes
+                # agreed below) stops the next update, on every process alike
+                stopped = next(iter(stop.values()), None)
                 if self.world > 1:  # every process stops at the same update
-                    flag = torch.tensor([float(bool(stop))], device=self.device)
+                    flag = torch.tensor([float(stopped is not None)], device=self.device)
                     torch.distributed.all_reduce(flag, op=torch.distributed.ReduceOp.MAX)
-                    if flag.item() and not stop:
-                        stop["peer"] = "another process stopped"
-                stopped = next(iter(stop.values()), None)  # read once: a signal may land while this update ends
+                    if flag.item() and stopped is None:
+                        stopped = "another process stopped"
                 if stopped:
                     record["stopped"] = stopped
                 self._measure(record)
