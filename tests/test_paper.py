@@ -9,6 +9,8 @@ from workbench.paper import (
     reproduce,
     table3_cells,
     tatoeba_table,
+    training_budgets,
+    unequal_budgets,
     vocabulary_overlap,
 )
 from workbench.zoo import card, shipped
@@ -68,6 +70,19 @@ def test_tatoeba_table_comes_from_the_cards():
     assert "bgt-en-ja" in table.index and "english_ae-en-fr" not in table.index  # English-only: no Tatoeba
 
 
+
+def test_training_budgets_say_which_pairs_had_fewer_updates():
+    cards = {name: card(name) for name in shipped()}
+    budgets = training_budgets(cards)
+    assert set(budgets["model"]) == {"bgt", "bilingual_trans"} and len(budgets) == 10
+    fr = budgets.set_index(["model", "pair"]).loc[("bgt", "en-fr")]
+    assert fr["updates"] == cards["bgt-en-fr"]["training"]["updates"] > 0
+    equal = {name: {**info, "training": {**info["training"], "updates": 100}} for name, info in cards.items()}
+    assert unequal_budgets(training_budgets(equal)) == {}
+    equal["bgt-en-ja"]["training"]["updates"] = 7000
+    assert unequal_budgets(training_budgets(equal)) == {"bgt": "fr 100 · es 100 · ar 100 · tr 100 · ja 7,000"}
+
+
 @pytest.mark.slow
 def test_reproduce_writes_the_report(tmp_path):
     path = reproduce(tmp_path / "reproduction.html", transfer_examples=2, show_progress=False,
@@ -85,6 +100,8 @@ def test_reproduce_writes_the_report(tmp_path):
     nmt = tatoeba.loc["nmt-all"]  # one encoder, all five languages, both directions
     assert nmt[[f"{lang}→en" for lang in "fr es ar tr ja".split()]].notna().all()
     assert nmt[[f"en→{lang}" for lang in "fr es ar tr ja".split()]].notna().all()
+    budgets = pd.read_csv(tmp_path / "reproduction-training_budgets.csv")
+    assert len(budgets) == 10 and ("same number of updates" in text) != bool(unequal_budgets(budgets))
     assert "Measured distance (URIEL+)" in text and 'id="fig-language_gap_syntactic"' in text
     rho = pd.read_csv(tmp_path / "reproduction-gap_correlations.csv")
     assert set(rho["kind"]) == {"syntactic", "genetic", "featural"} and (rho["n"] == 5).all()

@@ -165,6 +165,23 @@ def language_gaps(ours: pd.DataFrame, distance: dict[str, float]) -> pd.DataFram
     return pd.DataFrame(rows)
 
 
+def training_budgets(cards: dict[str, dict] | None = None) -> pd.DataFrame:
+    """Training of each language pair's Table 3 models (from their cards): one row per shipped model with
+    ``model``, ``pair``, ``updates``, ``pairs_seen`` and ``train_seconds``. Differences between pairs are only
+    about language distance where a model had the same number of updates for every pair."""
+    cards = cards if cards is not None else {name: card(name) for name in shipped()}
+    rows = [{"model": model, "pair": f"en-{lang}",
+             **{key: cards[name]["training"].get(key) for key in ("updates", "pairs_seen", "train_seconds")}}
+            for model in TABLE3_MODELS for lang in LANGUAGES if (name := f"{model}-en-{lang}") in cards]
+    return pd.DataFrame(rows, columns=["model", "pair", "updates", "pairs_seen", "train_seconds"])
+
+
+def unequal_budgets(budgets: pd.DataFrame) -> dict[str, str]:
+    """For each model whose pairs had different numbers of updates: ``"fr 4,400 · es 150 …"``."""
+    return {model: " · ".join(f"{pair.split('-')[1]} {int(n):,}" for pair, n in zip(part["pair"], part["updates"]))
+            for model, part in budgets.groupby("model", sort=False) if part["updates"].nunique() > 1}
+
+
 def _sts_rows(cards: dict[str, dict], model_names: dict[str, str]) -> pd.DataFrame:
     """Figure-3-shaped rows (STS per year, average, Hard STS) for the semantic views of the named models."""
     rows = []
@@ -330,6 +347,8 @@ def reproduce(out: str | Path = REPO_ROOT / "reports" / "reproduction.html", rec
     paper_gaps = language_gaps(paper_table("table3"), distance)
     figures["language_gap"] = (gap_figure(gaps, "Ours: semantic − en language encoder"), gaps)
     figures["language_gap_paper"] = (gap_figure(paper_gaps, "Paper: semantic − en language encoder"), paper_gaps)
+    data["training_budgets"] = training_budgets(cards)
+    unequal = unequal_budgets(data["training_budgets"])
     order = ", ".join(f"{lang} ({distance[lang]:.2f})" for lang in sorted(distance, key=distance.get, reverse=True))
     word = gaps[gaps["task"] == "Word"].set_index("language")["gap"]
     trend = word.corr(pd.Series(distance)) if len(word) > 2 else float("nan")
@@ -341,7 +360,11 @@ def reproduce(out: str | Path = REPO_ROOT / "reports" / "reproduction.html", rec
                     "language encoder should shrink (turn negative) as the languages share fewer pieces.</p><ul>"
                     + _check(np.sign(trend) == np.sign(paper_trend),
                              f"WordContent gap vs overlap: Pearson {trend:+.2f} ours, {paper_trend:+.2f} with the "
-                             "paper's numbers on our distance order") + "</ul>")
+                             "paper's numbers on our distance order")
+                    + _check(not unequal, "every pair's models had the same number of updates" if not unequal else
+                             "the pairs' models had different numbers of updates, so differences between pairs are "
+                             "partly training, not distance: " + "; ".join(f"{m} {u}" for m, u in unequal.items()))
+                    + "</ul>")
     sections.append(_uriel_section(gaps, paper_gaps, figures, data))
     if disentangle is None:
         disentangle = tuple(p for p in (f"en-{lang}" for lang in LANGUAGES)
