@@ -6,10 +6,12 @@ trained on (the spec's recommended fix of the released code, which fed an untrai
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import pandas as pd
 import torch
+from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from .data.tokenizer import detokenise
 from .errors import WorkbenchError
@@ -43,10 +45,22 @@ def transfer(model, sources: Sequence[str], styles: Sequence[str], beam: int = 5
     return [detokenise(model.tokenizer.decode(x)) for x in ids]
 
 
+def content_words(sentence: str) -> set[str]:
+    """The lowercased words of an English sentence that carry content: letters only, possessive 's dropped,
+    longer than two letters, not a contraction and not in scikit-learn's English stop-word list."""
+    words = (w.removesuffix("'s") for w in re.findall(r"[^\W\d_]+(?:'[^\W\d_]+)?", sentence.lower()))
+    return {w for w in words if len(w) > 2 and "'" not in w and w not in ENGLISH_STOP_WORDS}
+
+
 def transfer_table(model, pairs: pd.DataFrame, beam: int = 5, max_len: int | None = None) -> pd.DataFrame:
-    """Batch mode: ``pairs`` has ``source`` and ``style`` columns; returns it with an ``output`` column."""
+    """Batch mode: ``pairs`` has ``source`` and ``style`` columns; returns it with an ``output`` column and,
+    to see where the output's meaning came from, ``from_source`` / ``from_style``: the content words
+    (:func:`content_words`) the output shares with each, comma-separated."""
     missing = {"source", "style"} - set(pairs.columns)
     if missing:
         raise WorkbenchError(f"the pairs table lacks columns {sorted(missing)}; it needs 'source' and 'style'")
-    return pairs.assign(output=transfer(model, list(pairs["source"]), list(pairs["style"]), beam=beam,
-                                        max_len=max_len))
+    out = pairs.assign(output=transfer(model, list(pairs["source"]), list(pairs["style"]), beam=beam,
+                                       max_len=max_len))
+    shared = {column: [", ".join(sorted(content_words(o) & content_words(str(s))))
+                       for o, s in zip(out["output"], out[column])] for column in ("source", "style")}
+    return out.assign(from_source=shared["source"], from_style=shared["style"])

@@ -282,7 +282,7 @@ def reproduce(out: str | Path = REPO_ROOT / "reports" / "reproduction.html", rec
     ``disentangle``: the pairs of the disentanglement section (default: every pair with both shared models;
     it probes and re-evaluates, a minute or two per pair on 2 cores; ``()`` leaves it out)."""
     from .evaluation import evaluate
-    from .generation import transfer
+    from .generation import transfer_table
     from .train import build_model, load
     start = time.perf_counter()
     out = Path(out)
@@ -429,10 +429,14 @@ def reproduce(out: str | Path = REPO_ROOT / "reports" / "reproduction.html", rec
     rng = np.random.default_rng(0)
     picks = rng.choice(len(test), size=2 * transfer_examples, replace=False)
     sources, styles = [test[i] for i in picks[:transfer_examples]], [test[i] for i in picks[transfer_examples:]]
-    outputs = transfer(bgt, sources, styles, beam=5)
-    data["style_transfer"] = pd.DataFrame({"source (meaning)": sources, "style": styles, "output": outputs})
+    table4 = transfer_table(bgt, pd.DataFrame({"source": sources, "style": styles}), beam=5)
+    data["style_transfer"] = table4
+    kept, borrowed = table4["from_source"].str.len().gt(0).sum(), table4["from_style"].str.len().gt(0).sum()
     sections.append("<h2>Table 4 — style transfer (meaning from Source via z_sem, style via z_en, beam 5)</h2>"
-                    + data["style_transfer"].to_html(index=False, border=0))
+                    + table4.to_html(index=False, border=0) + "<ul>"
+                    + _check(kept > len(table4) / 2, f"{kept} of {len(table4)} outputs keep a content word of "
+                                                     f"the source ({borrowed} take one from the style sentence)")
+                    + "</ul>")
 
     problems = export_figures(figures, out.parent, stem=out.stem)
     for name, frame in data.items():
