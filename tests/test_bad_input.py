@@ -92,6 +92,12 @@ def test_a_shipped_model_with_another_pairs_sentencepiece_model_is_refused(tmp_p
     folder = tmp_path / "bgt-en-es"
     shutil.copytree(model_path("bgt-en-es"), folder)
     shutil.copyfile(model_path("bgt-en-fr") / "spm.model", folder / "spm.model")
+    meta = json.loads((folder / "config.json").read_text())
+    assert "spm.model" in meta["files_sha256"]  # today's exports record every file's sha256
+    with pytest.raises(WorkbenchError, match="spm.model is missing or does not match the sha256 recorded"):
+        load(folder)
+    del meta["files_sha256"]  # an export from before files_sha256: the tokenizer's sha256 still catches it
+    (folder / "config.json").write_text(json.dumps(meta))
     with pytest.raises(WorkbenchError, match="spm.model is .*not the sentencepiece model"):
         load(folder)
 
