@@ -70,7 +70,6 @@ def test_tatoeba_table_comes_from_the_cards():
     assert "bgt-en-ja" in table.index and "english_ae-en-fr" not in table.index  # English-only: no Tatoeba
 
 
-
 def test_training_budgets_say_which_pairs_had_fewer_updates():
     cards = {name: card(name) for name in shipped()}
     budgets = training_budgets(cards)
