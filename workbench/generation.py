@@ -61,6 +61,7 @@ def transfer_table(model, pairs: pd.DataFrame, beam: int = 5, max_len: int | Non
         raise WorkbenchError(f"the pairs table lacks columns {sorted(missing)}; it needs 'source' and 'style'")
     out = pairs.assign(output=transfer(model, list(pairs["source"]), list(pairs["style"]), beam=beam,
                                        max_len=max_len))
-    shared = {column: [", ".join(sorted(content_words(o) & content_words(str(s))))
-                       for o, s in zip(out["output"], out[column])] for column in ("source", "style")}
+    said = [content_words(o) for o in out["output"]]
+    shared = {column: [", ".join(sorted(words & content_words(str(s)))) for words, s in zip(said, out[column])]
+              for column in ("source", "style")}
     return out.assign(from_source=shared["source"], from_style=shared["style"])
