@@ -1,7 +1,11 @@
-"""Style transfer's batch mode: where each output's content words come from."""
+"""Style transfer's batch mode: where each output's content words come from, and which latent carries them."""
 import pandas as pd
+import pytest
+import torch
 
-from workbench.generation import content_words, transfer, transfer_table
+from workbench.data.tokenizer import detokenise
+from workbench.errors import WorkbenchError
+from workbench.generation import content_words, latent_ablation, transfer, transfer_table
 from workbench.train import load
 
 
@@ -24,3 +28,24 @@ def test_transfer_table_says_which_words_came_from_the_source_and_the_style():
             assert words == content_words(row["output"]) & content_words(row[column])
     reconstruction = table.iloc[1]  # source = style: whatever it keeps, it keeps from both
     assert reconstruction["from_source"] == reconstruction["from_style"]
+
+
+def test_latent_ablation_decodes_from_each_latent_with_the_other_at_the_prior_mean():
+    model = load("bgt-en-fr")
+    sentences = ["when water freezes it becomes ice .", "i'm doing this for my family ."]
+    table = latent_ablation(model, sentences, beam=1, max_len=30)
+    assert list(table["latents"]) == ["both"] * 2 + ["semantic only"] * 2 + ["language only"] * 2
+    both = table[table["latents"] == "both"]
+    assert list(both["output"]) == transfer(model, sentences, sentences, beam=1, max_len=30)
+    z_sem = torch.as_tensor(model.encoder("semantic").encode(sentences))
+    alone = model.generate(z_sem, torch.zeros(2, model.cfg.latent_dim), decoder="en", max_len=30)
+    assert list(table[table["latents"] == "semantic only"]["output"]) == [
+        detokenise(model.tokenizer.decode(ids)) for ids in alone]
+    for _, row in table.iterrows():
+        assert set(filter(None, row["kept"].split(", "))) == content_words(row["output"]) & content_words(
+            row["sentence"])
+    assert len(set(table["output"])) > 2  # the three decodings differ
+    with pytest.raises(WorkbenchError, match="sentences must be non-empty"):
+        latent_ablation(model, ["a sentence .", " "])
+    with pytest.raises(WorkbenchError, match="style transfer needs a BGT model"):
+        latent_ablation(load("sp-en-fr"), ["a sentence ."])

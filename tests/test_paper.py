@@ -95,6 +95,8 @@ def test_reproduce_writes_the_report(tmp_path):
     transfers = pd.read_csv(tmp_path / "reproduction-style_transfer.csv")
     assert len(transfers) == 2 and transfers["output"].str.len().gt(0).all()
     assert {"from_source", "from_style"} <= set(transfers.columns) and "outputs keep a content word" in text
+    ablation = pd.read_csv(tmp_path / "reproduction-latent_ablation.csv", keep_default_na=False)
+    assert list(ablation["sentence"]) == list(transfers["source"]) * 3 and "z_en alone in" in text
     assert len(shipped()) >= 10
     tatoeba = pd.read_csv(tmp_path / "reproduction-tatoeba.csv").set_index("model")
     nmt = tatoeba.loc["nmt-all"]  # one encoder, all five languages, both directions

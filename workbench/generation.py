@@ -22,24 +22,28 @@ def _latents(model, view: str, sentences: Sequence[str]) -> torch.Tensor:
     return torch.as_tensor(model.encoder(view).encode(list(sentences)))
 
 
-def transfer(model, sources: Sequence[str], styles: Sequence[str], beam: int = 5, max_len: int | None = None,
-             language: str = "en") -> list[str]:
-    """Generate, for each (source, style) pair, a sentence with the source's meaning in the style's form.
-    ``beam=1`` is greedy; ``max_len`` caps generated pieces (default: the model's maximum length)."""
+def _check_search(model, beam: int, max_len: int | None) -> None:
     if getattr(model, "cfg", None) is None or getattr(model.cfg, "setting", None) not in ("bgt", "bgt_no_prior"):
         raise WorkbenchError("style transfer needs a BGT model (semantic + language encoders and generative "
                              "decoders), e.g. workbench.load('bgt-en-fr')")
-    if len(sources) != len(styles):
-        raise WorkbenchError(f"got {len(sources)} source sentences but {len(styles)} style sentences; give one "
-                             "style sentence per source")
-    if not sources:
-        return []
     if beam < 1:
         raise WorkbenchError(f"beam must be at least 1 (1 = greedy), got {beam}")
     if max_len is not None and max_len < 1:
         raise WorkbenchError(f"max_len must be at least 1 piece (default: the model's maximum), got {max_len}")
+
+
+def transfer(model, sources: Sequence[str], styles: Sequence[str], beam: int = 5, max_len: int | None = None,
+             language: str = "en") -> list[str]:
+    """Generate, for each (source, style) pair, a sentence with the source's meaning in the style's form.
+    ``beam=1`` is greedy; ``max_len`` caps generated pieces (default: the model's maximum length)."""
+    _check_search(model, beam, max_len)
+    if len(sources) != len(styles):
+        raise WorkbenchError(f"got {len(sources)} source sentences but {len(styles)} style sentences; give one "
+                             "style sentence per source")
     if any(not str(s).strip() for s in (*sources, *styles)):
         raise WorkbenchError("source and style sentences must be non-empty")
+    if not sources:
+        return []
     z_sem, z_lang = _latents(model, "semantic", sources), _latents(model, language, styles)
     ids = model.generate(z_sem, z_lang, decoder=language, max_len=max_len or model.cfg.max_len, beam=beam)
     return [detokenise(model.tokenizer.decode(x)) for x in ids]
@@ -65,3 +69,27 @@ def transfer_table(model, pairs: pd.DataFrame, beam: int = 5, max_len: int | Non
     shared = {column: [", ".join(sorted(words & content_words(str(s)))) for words, s in zip(said, out[column])]
               for column in ("source", "style")}
     return out.assign(from_source=shared["source"], from_style=shared["style"])
+
+
+def latent_ablation(model, sentences: Sequence[str], beam: int = 5, max_len: int | None = None,
+                    language: str = "en") -> pd.DataFrame:
+    """Which latent carries a sentence's content? Decode each sentence from both of its latents, from its
+    semantic latent with the language latent at the prior mean (zero), and from its language latent with the
+    semantic latent at zero. Style transfer needs the content in z_sem and little in z_lang. Returns one row per
+    sentence and decoding: ``sentence``, ``latents`` ("both", "semantic only", "language only"), ``output`` and
+    ``kept``: the sentence's content words the output repeats, comma-separated."""
+    _check_search(model, beam, max_len)
+    sentences = [str(s) for s in sentences]
+    if any(not s.strip() for s in sentences):
+        raise WorkbenchError("sentences must be non-empty")
+    if not sentences:
+        return pd.DataFrame(columns=["sentence", "latents", "output", "kept"])
+    z_sem, z_lang = _latents(model, "semantic", sentences), _latents(model, language, sentences)
+    rows = []
+    for name, (sem, lang) in {"both": (z_sem, z_lang), "semantic only": (z_sem, torch.zeros_like(z_lang)),
+                              "language only": (torch.zeros_like(z_sem), z_lang)}.items():
+        ids = model.generate(sem, lang, decoder=language, max_len=max_len or model.cfg.max_len, beam=beam)
+        for sentence, x in zip(sentences, ids):
+            output = detokenise(model.tokenizer.decode(x))
+            rows.append((sentence, name, output, ", ".join(sorted(content_words(output) & content_words(sentence)))))
+    return pd.DataFrame(rows, columns=["sentence", "latents", "output", "kept"])

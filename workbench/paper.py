@@ -282,7 +282,7 @@ def reproduce(out: str | Path = REPO_ROOT / "reports" / "reproduction.html", rec
     ``disentangle``: the pairs of the disentanglement section (default: every pair with both shared models;
     it probes and re-evaluates, a minute or two per pair on 2 cores; ``()`` leaves it out)."""
     from .evaluation import evaluate
-    from .generation import transfer_table
+    from .generation import latent_ablation, transfer_table
     from .train import build_model, load
     start = time.perf_counter()
     out = Path(out)
@@ -436,6 +436,18 @@ def reproduce(out: str | Path = REPO_ROOT / "reports" / "reproduction.html", rec
                     + table4.to_html(index=False, border=0) + "<ul>"
                     + _check(kept > len(table4) / 2, f"{kept} of {len(table4)} outputs keep a content word of "
                                                      f"the source ({borrowed} take one from the style sentence)")
+                    + "</ul>")
+    # Why it works or not: which latent carries each source's content (the prior mean stands in for the other).
+    ablation = latent_ablation(bgt, sources, beam=5)
+    data["latent_ablation"] = ablation
+    keeps = ablation.assign(k=ablation["kept"].str.len().gt(0)).groupby("latents")["k"].sum()
+    sections.append("<h3>Which latent carries the content? Each source decoded from its own latents, one of them "
+                    "set to the prior mean (zero)</h3>"
+                    + ablation.to_html(index=False, border=0) + "<ul>"
+                    + _check(keeps["semantic only"] > keeps["language only"],
+                             f"z_sem alone keeps a content word of the sentence in {keeps['semantic only']} of "
+                             f"{len(sources)}, z_en alone in {keeps['language only']} (style transfer needs the "
+                             "content in z_sem, not in z_en)")
                     + "</ul>")
 
     problems = export_figures(figures, out.parent, stem=out.stem)
