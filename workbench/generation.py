@@ -85,11 +85,12 @@ def latent_ablation(model, sentences: Sequence[str], beam: int = 5, max_len: int
     if not sentences:
         return pd.DataFrame(columns=["sentence", "latents", "output", "kept"])
     z_sem, z_lang = _latents(model, "semantic", sentences), _latents(model, language, sentences)
+    words = [content_words(s) for s in sentences]
     rows = []
     for name, (sem, lang) in {"both": (z_sem, z_lang), "semantic only": (z_sem, torch.zeros_like(z_lang)),
                               "language only": (torch.zeros_like(z_sem), z_lang)}.items():
         ids = model.generate(sem, lang, decoder=language, max_len=max_len or model.cfg.max_len, beam=beam)
-        for sentence, x in zip(sentences, ids):
+        for sentence, said, x in zip(sentences, words, ids):
             output = detokenise(model.tokenizer.decode(x))
-            rows.append((sentence, name, output, ", ".join(sorted(content_words(output) & content_words(sentence)))))
+            rows.append((sentence, name, output, ", ".join(sorted(content_words(output) & said))))
     return pd.DataFrame(rows, columns=["sentence", "latents", "output", "kept"])
