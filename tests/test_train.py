@@ -167,6 +167,26 @@ def test_a_new_run_continues_a_trained_model_when_its_run_directory_is_lost(tiny
     assert curve["train_seconds"].is_monotonic_increasing and curve["update"].max() == 30
 
 
+def test_an_export_that_keeps_its_decoders_continues_training_when_the_run_is_lost(tiny_run, tmp_path):
+    from workbench.zoo import export
+    _, run_dir = tiny_run
+    folder = export(run_dir, name="bgt-tiny", keep_decoders=True, root=tmp_path,
+                    sizes={"train": 600, "valid": 200, "test": 200}, show_progress=False)
+    assert "`workbench train --init-from bgt-tiny` continues its training" in (folder / "card.md").read_text()
+    best = json.loads((run_dir / "best" / "config.json").read_text())["update"]
+    cfg = TrainConfig.from_preset("tiny", max_updates=best + 3, valid_every=10, save_every=10)
+    runs = {}
+    for source, out in ((folder, "from-export"), (run_dir / "best", "from-checkpoint")):
+        trainer = Trainer(cfg, tmp_path / out, init_from=source, show_progress=False)
+        assert trainer.state["update"] == best
+        trainer.run()
+        runs[out] = [r for r in metrics(tmp_path / out) if r["update"] > best]
+    assert [r["update"] for r in runs["from-export"]] == [best + 1, best + 2, best + 3]
+    for fp16, fp32 in zip(runs["from-export"], runs["from-checkpoint"]):  # the same batches and schedule
+        assert (fp16["sentences"], fp16["lr"], fp16["kl_weight"]) == (fp32["sentences"], fp32["lr"], fp32["kl_weight"])
+    assert runs["from-export"][0]["loss"] == pytest.approx(runs["from-checkpoint"][0]["loss"], rel=1e-2)  # fp16
+
+
 def test_continuing_refuses_other_settings_and_encoder_only_models(run_copy, tmp_path):
     folder = run_copy / "checkpoints" / "update-30"
     with pytest.raises(WorkbenchError, match=re.escape("lr 0.001 -> 0.002")):

@@ -3,7 +3,8 @@
 A shipped model is a folder ``trained/<model>-<pair>`` (``bgt-en-fr``, ``bilingual_trans-en-ja``, ``sp-en-fr``,
 ...) holding ``config.json`` (model config, training config, tokenizer sha256, whether the decoders were kept),
 float16 ``model.safetensors``, ``spm.model``, ``card.md`` for people and ``card.json`` with the same numbers for
-tests and reports. Decoders are dropped except where style transfer needs them (:data:`WITH_DECODERS`).
+tests and reports. Decoders are dropped by default except where style transfer needs them (:data:`WITH_DECODERS`);
+an export that keeps them (``keep_decoders=True``) can be trained on with ``workbench train --init-from``.
 ``workbench.load("bgt-en-fr")`` resolves these names. A model trained elsewhere (a lent GPU) travels as a package
 of checksummed shards (:func:`export_shards` there, :func:`import_shards` here; ``scripts/gpu_campaign``).
 """
@@ -299,6 +300,11 @@ def _duration(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 600 else f"{seconds / 3600:.2f} h ({seconds:.0f} s)"
 
 
+def _kept_decoders(name: str) -> str:
+    why = "style transfer; " if name in WITH_DECODERS else ""
+    return f"kept ({why}`workbench train --init-from {name}` continues its training)"
+
+
 def _card_markdown(info: dict, config: dict) -> str:
     train, record = config.get("train", {}), info["training"]
     model_cfg = {k: v for k, v in config["model"].items() if k not in ("languages", "setting", "pad_id", "eos_id")}
@@ -318,7 +324,7 @@ def _card_markdown(info: dict, config: dict) -> str:
              *([f"- **learning curve**: `curve.csv` (STS-B dev per view, validation loss); "
                 f"`workbench curve {info['name']}` draws it"] if info.get("curve") else []),
              f"- **weights**: float16, {info['megabytes']} MB"
-             + ("" if info["model"] == "wmf" else "; decoders " + ("kept (style transfer)" if info["decoders"]
+             + ("" if info["model"] == "wmf" else "; decoders " + (_kept_decoders(info["name"]) if info["decoders"]
                                                                     else "dropped (encoders only)")), "",
              "Numbers: Pearson's r × 100 (STS) and test accuracy × 100 (logistic-regression probes, "
              f"{info['probing_sizes']['train']}/{info['probing_sizes']['valid']}/{info['probing_sizes']['test']} "
