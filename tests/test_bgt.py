@@ -200,3 +200,62 @@ def test_active_units_count_collapsed_latents():
         for name in ("semantic", "fr"):
             model.encoders[name].hidden2mean.weight.zero_()
     assert model(b.en, b.xx, b.sem_en)["active_units"].item() == 0
+
+
+def test_sample_language_samples_the_language_latents_only():
+    b = batch()
+    torch.manual_seed(0)
+    model = BGT(config(decoder_latent="sample_language")).train()
+    first, second = model(b.en, b.xx, b.sem_en, 50), model(b.en, b.xx, b.sem_en, 50)
+    assert first["recon"] != second["recon"]  # the decoders read noisy z_en / z_fr
+    assert first["trans"] == second["trans"] and first["kl"] == second["kl"]  # z_sem and the posteriors: means
+    seen = []
+    hook = model.decoders["en"].register_forward_hook(lambda module, inputs, output: seen.append(inputs[1]))
+    model(b.en, b.xx, b.sem_en, 50)
+    model(b.en, b.xx, b.sem_en, 50)
+    hook.remove()
+    language, semantic = (torch.stack([c[:, :8] for c in seen]), torch.stack([c[:, 8:] for c in seen]))
+    assert not torch.equal(language[0], language[1]) and torch.equal(semantic[0], semantic[1])
+
+
+def test_language_kl_weight_and_a_smaller_language_latent():
+    b = batch()
+    torch.manual_seed(0)
+    base = BGT(config(language_latent_dim=3))
+    assert base.encoders["en"](b.en)[0].shape == (4, 3) and base.encoders["semantic"](b.en)[0].shape == (4, 8)
+    assert base.decoders["en"].cond_dim == 3 + 8 and base.decoders["en->fr"].cond_dim == 8
+    heavy = BGT(config(language_latent_dim=3, language_kl_weight=4.0))
+    heavy.load_state_dict(base.state_dict())
+    for model in (base, heavy):
+        model.eval()
+    out, out4 = base(b.en, b.xx, b.sem_en, 50), heavy(b.en, b.xx, b.sem_en, 50)
+    beta = base.kl_weight(50)
+    torch.testing.assert_close(out["kl"], out["kl_semantic"] + out["kl_language"])
+    torch.testing.assert_close(out4["loss"] - out["loss"], 3 * beta * out["kl_language"])
+    z_sem = torch.zeros(2, 8)
+    assert len(base.generate(z_sem, torch.zeros(2, 3), max_len=4)) == 2
+
+
+def test_word_dropout_pads_decoder_inputs_but_never_the_first():
+    from workbench.models.bgt import drop_words
+    prev = torch.tensor([[3, 5, 6, 7, 8, 0], [3, 9, 9, 9, 0, 0]])
+    torch.manual_seed(0)
+    dropped = drop_words(prev, 0.5, 0)
+    assert torch.equal(dropped[:, 0], prev[:, 0]) and torch.equal(dropped[prev == 0], prev[prev == 0])
+    assert ((dropped == 0) & (prev != 0)).any() and torch.equal(drop_words(prev, 0.0, 0), prev)
+    b = batch()
+    torch.manual_seed(0)
+    model = BGT(config(word_dropout=0.5)).train()
+    assert model(b.en, b.xx, b.sem_en, 50)["recon"] != model(b.en, b.xx, b.sem_en, 50)["recon"]
+    model.eval()
+    assert model(b.en, b.xx, b.sem_en, 50)["recon"] == model(b.en, b.xx, b.sem_en, 50)["recon"]
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"decoder_latent": "z"}, "decoder_latent 'z' is not one of mean, sample, sample_language"),
+    ({"language_latent_dim": 0}, "language_latent_dim must be a positive integer"),
+    ({"language_kl_weight": -1.0}, "language_kl_weight must be a number ≥ 0"),
+    ({"word_dropout": 1.0}, r"word_dropout must be a number in \[0, 1\)")])
+def test_bottleneck_settings_are_checked(change, message):
+    with pytest.raises(ValueError, match=message):
+        config(**change)

@@ -49,3 +49,71 @@ def test_latent_ablation_decodes_from_each_latent_with_the_other_at_the_prior_me
         latent_ablation(model, ["a sentence .", " "])
     with pytest.raises(WorkbenchError, match="style transfer needs a BGT model"):
         latent_ablation(load("sp-en-fr"), ["a sentence ."])
+
+
+def _scored(outputs):
+    from workbench.evaluation.style_transfer import score_transfers
+    pairs = pd.DataFrame({"source": ["The cat sat on the mat.", "We bought fresh bread at the market yesterday."],
+                          "style": ["Where did you go last night?", "Thank you so much!"]})
+    return score_transfers(pairs.assign(output=outputs), [load("sp-en-fr").encoder()])
+
+
+def test_the_transfer_scorer_tells_a_copy_of_the_source_from_a_copy_of_the_style():
+    judge = "closer_to_source[sp-en-fr:semantic]"
+    copy_source = _scored(["The cat sat on the mat.", "We bought fresh bread at the market yesterday."])
+    assert copy_source[judge].all() and copy_source["keeps_source_word"].all()
+    assert not copy_source["keeps_style_word"].any()
+    assert not copy_source["first_word_follows_style"].any() and copy_source["first_word_follows_source"].all()
+    copy_style = _scored(["Where did you go last night?", "Thank you so much!"])
+    assert not copy_style[judge].any() and not copy_style["keeps_source_word"].any()
+    assert copy_style["keeps_style_word"].all()
+    for attribute in ("length", "punctuation", "first_word"):
+        assert copy_style[f"{attribute}_follows_style"].all()
+    # what style transfer should give: the source's content words in the style sentence's form
+    mix = _scored(["Where did the cat sit on the mat?", "Thank you for the fresh bread from the market yesterday!"])
+    assert mix["keeps_source_word"].all()
+    assert mix["first_word_follows_style"].all() and mix["punctuation_follows_style"].all()
+    assert mix[judge].all()
+
+
+def test_transfer_shares_count_form_only_where_source_and_style_differ_and_carry_a_bootstrap_ci():
+    from workbench.evaluation.style_transfer import form, share, summarise_transfers
+    assert form("Where did you go, Tom?") == {"length": 1, "punctuation": ",?", "first_word": "where"}
+    assert form("I don't know.")["length"] == 0 and form("I don't know.")["first_word"] == "i"
+    summary = summarise_transfers(_scored(["Where did you go last night?", "Thank you so much!"])).set_index("metric")
+    assert summary.loc["keeps_style_word", "value"] == 1.0 and summary.loc["keeps_source_word", "value"] == 0.0
+    # both pairs differ in punctuation and first word; in length (tokens, marks included) only the second
+    # (7 vs 7: bin 5-8 for both; 9 vs 5: bins 9-12 and 5-8)
+    assert summary.loc["length_follows_style", "n"] == 1 and summary.loc["punctuation_follows_style", "n"] == 2
+    assert summary.loc["form_follows_style", "value"] == 1.0
+    value, low, high = share([True, False, False, True], n_boot=500)
+    assert value == 0.5 and 0.0 <= low < 0.5 < high <= 1.0
+
+
+def test_transfer_pairs_are_a_fixed_sample_of_distinct_held_out_sentences():
+    from workbench.data.corpora import load_splits
+    from workbench.evaluation.style_transfer import transfer_pairs
+    pairs = transfer_pairs(n=50)
+    assert pairs.equals(transfer_pairs(n=50)) and not pairs.equals(transfer_pairs(n=50, seed=1))
+    sentences = [*pairs["source"], *pairs["style"]]
+    assert len(set(sentences)) == 100
+    test = {en.strip() for en, _ in load_splits("en-fr")["test"]}
+    train = {en.strip() for en, _ in load_splits("en-fr")["train"]}
+    assert set(sentences) <= test and not set(sentences) & train
+    with pytest.raises(WorkbenchError, match="positive number of pairs"):
+        transfer_pairs(n=0)
+
+
+def test_workbench_transfer_eval_scores_a_pairs_file_and_writes_the_summary_and_the_pairs(tmp_path, capsys):
+    from workbench import cli
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("source\tstyle\nthe weather is good today .\twhere did you go ?\n"
+                     "i bought a new car .\tthank you so much !\n")
+    out = tmp_path / "scores.csv"
+    assert cli.main(["transfer", "--eval", "--pairs", str(pairs), "--beam", "1", "--out", str(out)]) == 0
+    summary = pd.read_csv(out).set_index("metric")
+    assert summary.loc["keeps_source_word", "n"] == 2 and summary.loc["semantic_only_keeps_word", "n"] == 2
+    assert len(pd.read_csv(tmp_path / "scores-pairs.csv")) == 2
+    assert "closer_to_source[sp-en-fr:semantic]" in capsys.readouterr().out
+    assert cli.main(["transfer", "--eval", "--source", "a .", "--style", "b ."]) == 2
+    assert "does not take --source/--style" in capsys.readouterr().err

@@ -8,11 +8,13 @@
     bgt = wb.load("bgt-en-fr")          # a shipped model (wb.shipped() lists them), a run, or a checkpoint
     wb.learning_curve("bgt-en-fr")      # STS-B dev per view and validation loss during its training
     wb.transfer(bgt, ["source"], ["style"])   # style transfer
+    wb.transfer_scores(bgt)             # does it transfer? meaning, content words and form on held-out pairs
     wb.erase(enc, "length")             # the encoder with the task's concept linearly erased (LEACE)
 """
 from .cache import cached
 from .encoders import Encoder, untrained_encoder
 from .evaluation import evaluate
+from .evaluation.style_transfer import transfer_scores
 from .figures import report
 from .generation import transfer
 from .probing.build import build_task
@@ -23,4 +25,5 @@ from .train import learning_curve, load
 from .zoo import shipped
 
 __all__ = ["Encoder", "untrained_encoder", "evaluate", "report", "build_task", "ProbeResult", "probe",
-           "probe_all", "erase", "get_task", "task_names", "load", "learning_curve", "cached", "shipped", "transfer"]
+           "probe_all", "erase", "get_task", "task_names", "load", "learning_curve", "cached", "shipped", "transfer",
+           "transfer_scores"]

@@ -71,9 +71,17 @@ def _reproduce(args) -> None:
 def _transfer(args) -> None:
     from .generation import transfer, transfer_table
     from .train import load
+    if args.eval and (args.source or args.style):
+        raise WorkbenchError("--eval scores a set of pairs (--pairs FILE, or the fixed held-out sample by default); "
+                             "it does not take --source/--style")
+    if args.pairs and (args.source or args.style):
+        raise WorkbenchError("give either --pairs FILE or --source/--style, not both")
     model = load(args.model)
+    if args.eval:
+        _transfer_eval(model, args)
+        return
     if args.pairs:
-        table = pd.read_csv(args.pairs, sep="\t" if args.pairs.endswith((".tsv", ".tsv.gz")) else ",")
+        table = _read_pairs(args.pairs)
         out = transfer_table(model, table, beam=args.beam, max_len=args.max_len)
         if args.out:
             out.to_csv(args.out, index=False)
@@ -82,6 +90,23 @@ def _transfer(args) -> None:
     if not (args.source and args.style):
         raise WorkbenchError("give --source and --style sentences, or --pairs FILE with source and style columns")
     print(transfer(model, [args.source], [args.style], beam=args.beam, max_len=args.max_len)[0])
+
+
+def _transfer_eval(model, args) -> None:
+    from .evaluation.style_transfer import transfer_pairs, transfer_scores
+    pairs = _read_pairs(args.pairs) if args.pairs else transfer_pairs(args.n)
+    summary, scored = transfer_scores(model, pairs, beam=args.beam)
+    print(f"style transfer of {args.model} on {len(pairs)} pairs (shares with bootstrap 95% CIs):")
+    print(summary.round(3).to_string(index=False))
+    if args.out:
+        out = Path(args.out)
+        summary.to_csv(out, index=False)
+        scored.to_csv(out.with_name(f"{out.stem}-pairs.csv"), index=False)
+        print(f"summary: {out.resolve()}\nper pair: {out.with_name(f'{out.stem}-pairs.csv').resolve()}")
+
+
+def _read_pairs(path: str) -> pd.DataFrame:
+    return pd.read_csv(path, sep="\t" if path.endswith((".tsv", ".tsv.gz")) else ",")
 
 
 def _data(args) -> None:
@@ -329,6 +354,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="replace --out if it exists")
     p.add_argument("--beam", type=int, default=5, help="beam size (1 = greedy; 5)")
     p.add_argument("--max-len", type=int, help="maximum generated pieces (the model's maximum)")
+    p.add_argument("--eval", action="store_true",
+                   help="score the transfer: meaning kept from the source (judged by sp-en-fr, and MiniLM when "
+                        "installed), content words, form taken from the style, and the latent ablation, on --pairs "
+                        "or a fixed sample of held-out pairs; --out writes the summary and OUT-pairs.csv")
+    p.add_argument("--n", type=int, default=200, help="--eval: pairs in the held-out sample (200)")
     p.set_defaults(func=_transfer)
 
     p = sub.add_parser("data", help="inspect the corpora or download public data")

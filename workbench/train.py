@@ -259,7 +259,15 @@ RESUME_FIELDS = ("model", "pair", "vocab_size", "overrides", "max_pairs", "max_v
                  "max_tokens", "update_freq", "lr", "schedule", "warmup", "warmup_init_lr", "betas", "eps",
                  "weight_decay", "clip_norm", "seed", "amp")
 
-SUMMED = ("loss", "recon", "trans", "kl", "margin_violations", "sentences", "tokens_en", "tokens_xx")
+SUMMED = ("loss", "recon", "trans", "kl", "kl_semantic", "kl_language", "margin_violations", "sentences", "tokens_en",
+          "tokens_xx")
+
+
+def _without_regularisers(settings: dict) -> dict:
+    """Model settings less those a run initialised from a trained model may change (see ``bgt.REGULARISERS``),
+    in the config's JSON form (so defaults and stored values compare equal)."""
+    full = json.loads(json.dumps(settings))
+    return {k: v for k, v in full.items() if k not in bgt.REGULARISERS}
 
 
 def learning_rate(update: int, cfg: TrainConfig) -> float:
@@ -498,7 +506,7 @@ class Trainer:
         if checkpoint is not None:
             self._check_resumable(checkpoint)
         if start is not None:
-            self._check_resumable(start)
+            self._check_resumable(start, initialising=True)
         torch.manual_seed(cfg.seed)
         self.model = build_model(cfg.model_config(self.tokenizer)).to(self.device)
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, betas=cfg.betas, eps=cfg.eps,
@@ -513,9 +521,10 @@ class Trainer:
         if self.world > 1:
             self.net = torch.nn.parallel.DistributedDataParallel(self.model, find_unused_parameters=False)
 
-    def _check_resumable(self, folder: Path) -> None:
+    def _check_resumable(self, folder: Path, initialising: bool = False) -> None:
         """Refuse a resume that would continue another run: other model, vocabulary, data or settings that decide
-        the batches and the updates. The KL ramp stays the one the run started with."""
+        the batches and the updates. The KL ramp stays the one the run started with. A run initialised from a
+        trained model (``initialising``) may change how the latents are regularised (``bgt.REGULARISERS``)."""
         meta = json.loads((folder / "config.json").read_text())
         cfg = self.cfg
         if meta["model"]["setting"] != cfg.model:
@@ -525,6 +534,9 @@ class Trainer:
                                  f"{meta['tokenizer_sha256'][:12]} vs {self.tokenizer.digest[:12]} now); resume "
                                  "needs the same pair, vocab_size and data")
         saved, now = meta.get("train", {}), json.loads(json.dumps(asdict(cfg)))
+        if initialising and "overrides" in saved:
+            saved = {**saved, "overrides": _without_regularisers(saved["overrides"])}
+            now["overrides"] = _without_regularisers(now["overrides"])
         changed = [f"{name} {saved[name]!r} -> {now[name]!r}" for name in RESUME_FIELDS
                    if name in saved and saved[name] != now[name]]
         if meta.get("data_sha256", self.data_digest) != self.data_digest:
@@ -583,8 +595,10 @@ class Trainer:
         verify_files(folder, meta)
         if not meta.get("decoders", True):
             raise WorkbenchError(f"{folder} holds encoders only (no decoders), so training cannot continue from it")
-        if build_model(meta["model"]).cfg != self.model.cfg:
+        saved = ARCHITECTURES[meta["model"]["setting"]][1].from_dict(meta["model"])
+        if _without_regularisers(saved.to_dict()) != _without_regularisers(self.model.cfg.to_dict()):
             raise WorkbenchError(f"{folder} has another model config than the one requested")
+        retuned = saved != self.model.cfg  # another bottleneck: its STS-B dev is no candidate for best/
         self.model.load_state_dict(load_file(str(folder / "model.safetensors"), device=str(self.device)))
         training = meta.get("training")  # an exported model's; a checkpoint's trainer state otherwise
         if training is None and (folder / "trainer_state.json").is_file():
@@ -603,7 +617,8 @@ class Trainer:
                            & (history["update"] == update)]["value"]
         self.state.update(update=update, pairs_seen=int(training.get("pairs_seen", 0)),
                           train_seconds=float(training.get("train_seconds", 0.0)), init_from=str(folder),
-                          best={"update": update, "stsb_dev": float(semantic.iloc[0])} if len(semantic) else None)
+                          best={"update": update, "stsb_dev": float(semantic.iloc[0])}
+                          if len(semantic) and not retuned else None)
         torch.manual_seed(self.cfg.seed + update)
         if self.rank == 0 and not history.empty:
             self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -710,7 +725,7 @@ class Trainer:
         n, tokens = sums["sentences"], sums["tokens_en"] + sums["tokens_xx"]
         self.state["pairs_seen"] += int(n)
         record = {"update": update + 1, "epoch": self.state["epoch"], "loss": sums["loss"] / n}
-        for term in ("recon", "trans", "kl", "margin_violations"):
+        for term in ("recon", "trans", "kl", "kl_semantic", "kl_language", "margin_violations"):
             if term in out:
                 record[term] = sums[term] / n
         for term in ("recon", "trans"):

@@ -18,6 +18,19 @@ The semantic encoder alternates its input language for the generative path (``se
 sides for the translation loss. Decoders have one post-LN layer and no cross-attention: the latent enters by
 concatenation before a linear sublayer ("Attention") and again before the output projection ("Logit").
 Losses are summed over tokens and latent dimensions and divided by the number of sentence pairs (§3.4).
+
+How the BGT variants bottleneck their latents (defaults: the released code):
+
+=========================  ========================================================================================
+``decoder_latent``         what the decoders read in training: ``"mean"``, ``"sample"`` (all latents sampled) or
+                           ``"sample_language"`` (only z_en / z_xx sampled; z_sem stays the mean)
+``language_latent_dim``    the size of z_en / z_xx (default: ``latent_dim``)
+``language_kl_weight``     multiplies the language latents' KL term (default 1)
+``word_dropout``           share of the generative decoders' input tokens replaced by padding (default 0)
+=========================  ========================================================================================
+
+The first three limit what the language latents can carry, so that the content must pass through z_sem (the
+style-transfer premise); word dropout makes the decoders rely on the latents rather than on the words before.
 """
 from __future__ import annotations
 
@@ -40,6 +53,18 @@ from .transformer import (
 
 SETTINGS = ("bgt", "bgt_no_prior", "bgt_no_langvars", "bilingual_trans", "english_trans", "english_ae",
             "english_vae")
+DECODER_LATENTS = ("mean", "sample", "sample_language")
+# Settings that change how the latents are regularised but no parameter's shape: a run initialised from a
+# trained model (``train --init-from``) may change them, to fine-tune it with another bottleneck.
+REGULARISERS = ("decoder_latent", "language_kl_weight", "word_dropout")
+
+
+def _positive_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def _number_in(value, low: float, high: float) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and low <= value <= high
 
 
 @dataclass
@@ -57,7 +82,12 @@ class BGTConfig(ModelConfig):
     max_len: int = 1024
     pad_id: int = 0
     eos_id: int = 3
-    decoder_latent: str = "mean"  # BGT variants: "mean" (the released code) or "sample" (the paper's z; D1)
+    # What the decoders read in training (BGT variants): "mean" (the released code), "sample" (every latent a
+    # reparameterised sample: the paper's z) or "sample_language" (the language latents sampled, z_sem the mean)
+    decoder_latent: str = "mean"
+    language_latent_dim: int | None = None  # size of z_en / z_xx (None: latent_dim); a smaller one holds less
+    language_kl_weight: float = 1.0  # multiplies the language latents' KL (with β): a tighter bottleneck above 1
+    word_dropout: float = 0.0  # share of the generative decoders' input tokens replaced by padding in training
     sem_side: str = "example"  # "example" | "microbatch" (BGT_SPEC §1.4)
     attention_relu: bool = False  # the code computes F.relu without using it (D9)
     kl_x0: int = 65536  # KL weight min(1, update / kl_x0)
@@ -71,8 +101,14 @@ class BGTConfig(ModelConfig):
         problems = []
         if self.setting not in SETTINGS:
             problems.append(f"setting {self.setting!r} is not one of {', '.join(SETTINGS)}")
-        if self.decoder_latent not in ("mean", "sample"):
-            problems.append(f"decoder_latent {self.decoder_latent!r} is not 'mean' or 'sample'")
+        if self.decoder_latent not in DECODER_LATENTS:
+            problems.append(f"decoder_latent {self.decoder_latent!r} is not one of {', '.join(DECODER_LATENTS)}")
+        if self.language_latent_dim is not None and not _positive_int(self.language_latent_dim):
+            problems.append(f"language_latent_dim must be a positive integer or None, not {self.language_latent_dim!r}")
+        if not _number_in(self.language_kl_weight, 0, math.inf):
+            problems.append(f"language_kl_weight must be a number ≥ 0, not {self.language_kl_weight!r}")
+        if not _number_in(self.word_dropout, 0, 1) or self.word_dropout == 1:
+            problems.append(f"word_dropout must be a number in [0, 1), not {self.word_dropout!r}")
         if self.sem_side not in ("example", "microbatch"):
             problems.append(f"sem_side {self.sem_side!r} is not 'example' or 'microbatch'")
         if len(self.languages) != 2 or self.languages[0] != "en":
@@ -84,11 +120,16 @@ class BGTConfig(ModelConfig):
     def foreign(self) -> str:
         return self.languages[1]
 
-    def encoder_config(self, n_layers: int | None = None) -> TransformerConfig:
+    @property
+    def language_dim(self) -> int:
+        """The size of the language latents z_en and z_xx."""
+        return self.language_latent_dim or self.latent_dim
+
+    def encoder_config(self, n_layers: int | None = None, latent_dim: int | None = None) -> TransformerConfig:
         return TransformerConfig(vocab_size=self.vocab_size, d_model=self.d_model, ffn_dim=self.ffn_dim,
                                  n_heads=self.n_heads, n_layers=n_layers or self.enc_layers,
-                                 latent_dim=self.latent_dim, dropout=self.dropout, max_len=self.max_len,
-                                 pad_id=self.pad_id)
+                                 latent_dim=latent_dim or self.latent_dim, dropout=self.dropout,
+                                 max_len=self.max_len, pad_id=self.pad_id)
 
 
 class LatentDecoder(nn.Module):
@@ -150,6 +191,15 @@ def shift_right(tokens: torch.Tensor, eos_id: int, pad_id: int) -> torch.Tensor:
     return prev
 
 
+def drop_words(prev: torch.Tensor, rate: float, pad_id: int) -> torch.Tensor:
+    """Word dropout on a decoder's teacher-forcing input (Bowman et al. 2016): each token after the first
+    (EOS) becomes padding — a zero embedding, so only its position remains — with probability ``rate``, so the
+    decoder must take more of the sentence from its latents and less from the words before."""
+    drop = torch.rand(prev.shape, device=prev.device) < rate
+    drop[:, 0] = False
+    return prev.masked_fill(drop & (prev != pad_id), pad_id)
+
+
 def kl_to_standard_normal(mu: torch.Tensor, logv: torch.Tensor) -> torch.Tensor:
     """Σ over dims of KL(N(mu, exp(logv)) || N(0, I)), per example."""
     return -0.5 * (1 + logv - mu.pow(2) - logv.exp()).sum(-1)
@@ -175,11 +225,12 @@ class BGT(SentenceModel):
         self.encoders = nn.ModuleDict({"semantic": SentenceEncoder(cfg.encoder_config(), with_logv=gaussian)})
         if s in ("bgt", "bgt_no_prior"):
             for lang in cfg.languages:
-                self.encoders[lang] = SentenceEncoder(cfg.encoder_config(), with_logv=gaussian)
+                self.encoders[lang] = SentenceEncoder(cfg.encoder_config(latent_dim=cfg.language_dim),
+                                                      with_logv=gaussian)
         self.decoders = nn.ModuleDict()
         if s in ("bgt", "bgt_no_prior"):
             for lang in cfg.languages:  # generative decoders on [z_lang ; z_sem]
-                self.decoders[lang] = LatentDecoder(cfg, 2 * L)
+                self.decoders[lang] = LatentDecoder(cfg, cfg.language_dim + L)
         elif s == "bgt_no_langvars":
             for lang in cfg.languages:
                 self.decoders[lang] = LatentDecoder(cfg, L)
@@ -199,11 +250,15 @@ class BGT(SentenceModel):
             return ("en",) if self.cfg.setting.startswith("english_") else self.cfg.languages
         return (view,)
 
-    def latent(self, mu: torch.Tensor, logv: torch.Tensor | None) -> torch.Tensor:
+    def latent(self, mu: torch.Tensor, logv: torch.Tensor | None, language: bool = False) -> torch.Tensor:
         """What the decoders see in training: a reparameterised sample ``mu + σ·ε`` for ENGLISHVAE (what makes
-        it a VAE rather than ENGLISHAE with an L2 penalty) and for BGT variants with ``decoder_latent="sample"``
-        (the paper), ``mu`` otherwise (the released code). Always ``mu`` in eval mode."""
-        sample = self.cfg.setting == "english_vae" or self.cfg.decoder_latent == "sample"
+        it a VAE rather than ENGLISHAE with an L2 penalty), for BGT variants with ``decoder_latent="sample"``
+        (the paper) and for the language latents with ``"sample_language"``; ``mu`` otherwise (the released
+        code). Fed the mean, a decoder can undo the KL's pull toward zero by scaling, so the KL is then only an
+        L2 penalty and limits nothing; a sample's noise makes it a real limit on what the latent carries.
+        Always ``mu`` in eval mode."""
+        mode = self.cfg.decoder_latent
+        sample = self.cfg.setting == "english_vae" or mode == "sample" or (mode == "sample_language" and language)
         if logv is None or not self.training or not sample:
             return mu
         return mu + torch.exp(0.5 * logv) * torch.randn_like(mu)
@@ -221,18 +276,23 @@ class BGT(SentenceModel):
         en, xx: (B, T) EOS-terminated, right-padded ids; sem_en: (B,) bool, True where the semantic encoder's
         generative path reads English. Returns ``loss`` (the weighted sum) and the terms ``recon``, ``trans``,
         ``kl``, ``kl_weight``, ``sentences``, ``tokens_en``, ``tokens_xx`` and ``active_units`` (dimensions of
-        the concatenated posterior means whose variance over the batch is ≥ 0.01: a posterior-collapse check).
+        the concatenated posterior means whose variance over the batch is ≥ 0.01: a posterior-collapse check);
+        ``kl`` is the sum of ``kl_semantic`` and ``kl_language`` (both language latents), unweighted.
         """
         cfg, s = self.cfg, self.cfg.setting
         pad, eos, fx = cfg.pad_id, cfg.eos_id, cfg.foreign
         zero = en.new_zeros((), dtype=torch.float)
-        recon = trans = kl = zero
+        recon = trans = kl_sem = kl_lang = zero
         target = {"en": en, fx: xx}
 
-        def decoded(decoder: str, tokens: torch.Tensor, cond: torch.Tensor, smoothing: float) -> torch.Tensor:
+        def decoded(decoder: str, tokens: torch.Tensor, cond: torch.Tensor, smoothing: float,
+                    word_dropout: float = 0.0) -> torch.Tensor:
             """The loss of ``decoders[decoder]`` teacher-forced on ``tokens`` given ``cond``."""
             keep = tokens != pad
-            logits = self.decoders[decoder](shift_right(tokens, eos, pad), cond, keep)
+            prev = shift_right(tokens, eos, pad)
+            if word_dropout and self.training:
+                prev = drop_words(prev, word_dropout, pad)
+            logits = self.decoders[decoder](prev, cond, keep)
             return token_loss(logits, tokens[keep], pad, smoothing)
 
         if s in ("english_ae", "english_vae"):
@@ -240,7 +300,7 @@ class BGT(SentenceModel):
             means = [mu]
             recon = decoded("en", en, self.latent(mu, logv), cfg.label_smoothing)
             if logv is not None:
-                kl = kl_to_standard_normal(mu, logv).sum()
+                kl_sem = kl_to_standard_normal(mu, logv).sum()
         elif s == "english_trans":
             mu, _ = self.encoders["semantic"](en)
             means = [mu]
@@ -258,22 +318,26 @@ class BGT(SentenceModel):
                 logv_sem = None if logv_en is None else torch.where(side, logv_en, logv_xx)
                 z_sem = self.latent(mu_sem, logv_sem)
                 if logv_sem is not None:
-                    kl = kl + kl_to_standard_normal(mu_sem, logv_sem).sum()
+                    kl_sem = kl_to_standard_normal(mu_sem, logv_sem).sum()
                 for lang in cfg.languages:
                     if s == "bgt_no_langvars":
                         cond = z_sem
                     else:
                         mu_l, logv_l = self.encoders[lang](target[lang])
                         means.append(mu_l)
-                        cond = torch.cat([self.latent(mu_l, logv_l), z_sem], dim=-1)  # [language ; semantic]
+                        z_l = self.latent(mu_l, logv_l, language=True)
+                        cond = torch.cat([z_l, z_sem], dim=-1)  # [language ; semantic]
                         if logv_l is not None:
-                            kl = kl + kl_to_standard_normal(mu_l, logv_l).sum()
-                    recon = recon + decoded(lang, target[lang], cond, 0.0)  # un-smoothed NLL (§3.1)
+                            kl_lang = kl_lang + kl_to_standard_normal(mu_l, logv_l).sum()
+                    # un-smoothed NLL (§3.1)
+                    recon = recon + decoded(lang, target[lang], cond, 0.0, cfg.word_dropout)
         beta = self.kl_weight(update)
         trans_weight = 0.5 if s == "bilingual_trans" else cfg.trans_weight  # D7
-        loss = cfg.recon_weight * recon + beta * kl + trans_weight * trans
+        kl = kl_sem + kl_lang
+        loss = cfg.recon_weight * recon + beta * (kl_sem + cfg.language_kl_weight * kl_lang) + trans_weight * trans
         active = (torch.cat(means, dim=-1).detach().float().var(dim=0) >= 0.01).sum() if en.shape[0] > 1 else 0
         return {"loss": loss, "recon": recon.detach(), "trans": trans.detach(), "kl": kl.detach(),
+                "kl_semantic": kl_sem.detach(), "kl_language": kl_lang.detach(),
                 "active_units": torch.as_tensor(active),
                 "kl_weight": torch.tensor(beta), "sentences": torch.tensor(en.shape[0]),
                 "tokens_en": (en != pad).sum(), "tokens_xx": (xx != pad).sum()}

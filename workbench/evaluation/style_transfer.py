@@ -1,0 +1,163 @@
+"""Does style transfer transfer? An automatic evaluation of BGT's "meaning from the source, form from the style".
+
+A fixed, seeded sample of (source, style) pairs of held-out English sentences (the test split, which no model
+trains on) is transferred, and each output is scored against both of its inputs:
+
+- **meaning**: is the output closer to the source than to the style sentence, by the cosine of a *judge*
+  encoder that is not the model under test (the shipped ``sp-en-fr``; all-MiniLM-L6-v2 too when installed)?
+- **content words**: does the output keep a content word of the source (one the style sentence lacks)? one of
+  the style sentence (one the source lacks)?
+- **form**: does the output's length bin, punctuation marks and first word match the style sentence's? Each
+  attribute counts only on pairs where source and style differ in it (elsewhere it cannot tell them apart).
+
+Shares come with percentile bootstrap 95% CIs over pairs. :func:`transfer_scores` adds the latent ablation
+(:func:`workbench.generation.latent_ablation`) over the same source sentences: how often a sentence decoded
+from its semantic latent alone, or from its language latent alone, keeps one of its own content words.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..errors import WorkbenchError
+
+JUDGE = "sp-en-fr"  # a shipped paraphrastic model: cheap, good at STS, and not a BGT
+LENGTH_EDGES = (5, 9, 13, 17, 21)  # length bins by token count: 1-4, 5-8, 9-12, 13-16, 17-20, 21+
+FORM = ("length", "punctuation", "first_word")
+_TOKEN = re.compile(r"[^\W_]+(?:'[^\W_]+)?|[^\w\s]")
+_PUNCTUATION = re.compile(r"[^\w\s']")
+
+
+def transfer_pairs(n: int = 200, seed: int = 0, pair: str = "en-fr", min_tokens: int = 4,
+                   max_tokens: int = 20) -> pd.DataFrame:
+    """``n`` (source, style) pairs of distinct English sentences of ``pair``'s test split (``min_tokens`` to
+    ``max_tokens`` words), drawn with ``seed``: the same pairs for every model, so numbers compare."""
+    from ..data.corpora import load_splits
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise WorkbenchError(f"n must be a positive number of pairs, got {n!r}")
+    seen, pool = set(), []
+    for english, _ in load_splits(pair)["test"]:
+        key = english.strip().lower()
+        if min_tokens <= len(english.split()) <= max_tokens and key not in seen:
+            seen.add(key)
+            pool.append(english.strip())
+    if len(pool) < 2 * n:
+        raise WorkbenchError(f"{pair}'s test split has {len(pool)} distinct sentences of {min_tokens}-{max_tokens} "
+                             f"words; {n} pairs need {2 * n}")
+    picked = np.random.default_rng(seed).choice(len(pool), 2 * n, replace=False)
+    return pd.DataFrame({"source": [pool[i] for i in picked[:n]], "style": [pool[i] for i in picked[n:]]})
+
+
+def tokens(sentence: str) -> list[str]:
+    """Lowercased words and punctuation marks (an apostrophe inside a word stays in it)."""
+    return _TOKEN.findall(sentence.lower())
+
+
+def form(sentence: str) -> dict[str, object]:
+    """The surface form the style sentence should lend: length bin, punctuation marks in order, first word."""
+    toks = tokens(sentence)
+    words = [t for t in toks if not _PUNCTUATION.fullmatch(t)]
+    return {"length": int(np.searchsorted(LENGTH_EDGES, len(toks), side="right")),
+            "punctuation": "".join(t for t in toks if _PUNCTUATION.fullmatch(t)),
+            "first_word": words[0] if words else ""}
+
+
+def _cosines(judge, a: Sequence[str], b: Sequence[str]) -> np.ndarray:
+    from .sts import cosine, embed_unique
+    lookup = embed_unique(judge, [*a, *b])
+    return cosine(np.stack([lookup[s] for s in a]), np.stack([lookup[s] for s in b]))
+
+
+def score_transfers(table: pd.DataFrame, judges: Sequence = ()) -> pd.DataFrame:
+    """Score each row of ``table`` (columns ``source``, ``style``, ``output``). Adds, per judge encoder J,
+    ``closer_to_source[J]`` (cos(output, source) > cos(output, style)); ``keeps_source_word`` /
+    ``keeps_style_word`` (a content word of the one the other lacks); for each form attribute A,
+    ``A_informative`` (source and style differ in A) and ``A_follows_style`` / ``A_follows_source``."""
+    from ..generation import content_words
+    missing = {"source", "style", "output"} - set(table.columns)
+    if missing:
+        raise WorkbenchError(f"the transfer table lacks columns {sorted(missing)}; it needs source, style, output")
+    out = table.copy()
+    sources, styles, outputs = (out[c].astype(str).tolist() for c in ("source", "style", "output"))
+    for judge in judges:
+        out[f"closer_to_source[{judge.name}]"] = (_cosines(judge, outputs, sources)
+                                                  > _cosines(judge, outputs, styles))
+    words = [(content_words(o), content_words(s), content_words(t)) for o, s, t in zip(outputs, sources, styles)]
+    out["keeps_source_word"] = [bool(o & (s - t)) for o, s, t in words]
+    out["keeps_style_word"] = [bool(o & (t - s)) for o, s, t in words]
+    shapes = [(form(o), form(s), form(t)) for o, s, t in zip(outputs, sources, styles)]
+    for attribute in FORM:
+        out[f"{attribute}_informative"] = [s[attribute] != t[attribute] for _, s, t in shapes]
+        out[f"{attribute}_follows_style"] = [o[attribute] == t[attribute] for o, _, t in shapes]
+        out[f"{attribute}_follows_source"] = [o[attribute] == s[attribute] for o, s, _ in shapes]
+    return out
+
+
+def share(values: Sequence[bool], n_boot: int = 1000, seed: int = 0) -> tuple[float, float, float]:
+    """The share of True values with a percentile bootstrap 95% CI (NaNs if there are none)."""
+    values = np.asarray(values, dtype=float)
+    if values.size == 0:
+        return (np.nan, np.nan, np.nan)
+    means = np.random.default_rng(seed).choice(values, (n_boot, values.size)).mean(axis=1)
+    return float(values.mean()), float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+
+
+def summarise_transfers(scored: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """The shares of a :func:`score_transfers` table: one row per metric (``metric``, ``value``, ``ci_low``,
+    ``ci_high``, ``n``); ``form_follows_style`` pools the three form attributes over their informative pairs."""
+    rows = []
+
+    def add(metric: str, values) -> None:
+        rows.append((metric, *share(list(values), n_boot, seed), len(values)))
+
+    for column in [c for c in scored.columns if c.startswith("closer_to_source[")]:
+        add(column, scored[column])
+    add("keeps_source_word", scored["keeps_source_word"])
+    add("keeps_style_word", scored["keeps_style_word"])
+    pooled = []
+    for attribute in FORM:
+        informative = scored[scored[f"{attribute}_informative"]]
+        add(f"{attribute}_follows_style", informative[f"{attribute}_follows_style"])
+        add(f"{attribute}_follows_source", informative[f"{attribute}_follows_source"])
+        pooled += list(informative[f"{attribute}_follows_style"])
+    add("form_follows_style", pooled)
+    return pd.DataFrame(rows, columns=["metric", "value", "ci_low", "ci_high", "n"])
+
+
+def default_judges(model=None) -> list:
+    """The judge encoders: the shipped ``sp-en-fr``, and all-MiniLM-L6-v2 when its extra is installed; never
+    the model under test itself."""
+    from ..train import load
+    judges = [load(JUDGE).encoder()]
+    try:
+        from ..reference import MiniLMEncoder
+        judges.append(MiniLMEncoder())
+    except WorkbenchError:
+        pass
+    if model is not None:
+        own = {model.encoder(view).fingerprint for view in model.views}
+        judges = [j for j in judges if j.fingerprint not in own]
+    return judges
+
+
+def transfer_scores(model, pairs: pd.DataFrame | None = None, judges: Sequence | None = None, beam: int = 5,
+                    n_boot: int = 1000, seed: int = 0, ablation: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Transfer ``pairs`` (default :func:`transfer_pairs`: 200 held-out pairs) with ``model`` and score the
+    outputs. Returns ``(summary, per_pair)``: the summary has one row per metric (see
+    :func:`summarise_transfers`) plus, with ``ablation``, ``semantic_only_keeps_word``,
+    ``language_only_keeps_word`` and ``both_keeps_word`` from :func:`workbench.generation.latent_ablation` on the
+    sources; ``per_pair`` is the scored table."""
+    from ..generation import latent_ablation, transfer_table
+    pairs = transfer_pairs() if pairs is None else pairs
+    judges = default_judges(model) if judges is None else list(judges)
+    scored = score_transfers(transfer_table(model, pairs, beam=beam), judges)
+    summary = summarise_transfers(scored, n_boot, seed)
+    if ablation:
+        decoded = latent_ablation(model, list(pairs["source"]), beam=beam)
+        for name, rows in decoded.groupby("latents", sort=False):
+            summary.loc[len(summary)] = (f"{name.replace(' ', '_')}_keeps_word",
+                                         *share(list(rows["kept"] != ""), n_boot, seed), len(rows))
+    return summary, scored
