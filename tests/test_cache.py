@@ -37,7 +37,7 @@ def test_hit_never_reencodes_and_keys_on_sentences_and_fingerprint():
     first = enc.encode(SENTENCES)
     again = enc.encode(SENTENCES)
     assert inner.calls == 1 and (enc.hits, enc.misses) == (1, 1)
-    np.testing.assert_allclose(again, first, rtol=1e-3, atol=1e-3)  # float16 storage
+    np.testing.assert_array_equal(again, first)  # float32 storage: a hit returns exactly what was encoded
     assert again.dtype == np.float32
     enc.encode(SENTENCES[::-1])  # another list (order matters) is another entry
     assert inner.calls == 2
@@ -102,6 +102,59 @@ def test_float16_storage_leaves_probe_accuracy_unchanged():
     np.testing.assert_array_equal(overflow._read(overflow.path_for(["x", "y"]), 2), big)
 
 
+class ScaledEncoder(CountingEncoder):
+    """CountingEncoder's vectors times ``scale`` plus ``offset``: outputs float16 cannot hold exactly."""
+
+    def __init__(self, scale, offset, salt):
+        super().__init__(dim=32, salt=salt)
+        self.scale, self.offset = scale, offset
+
+    def encode(self, sentences, batch_size=256, show_progress=False):
+        return (super().encode(sentences) * self.scale + self.offset).astype(np.float32)
+
+
+@pytest.mark.parametrize("scale, offset", [(1e-9, 0.0), (1.0, 2e4)])
+def test_tiny_or_offset_outputs_come_back_from_the_cache_exactly(scale, offset):
+    task = build_task("length", sizes={"train": 1500, "valid": 300, "test": 300})
+    inner = ScaledEncoder(scale, offset, salt=f"scaled-{scale}-{offset}")
+    direct = probe(inner, task, control=False, cache=False)
+    via_cache = probe(inner, task, control=False)
+    assert via_cache.accuracy == direct.accuracy
+    for dtype in ("float32", "float16"):  # float16 is refused where it would move a vector
+        enc = CachedEncoder(ScaledEncoder(scale, offset, salt=f"{dtype}-{scale}"), dtype=dtype)
+        first = enc.encode(SENTENCES)
+        np.testing.assert_array_equal(enc.encode(SENTENCES), first)
+        assert enc.hits == 1
+
+
+def test_float16_storage_is_used_only_where_it_is_exact_enough():
+    normal = np.random.default_rng(0).standard_normal((4, 32)).astype(np.float32)
+    assert cache.float16_is_exact(normal)
+    assert not cache.float16_is_exact(normal * 1e-9) and not cache.float16_is_exact(normal + 2e4)
+
+
+def test_an_entry_file_swapped_into_another_entrys_place_is_not_returned(caplog):
+    enc = cached(CountingEncoder(salt="swap"))
+    a, b = enc.encode(SENTENCES), enc.encode(SENTENCES[::-1])
+    path_a, path_b = enc.path_for(SENTENCES), enc.path_for(SENTENCES[::-1])
+    data_a, data_b = path_a.read_bytes(), path_b.read_bytes()
+    path_a.write_bytes(data_b)
+    path_b.write_bytes(data_a)
+    np.testing.assert_array_equal(enc.encode(SENTENCES), a)
+    np.testing.assert_array_equal(enc.encode(SENTENCES[::-1]), b)
+    assert enc.misses == 4 and "another sentence list" in caplog.text
+
+
+def test_a_bare_string_is_refused_rather_than_encoded_character_by_character():
+    from workbench.encoders import untrained_encoder
+    from workbench.errors import WorkbenchError
+    for encoder in (untrained_encoder("random-sp-average"), cached(CountingEncoder(salt="bare"))):
+        with pytest.raises(WorkbenchError, match="a list of sentences, not one string"):
+            encoder.encode("hello world")
+    with pytest.raises(WorkbenchError, match="got a int"):
+        cached(CountingEncoder(salt="bare")).encode(["fine", 3])
+
+
 def test_results_are_remembered_until_refreshed():
     calls = []
 
@@ -137,3 +190,25 @@ def test_cache_ls_and_clear_commands(capsys):
     assert main(["cache", "clear", "--encoder", "listed-encoder"]) == 0
     assert "listed-encoder" not in set(cache.cache_summary()["encoder"])
     assert not enc.path_for(SENTENCES).exists()
+
+
+def test_an_evaluation_is_recomputed_when_its_gold_scores_change(tmp_path, monkeypatch):
+    import shutil
+
+    from workbench.evaluation import evaluate
+    from workbench.paths import data_dir
+    shutil.copytree(data_dir() / "eval" / "sts", tmp_path / "eval" / "sts")
+    monkeypatch.setenv("WORKBENCH_DATA", str(tmp_path))
+    encoder = CountingEncoder(salt="gold")
+
+    def sts12():
+        rows = evaluate(encoder, "sts")
+        return rows[(rows.task == "STS12") & (rows.dataset == "MSRvid")]["value"].iloc[0]
+
+    before = sts12()
+    assert sts12() == before and encoder.calls == 1  # the second answer came from the results cache
+    gold = tmp_path / "eval" / "sts" / "STS12" / "MSRvid.tsv"
+    header, *lines = gold.read_text().splitlines()
+    flipped = [f"{5 - float(line.split(chr(9))[0]):.3f}\t{line.split(chr(9), 1)[1]}" for line in lines]
+    gold.write_text("\n".join([header, *flipped]) + "\n")
+    assert sts12() == pytest.approx(-before)  # reversed gold scores: the correlation changes sign

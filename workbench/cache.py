@@ -1,8 +1,10 @@
 """The embedding cache: an encoder's outputs stored per (encoder fingerprint, exact sentence list).
 
 Entries live under ``<home>/cache/embeddings/<fingerprint[:16]>/<sentences digest>.safetensors``: one file
-holding the array (float16 unless a value overflows it) and a header with the sha256 of the array's bytes, the
-encoder's name and full fingerprint. Writes go to a temp file renamed into place, under a file lock, so two
+holding the array (float32 by default; float16 on request, and then only where it round-trips every vector to
+within :data:`FLOAT16_TOLERANCE` of its distance from the entry's mean) and a header with the sha256 of the array's bytes, the encoder's
+name, full fingerprint and the digest of the sentence list — so an entry file copied or swapped into another
+entry's place is detected, not returned. Writes go to a temp file renamed into place, under a file lock, so two
 processes asking for the same entry encode it once; a read re-checks the checksum, and an entry that is
 truncated or corrupted is reported, deleted and recomputed — never returned. Each fingerprint's folder records
 the encoder that claimed it (``encoder.json``: name and dimension): a second encoder with the same fingerprint
@@ -27,14 +29,15 @@ from filelock import FileLock
 from safetensors import SafetensorError, safe_open
 from safetensors.numpy import save_file
 
-from .encoders import Encoder, check_embeddings
+from .encoders import Encoder, check_embeddings, check_sentences
 from .errors import WorkbenchError
 from .paths import home_dir
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = "1"
+FORMAT_VERSION = "2"  # 2: entries name their sentence list
 FLOAT16_MAX = float(np.finfo(np.float16).max)
+FLOAT16_TOLERANCE = 1e-3  # float16 only if no value moves by more than this × the vector's distance from the mean
 
 
 def cache_dir() -> Path:
@@ -62,7 +65,7 @@ class CachedEncoder:
     count lookups. ``dtype`` is the storage type (float16 halves the disk; results come back as float32).
     """
 
-    def __init__(self, encoder: Encoder, dtype: str = "float16", root: Path | None = None):
+    def __init__(self, encoder: Encoder, dtype: str = "float32", root: Path | None = None):
         if dtype not in ("float16", "float32"):
             raise WorkbenchError(f"cache dtype {dtype!r} is not valid; valid: float16, float32")
         self.encoder, self.dtype, self.root = encoder, dtype, root
@@ -109,7 +112,7 @@ class CachedEncoder:
         return root / self.fingerprint[:16] / f"{sentences_digest(sentences)}.safetensors"
 
     def encode(self, sentences: Sequence[str], batch_size: int = 256, show_progress: bool = False) -> np.ndarray:
-        sentences = list(sentences)
+        sentences = check_sentences(sentences)
         path = self.path_for(sentences)
         found = self._read(path, len(sentences))
         if found is not None:
@@ -137,6 +140,8 @@ class CachedEncoder:
             problem = None
             if meta.get("fingerprint") != self.fingerprint:
                 problem = "it belongs to another encoder"
+            elif meta.get("sentences") != path.stem:
+                problem = "it was written for another sentence list"
             elif array.shape != (n, self.dim):
                 problem = f"shape {array.shape} instead of ({n}, {self.dim})"
             elif _array_digest(array) != meta.get("sha256"):
@@ -150,12 +155,11 @@ class CachedEncoder:
         return None
 
     def _write(self, path: Path, embeddings: np.ndarray) -> np.ndarray:
-        dtype = self.dtype
-        if dtype == "float16" and np.abs(embeddings).max(initial=0) > FLOAT16_MAX:
-            dtype = "float32"
-        stored = np.ascontiguousarray(embeddings.astype(dtype))
+        stored = np.ascontiguousarray(embeddings.astype(np.float32))
+        if self.dtype == "float16" and float16_is_exact(embeddings):
+            stored = np.ascontiguousarray(embeddings.astype(np.float16))
         meta = {"format": FORMAT_VERSION, "encoder": self.name, "fingerprint": self.fingerprint,
-                "sha256": _array_digest(stored), "n": str(len(stored))}
+                "sha256": _array_digest(stored), "n": str(len(stored)), "sentences": path.stem}
         path.parent.mkdir(parents=True, exist_ok=True)
         self._claim()
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -180,7 +184,19 @@ def check_fingerprint(encoder: Encoder) -> str:
     return fingerprint
 
 
-def cached(encoder: Encoder, dtype: str = "float16") -> CachedEncoder:
+def float16_is_exact(embeddings: np.ndarray) -> bool:
+    """Whether float16 keeps every vector to within :data:`FLOAT16_TOLERANCE` of its distance from the entry's
+    mean vector — what probes and similarities read. Tiny vectors (float16's smallest normal number is 6e-5)
+    and vectors sharing a large offset (11 significant bits) do not survive it; an entry of one vector is
+    never stored as float16."""
+    if len(embeddings) < 2 or np.abs(embeddings).max(initial=0) > FLOAT16_MAX:
+        return False
+    error = np.abs(embeddings.astype(np.float16).astype(np.float32) - embeddings).max(axis=1)
+    spread = np.linalg.norm(embeddings - embeddings.mean(axis=0), axis=1)
+    return bool((error <= FLOAT16_TOLERANCE * spread).all())
+
+
+def cached(encoder: Encoder, dtype: str = "float32") -> CachedEncoder:
     """``encoder`` behind the embedding cache (an already cached encoder is returned as it is)."""
     return encoder if isinstance(encoder, CachedEncoder) else CachedEncoder(encoder, dtype)
 

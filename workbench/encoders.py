@@ -52,6 +52,18 @@ def check_embeddings(encoder: Encoder, embeddings: object, n: int) -> np.ndarray
     return embeddings
 
 
+def check_sentences(sentences: object) -> list[str]:
+    """The sentences as a list; a bare string is refused (iterating it would encode one row per character)."""
+    if isinstance(sentences, (str, bytes)):
+        raise WorkbenchError(f"encode takes a list of sentences, not one string ({str(sentences)[:40]!r}); "
+                             "wrap a single sentence in a list: encode([sentence])")
+    sentences = list(sentences)
+    bad = next((s for s in sentences if not isinstance(s, str)), None)
+    if bad is not None:
+        raise WorkbenchError(f"encode takes sentences as strings; got a {type(bad).__name__} ({str(bad)[:40]!r})")
+    return sentences
+
+
 def check_language(encoder: Encoder, language: str, what: str) -> None:
     """Raise if ``encoder`` declares the languages it reads and ``language`` is not one of them."""
     languages = getattr(encoder, "languages", None)
@@ -103,7 +115,8 @@ class NetworkEncoder:
         self.fingerprint = weights_fingerprint(module, tokenizer.digest, json.dumps(asdict(module.cfg)))
 
     def encode(self, sentences: Sequence[str], batch_size: int = 256, show_progress: bool = False) -> np.ndarray:
-        return self.encode_ids(self.tokenizer.encode(sentences, max_len=self.max_len), batch_size, show_progress)
+        return self.encode_ids(self.tokenizer.encode(check_sentences(sentences), max_len=self.max_len), batch_size,
+                               show_progress)
 
     @torch.no_grad()
     def encode_ids(self, ids: Sequence[Sequence[int]], batch_size: int = 256, show_progress: bool = False
@@ -155,6 +168,7 @@ class RandomEmbeddingAverage:
         self.fingerprint = hashlib.sha256(self.table.tobytes() + tokenizer.digest.encode()).hexdigest()
 
     def encode(self, sentences: Sequence[str], batch_size: int = 256, show_progress: bool = False) -> np.ndarray:
+        sentences = check_sentences(sentences)
         out = np.empty((len(sentences), self.dim), dtype=np.float32)
         for start in tqdm(range(0, len(sentences), batch_size), desc=f"encode {self.name}",
                           disable=not show_progress, unit="batch"):

@@ -1,15 +1,18 @@
 """Semantic evaluation suites; :func:`evaluate` is the entry point."""
 from __future__ import annotations
 
+import hashlib
 import logging
 
 import numpy as np
 import pandas as pd
 
 from ..cache import cached, remember
+from ..data import sha256_of
 from ..data.sts import STS_DATASETS, TATOEBA_CODES, load_sts, load_tatoeba
 from ..encoders import Encoder, check_embeddings, readable
 from ..errors import WorkbenchError, check_name
+from ..paths import data_dir
 from .retrieval import retrieval_errors
 from .significance import bootstrap_differences, summarise
 from .sts import cosine, embed_unique, evaluate_hard_sts, evaluate_sts, evaluate_sts17
@@ -52,6 +55,22 @@ SUITES = {"sts": evaluate_sts, "hard_sts": evaluate_hard_sts, "sts17": evaluate_
 
 
 EVALUATION_VERSION = 1  # bump when a change alters results, so cached ones are recomputed
+_DIGESTS: dict[tuple, str] = {}
+
+
+def evaluation_data_digest() -> str:
+    """sha256 over the names and bytes of every evaluation file (``<data>/eval``): cached results are keyed on
+    it, so edited or replaced gold scores are never answered with a number computed from the old ones. Hashed
+    once per process for each set of (name, size, modification time)."""
+    root = data_dir() / "eval"
+    files = sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else []
+    stamp = tuple((p.relative_to(root).as_posix(), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
+    if stamp not in _DIGESTS:
+        h = hashlib.sha256()
+        for path, (name, _, _) in zip(files, stamp):
+            h.update(name.encode() + b"\0" + sha256_of(path).encode())
+        _DIGESTS[stamp] = h.hexdigest()
+    return _DIGESTS[stamp]
 
 
 def evaluate(encoder: Encoder, suite: str = "sts", show_progress: bool = False, cache: bool = True) -> pd.DataFrame:
@@ -68,7 +87,8 @@ def evaluate(encoder: Encoder, suite: str = "sts", show_progress: bool = False, 
     if not cache:
         return pd.concat([SUITES[name](encoder, show_progress=show_progress) for name in names], ignore_index=True)
     encoder = cached(encoder)
-    frames = [pd.DataFrame(remember("evaluate", encoder.fingerprint, {"suite": name, "version": EVALUATION_VERSION},
+    key = {"version": EVALUATION_VERSION, "data": evaluation_data_digest()}
+    frames = [pd.DataFrame(remember("evaluate", encoder.fingerprint, {"suite": name, **key},
                                     lambda name=name: SUITES[name](encoder, show_progress=show_progress)
                                     .to_dict(orient="records")))
               for name in names]

@@ -143,13 +143,31 @@ def default_judges(model=None) -> list:
     return judges
 
 
+def latent_kl(model, sentences: Sequence[str]) -> dict[str, float]:
+    """Mean KL(q(z | x) || N(0, I)) in nats per sentence, for the semantic and the English latent: how much each
+    latent carries, as its prior sees it."""
+    import torch
+    from ..models.bgt import kl_to_standard_normal
+    ids = model.tokenizer.encode(list(sentences), max_len=model.cfg.max_len)
+    width = max(len(x) for x in ids)
+    tokens = torch.tensor([x + [model.cfg.pad_id] * (width - len(x)) for x in ids])
+    out = {}
+    model.eval()
+    with torch.no_grad():
+        for view in ("semantic", "en"):
+            mu, logv = model.encoders[view](tokens.to(next(model.parameters()).device))
+            out[view] = float(kl_to_standard_normal(mu.float(), logv.float()).mean()) if logv is not None else np.nan
+    return out
+
+
 def transfer_scores(model, pairs: pd.DataFrame | None = None, judges: Sequence | None = None, beam: int = 5,
                     n_boot: int = 1000, seed: int = 0, ablation: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Transfer ``pairs`` (default :func:`transfer_pairs`: 200 held-out pairs) with ``model`` and score the
     outputs. Returns ``(summary, per_pair)``: the summary has one row per metric (see
     :func:`summarise_transfers`) plus, with ``ablation``, ``semantic_only_keeps_word``,
     ``language_only_keeps_word`` and ``both_keeps_word`` from :func:`workbench.generation.latent_ablation` on the
-    sources; ``per_pair`` is the scored table."""
+    sources, and ``kl_nats[semantic]`` / ``kl_nats[en]`` (:func:`latent_kl` of the sources; no CI);
+    ``per_pair`` is the scored table."""
     from ..generation import latent_ablation, transfer_table
     pairs = transfer_pairs() if pairs is None else pairs
     judges = default_judges(model) if judges is None else list(judges)
@@ -160,4 +178,6 @@ def transfer_scores(model, pairs: pd.DataFrame | None = None, judges: Sequence |
         for name, rows in decoded.groupby("latents", sort=False):
             summary.loc[len(summary)] = (f"{name.replace(' ', '_')}_keeps_word",
                                          *share(list(rows["kept"] != ""), n_boot, seed), len(rows))
+    for view, nats in latent_kl(model, list(pairs["source"])).items():
+        summary.loc[len(summary)] = (f"kl_nats[{view}]", nats, np.nan, np.nan, len(pairs))
     return summary, scored

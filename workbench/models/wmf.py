@@ -31,6 +31,7 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from tqdm.auto import tqdm
 
 from ..data.tokenizer import preprocess
+from ..encoders import check_sentences
 from .base import ModelConfig
 
 VARIANTS = ("b-wmf", "x-wmf")
@@ -216,7 +217,7 @@ class WMFEncoder:
         self.fingerprint = h.hexdigest()
 
     def encode(self, sentences: Sequence[str], batch_size: int = 256, show_progress: bool = False) -> np.ndarray:
-        sentences = list(sentences)
+        sentences = check_sentences(sentences)
         if self.view != "semantic":
             return self.model.fold_in(sentences, self.view).astype(np.float32)
         out = np.empty((len(sentences), self.dim), dtype=np.float32)
