@@ -96,10 +96,12 @@ def test_a_shipped_model_with_another_pairs_sentencepiece_model_is_refused(tmp_p
     assert "spm.model" in meta["files_sha256"]  # today's exports record every file's sha256
     with pytest.raises(WorkbenchError, match="spm.model is missing or does not match the sha256 recorded"):
         load(folder)
-    del meta["files_sha256"]  # an export from before files_sha256: the tokenizer's sha256 still catches it
+    del meta["files_sha256"]  # no digests: refused; trusted by hand, the tokenizer's sha256 still catches it
     (folder / "config.json").write_text(json.dumps(meta))
-    with pytest.raises(WorkbenchError, match="spm.model is .*not the sentencepiece model"):
+    with pytest.raises(WorkbenchError, match="records no sha256 of the folder's files"):
         load(folder)
+    with pytest.raises(WorkbenchError, match="spm.model is .*not the sentencepiece model"):
+        load(folder, trust_unverified=True)
 
 
 def test_a_model_folder_whose_config_has_an_unknown_key_is_refused_by_file(tmp_path, capsys):
@@ -290,7 +292,7 @@ CLI_CASES = [  # (argv with {tmp} for the test's folder, a fragment of the one-l
     ("transfer --beam many --source A --style B", "argument --beam: invalid int value: 'many'"),
     ("transfer --pairs {tmp}/missing.csv", "No such file or directory: {tmp}/missing.csv"),
     ("transfer --pairs {tmp}/badpairs.csv", "the pairs table lacks columns ['source', 'style']"),
-    ("transfer --pairs {tmp}/latin.txt", "a file is not UTF-8 text"),
+    ("transfer --pairs {tmp}/latin.txt", "latin.txt is not UTF-8 text; save it as UTF-8"),
     ("transfer --source A", "give --source and --style sentences, or --pairs FILE"),
     ("transfer", "give --source and --style sentences, or --pairs FILE"),
     ("transfer --model nosuch --source A --style B", "no model at 'nosuch'"),

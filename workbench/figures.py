@@ -12,6 +12,7 @@ import logging
 import os
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
@@ -20,6 +21,7 @@ from .errors import WorkbenchError
 log = logging.getLogger(__name__)
 
 RESULT_COLUMNS = ("encoder", "task", "dataset", "metric", "value", "ci_low", "ci_high", "n")
+SHARE_METRICS = ("accuracy", "majority", "control_accuracy", "given_accuracy", "transfer_accuracy")  # in [0, 1]
 
 
 def tidy(df: pd.DataFrame) -> pd.DataFrame:
@@ -33,9 +35,23 @@ def tidy(df: pd.DataFrame) -> pd.DataFrame:
     if len(bad):
         raise WorkbenchError(f"result column 'value' must hold numbers; row {bad.index[0]} has {bad.iloc[0]!r}")
     df = df.assign(value=numbers)
+    shares = df["metric"].isin(SHARE_METRICS) & ~df["value"].between(0, 1)
+    if shares.any():
+        row = df[shares].iloc[0]
+        raise WorkbenchError(f"a {row['metric']} must lie in [0, 1]; row {df[shares].index[0]} ({row['encoder']}, "
+                             f"{row['task']}) has {row['value']!r}")
+    if not np.isfinite(df["value"].dropna()).all():
+        raise WorkbenchError(f"result column 'value' must hold finite numbers; row "
+                             f"{df.index[~np.isfinite(df['value'].fillna(0))][0]} does not")
     for column in RESULT_COLUMNS:
         if column not in df.columns:
             df[column] = "all" if column == "dataset" else float("nan")
+    key = [c for c in ("encoder", "task", "dataset", "metric", "layer", "seed") if c in df.columns]
+    repeated = df.duplicated(subset=key, keep=False)
+    if repeated.any():
+        row = df[repeated].iloc[0]
+        raise WorkbenchError(f"the results hold the same ({', '.join(key)}) more than once, e.g. "
+                             f"{tuple(str(row[c]) for c in key)}: one value per key, please")
     return df[[*RESULT_COLUMNS, *(c for c in df.columns if c not in RESULT_COLUMNS)]]
 
 
@@ -274,10 +290,11 @@ def figure_html(figures: dict[str, go.Figure]) -> str:
 
 
 def report(df: pd.DataFrame, path: str | Path, title: str = "BGT workbench report", notes: str = "",
-           static: bool = True) -> Path:
+           static: bool = True, notes_html: str = "") -> Path:
     """Write a self-contained HTML report (plotly.js embedded: works offline) with the CSV and JSON of all
     numbers beside it (``<stem>.csv``, ``<stem>.json``) and, per figure, its data and (``static``, needs
-    Chromium) PNG and PDF. Returns the HTML path."""
+    Chromium) PNG and PDF. Returns the HTML path. ``notes`` is plain text (escaped); ``notes_html`` is inserted
+    as it is, for HTML the caller built and trusts."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     df = tidy(df)
@@ -289,14 +306,23 @@ def report(df: pd.DataFrame, path: str | Path, title: str = "BGT workbench repor
         log.warning("%s", problem)
     warnings = "".join(f'<p class="warn">{html.escape(p)}</p>' for p in problems)
     table = df.to_html(index=False, float_format=lambda v: f"{v:.4f}", na_rep="", classes="results")
+    notes = "".join(f"<p>{html.escape(p)}</p>" for p in notes.split("\n\n") if p.strip()) + notes_html
     body = (f"{notes}{warnings}{figure_html({k: f for k, (f, _) in figures.items()})}<h2>Numbers</h2>"
             f"<p>Also in <code>{html.escape(path.stem)}.csv</code> and <code>{html.escape(path.stem)}.json</code> "
             f"beside this file; each figure's own numbers in <code>{html.escape(path.stem)}-FIGURE.csv</code>.</p>"
             f"{table}")
     _write(path, page(title, body))
-    _write(path.with_suffix(".csv"), df.to_csv(index=False))
+    _write(path.with_suffix(".csv"), spreadsheet_safe(df).to_csv(index=False))
     _write(path.with_suffix(".json"), json.dumps(json.loads(df.to_json(orient="records")), indent=1))
     return path
+
+
+def spreadsheet_safe(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with each text cell that a spreadsheet would run as a formula (starting with ``= + - @`` or a tab)
+    prefixed by an apostrophe; numbers stay numbers."""
+    def safe(cell):
+        return f"'{cell}" if isinstance(cell, str) and cell[:1] in ("=", "+", "-", "@", "\t", "\r") else cell
+    return df.assign(**{c: df[c].map(safe) for c in df.columns if not pd.api.types.is_numeric_dtype(df[c])})
 
 
 def _write(path: Path, text: str) -> None:

@@ -437,6 +437,20 @@ def reproduce(out: str | Path = REPO_ROOT / "reports" / "reproduction.html", rec
                     + _check(kept > len(table4) / 2, f"{kept} of {len(table4)} outputs keep a content word of "
                                                      f"the source ({borrowed} take one from the style sentence)")
                     + "</ul>")
+    scores = cards["bgt-en-fr"].get("style_transfer")
+    if scores:  # measured on 200 held-out pairs when the model was exported (its card)
+        evaluation = pd.DataFrame([(m, *(v if isinstance(v, list) else [v, None, None])) for m, v in scores.items()],
+                                  columns=["metric", "value", "ci_low", "ci_high"])
+        data["transfer_evaluation"] = evaluation
+        closer = next(v[0] for m, v in scores.items() if m.startswith("closer_to_source"))
+        sections.append("<h3>The transfer evaluation: 200 fixed held-out pairs, beam 5 (% of pairs, bootstrap 95% "
+                        "CI; from the model card, <code>workbench transfer --eval</code>)</h3>"
+                        + evaluation.to_html(index=False, border=0, na_rep="–") + "<ul>"
+                        + _check(closer >= 60, f"outputs closer in meaning to the source than to the style "
+                                               f"sentence: {closer}% (target ≥ 60%)")
+                        + _check(scores["form_follows_style"][0] >= 60, f"form (length bin, punctuation, first "
+                                 f"word) follows the style sentence: {scores['form_follows_style'][0]}% (≥ 60%)")
+                        + "</ul>")
     # Why it works or not: which latent carries each source's content (the prior mean stands in for the other).
     ablation = latent_ablation(bgt, sources, beam=5)
     data["latent_ablation"] = ablation

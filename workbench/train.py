@@ -16,11 +16,13 @@ update with a checkpoint.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
 import math
 import os
+import re
 import shutil
 import signal
 import threading
@@ -33,6 +35,7 @@ import numpy as np
 import pandas as pd
 import torch
 from safetensors.torch import load_file, save_file
+from filelock import FileLock, Timeout
 from tqdm.auto import tqdm
 
 from .data import sha256_of
@@ -222,12 +225,39 @@ class TrainConfig:
             raise WorkbenchError(f"bad model settings for {self.model}: {err}") from None
 
 
+MAX_PARAMETERS = 2 * 10 ** 9  # 8 GB of float32 weights; the paper's BGT has 0.48 billion
+
+
+def parameter_count(network: type, model_config) -> int:
+    """The parameters ``network(model_config)`` would have, counted on the meta device (no memory). Each
+    ``*layers`` count enters linearly, so it is counted at 1 and 2 layers and extrapolated: a config asking for
+    10,000 layers is counted in milliseconds, not built."""
+    def count(cfg) -> int:
+        with torch.device("meta"):
+            return sum(p.numel() for p in network(cfg).parameters())
+
+    layers = {f.name: getattr(model_config, f.name) for f in fields(model_config) if f.name.endswith("layers")}
+    base = dataclasses.replace(model_config, **{name: 1 for name in layers})
+    one = count(base)
+    return one + sum((n - 1) * (count(dataclasses.replace(base, **{name: 2})) - one) for name, n in layers.items())
+
+
 def build_model(model_config: dict | BGTConfig | ParaphrasticConfig | NMTConfig) -> torch.nn.Module:
-    """The network for a model config (or its ``to_dict()`` form, as stored in ``config.json``)."""
+    """The network for a model config (or its ``to_dict()`` form, as stored in ``config.json``). Its size is
+    counted on the meta device first (no memory), so an absurd config is refused before it is allocated."""
     if isinstance(model_config, dict):
         _, config_class = ARCHITECTURES[check_name("model", model_config.get("setting"), tuple(ARCHITECTURES))]
-        model_config = config_class.from_dict(model_config)
-    return ARCHITECTURES[model_config.setting][0](model_config)
+        try:
+            model_config = config_class.from_dict(model_config)
+        except (ValueError, TypeError) as err:
+            raise WorkbenchError(f"bad model settings: {err}") from None
+    network = ARCHITECTURES[model_config.setting][0]
+    size = parameter_count(network, model_config)
+    if size > MAX_PARAMETERS:
+        raise WorkbenchError(f"these model settings would have {size / 1e9:.1f} billion parameters "
+                             f"({size * 4 / 2 ** 30:.0f} GiB of float32 weights), more than the "
+                             f"{MAX_PARAMETERS / 1e9:.0f} billion the workbench builds")
+    return network(model_config)
 
 
 def _count(low: int):
@@ -258,6 +288,8 @@ _CHECKS = [(name, "an integer ≥ 1", _count(1)) for name in (
 RESUME_FIELDS = ("model", "pair", "vocab_size", "overrides", "max_pairs", "max_valid_pairs", "max_sentence_len",
                  "max_tokens", "update_freq", "lr", "schedule", "warmup", "warmup_init_lr", "betas", "eps",
                  "weight_decay", "clip_norm", "seed", "amp")
+
+LOCK = ".lock"  # the run folder's lock file (held by the training process; see Trainer)
 
 SUMMED = ("loss", "recon", "trans", "kl", "kl_semantic", "kl_language", "margin_violations", "sentences", "tokens_en",
           "tokens_xx")
@@ -290,8 +322,8 @@ def _atomic_text(path: Path, text: str) -> None:
 
 def _write_weights(tmp: Path, model: torch.nn.Module, tokenizer: Tokenizer, meta: dict) -> None:
     """``model.safetensors``, ``spm.model`` and ``config.json`` (``meta`` + the model config, tokenizer digest and
-    the sha256 of both files, checked by :func:`verify_files` on load and resume)."""
-    tmp.mkdir(parents=True)
+    the sha256 of every other file in ``tmp``, checked by :func:`verify_files` on load and resume)."""
+    tmp.mkdir(parents=True, exist_ok=True)
     save_file({k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}, str(tmp / "model.safetensors"))
     shutil.copyfile(tokenizer.model_file, tmp / "spm.model")
     (tmp / "config.json").write_text(json.dumps({**meta, "model": model.cfg.to_dict(),
@@ -299,23 +331,67 @@ def _write_weights(tmp: Path, model: torch.nn.Module, tokenizer: Tokenizer, meta
                                                  "files_sha256": file_digests(tmp)}, indent=2))
 
 
-def file_digests(folder: Path, names: tuple[str, ...] = ("model.safetensors", "spm.model")) -> dict[str, str]:
+def read_config(folder: Path) -> dict:
+    """A model or checkpoint folder's ``config.json``, refused by name unless it is a JSON object whose ``model``
+    is an object naming its ``setting``."""
+    path = folder / "config.json"
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise WorkbenchError(f"{path} is missing: {folder} is not a model or checkpoint folder") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise WorkbenchError(f"{path}: cannot parse the file ({type(err).__name__}: {err})") from None
+    if not (isinstance(meta, dict) and isinstance(meta.get("model"), dict)
+            and isinstance(meta["model"].get("setting"), str)):
+        raise WorkbenchError(f"{path}: not a model config (a JSON object whose 'model' object names its 'setting')")
+    return meta
+
+
+# every file of a model, checkpoint or run folder that config.json's files_sha256 covers (those present)
+DIGESTED = ("model.safetensors", "spm.model", "trainer_state.safetensors", "trainer_state.json", "curve.csv",
+            "card.json", "card.md")
+
+
+def file_digests(folder: Path, names: tuple[str, ...] = DIGESTED) -> dict[str, str]:
     """sha256 of the files ``names`` of ``folder`` that exist."""
     return {name: sha256_of(folder / name) for name in names if (folder / name).is_file()}
 
 
-def verify_files(folder: Path, meta: dict) -> None:
-    """Refuse a model or checkpoint folder whose files differ from the sha256 its config recorded, or whose
-    sentencepiece model is not the one it was trained with."""
-    for name, digest in meta.get("files_sha256", {}).items():
+def _check_digests(folder: Path, digests: dict[str, str], recorded_in: str) -> None:
+    for name, digest in digests.items():
         if not (folder / name).is_file() or sha256_of(folder / name) != digest:
             raise WorkbenchError(f"{folder / name} is missing or does not match the sha256 recorded in "
-                                 f"{folder / 'config.json'} (damaged or replaced); restore it, or use another "
+                                 f"{folder / recorded_in} (damaged or replaced); restore it, or use another "
                                  "checkpoint or model")
-    if (folder / "spm.model").is_file() and "tokenizer_sha256" in meta and "files_sha256" not in meta:
-        if sha256_of(folder / "spm.model") != meta["tokenizer_sha256"]:
-            raise WorkbenchError(f"{folder / 'spm.model'} is not the sentencepiece model this model was trained "
-                                 "with (its sha256 differs from tokenizer_sha256 in config.json)")
+
+
+def verify_files(folder: Path, meta: dict, trust_unverified: bool = False) -> None:
+    """Refuse a model or checkpoint folder whose files differ from the sha256 its config recorded, that holds a
+    file the config does not cover, or whose config records no digests at all (unless ``trust_unverified``)."""
+    digests = meta.get("files_sha256")
+    if digests is None:
+        if not trust_unverified:
+            raise WorkbenchError(f"{folder / 'config.json'} records no sha256 of the folder's files, so nothing "
+                                 "can be verified; re-export it, or, if you know where it came from, load it with "
+                                 "workbench.load(path, trust_unverified=True)")
+        log.warning("%s: no file digests; loaded unverified as asked", folder)
+        spm = folder / "spm.model"
+        if spm.is_file() and "tokenizer_sha256" in meta and sha256_of(spm) != meta["tokenizer_sha256"]:
+            raise WorkbenchError(f"{spm} is not the sentencepiece model this model was trained with (its sha256 "
+                                 "differs from tokenizer_sha256 in config.json)")
+        return
+    _check_digests(folder, digests, "config.json")
+    covered = set(digests)
+    state = folder / "trainer_state.json"
+    if "trainer_state.json" not in digests and state.is_file():  # a checkpoint written before config.json
+        legacy = json.loads(state.read_text()).get("files_sha256")  # covered the trainer state: its own list
+        if legacy is not None:
+            _check_digests(folder, legacy, "trainer_state.json")
+            covered |= {"trainer_state.json", *legacy}
+    extra = sorted(name for name in DIGESTED if (folder / name).is_file() and name not in covered)
+    if extra:
+        raise WorkbenchError(f"{folder}: {', '.join(extra)} not covered by the sha256 list in config.json (added or "
+                             "replaced after the folder was written); remove it or re-export the folder")
 
 
 def swap_folder(tmp: Path, folder: Path) -> None:
@@ -335,7 +411,7 @@ def save_checkpoint(run_dir: Path, model: torch.nn.Module, tokenizer: Tokenizer,
     folder = run_dir / "checkpoints" / f"update-{state['update']}"
     tmp = folder.with_name(f".{folder.name}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
-    _write_weights(tmp, model, tokenizer, {"train": asdict(cfg), "data_sha256": data_digest})
+    tmp.mkdir(parents=True)
     tensors, opt_json = {}, {"param_groups": optimizer.state_dict()["param_groups"], "state_keys": {}}
     for index, values in optimizer.state_dict()["state"].items():
         for key, value in values.items():
@@ -346,8 +422,8 @@ def save_checkpoint(run_dir: Path, model: torch.nn.Module, tokenizer: Tokenizer,
         for i, rng in enumerate(torch.cuda.get_rng_state_all()):
             tensors[f"rng.cuda.{i}"] = rng
     save_file(tensors, str(tmp / "trainer_state.safetensors"))
-    (tmp / "trainer_state.json").write_text(json.dumps({**state, "optimizer": opt_json, "files_sha256": file_digests(
-        tmp, ("trainer_state.safetensors",))}, indent=2))
+    (tmp / "trainer_state.json").write_text(json.dumps({**state, "optimizer": opt_json}, indent=2))
+    _write_weights(tmp, model, tokenizer, {"train": asdict(cfg), "data_sha256": data_digest})  # digests all four
     swap_folder(tmp, folder)
     _atomic_text(run_dir / "latest", folder.name)
     kept = sorted((run_dir / "checkpoints").glob("update-*"), key=lambda p: int(p.name.split("-")[1]))
@@ -362,7 +438,11 @@ def latest_checkpoint(path: str | Path) -> Path:
     if (path / "model.safetensors").is_file():
         return path
     if (path / "latest").is_file():
-        return path / "checkpoints" / (path / "latest").read_text().strip()
+        pointer = (path / "latest").read_text().strip()
+        if not re.fullmatch(r"update-\d+", pointer) or not (path / "checkpoints" / pointer).is_dir():
+            raise WorkbenchError(f"{path / 'latest'} names {pointer[:80]!r}, not a checkpoint of this run "
+                                 f"(checkpoints/update-N); the run folder is damaged")
+        return path / "checkpoints" / pointer
     raise WorkbenchError(f"{path} is neither a checkpoint (no model.safetensors) nor a run directory (no latest)")
 
 
@@ -432,27 +512,30 @@ def model_path(path_or_name: str | Path) -> Path:
     return named if not path.exists() and named.exists() else path
 
 
-def load(path_or_name: str | Path, device: str | torch.device = "cpu") -> torch.nn.Module:
+def load(path_or_name: str | Path, device: str | torch.device = "cpu", trust_unverified: bool = False
+         ) -> torch.nn.Module:
     """A trained model (run directory, checkpoint folder, or the name of a model in ``trained/``) with its
-    tokenizer attached, in eval mode: ``load(p).encoder("semantic").encode([...])``."""
+    tokenizer attached, in eval mode: ``load(p).encoder("semantic").encode([...])``. Its files are checked
+    against the sha256 list in its ``config.json``; a folder without one is refused unless
+    ``trust_unverified``."""
     from .paths import trained_dir
     path = model_path(path_or_name)
     if not path.exists():
         from .zoo import shipped
         raise WorkbenchError(f"no model at {path_or_name!r}: give a run directory, a checkpoint folder, or a name "
                              f"in {trained_dir()} ({', '.join(shipped()) or 'none shipped'})")
-    if (path / "config.json").is_file() and json.loads((path / "config.json").read_text())["model"].get(
-            "setting") == "wmf":
+    if (path / "config.json").is_file() and read_config(path)["model"]["setting"] == "wmf":
         from .models.wmf import WMF
+        verify_files(path, read_config(path), trust_unverified)
         return WMF.load(path)
     folder = latest_checkpoint(path)
-    meta = json.loads((folder / "config.json").read_text())
-    verify_files(folder, meta)
-    tokenizer = Tokenizer(folder / "spm.model", tuple(meta["model"]["languages"]))
+    meta = read_config(folder)
+    verify_files(folder, meta, trust_unverified)
     try:
         model = build_model(meta["model"])
     except WorkbenchError as err:
         raise WorkbenchError(f"{folder / 'config.json'}: {err}") from None
+    tokenizer = Tokenizer(folder / "spm.model", tuple(meta["model"]["languages"]))
     state = load_file(str(folder / "model.safetensors"))  # float16 in trained/: copied into float32 parameters
     if not meta.get("decoders", True):  # a shipped encoder-only model
         model.decoders = torch.nn.ModuleDict()
@@ -499,6 +582,44 @@ class Trainer:
         if checkpoint is None and (self.run_dir / "latest").exists():
             raise WorkbenchError(f"{self.run_dir} already holds a run; pass --resume to continue it, or choose "
                                  "another --out")
+        left = sorted(p.name for p in self.run_dir.iterdir() if p.name != LOCK) if self.run_dir.is_dir() else []
+        if checkpoint is None and left and self.rank == 0:
+            raise WorkbenchError(f"{self.run_dir} is not empty ({', '.join(left[:3])}{', …' if len(left) > 3 else ''}) "
+                                 "and holds no run to resume; a new run needs a new or empty --out")
+        created = not self.run_dir.exists()
+        self._lock = self._own_run_folder()
+        try:
+            self._prepare(cfg, checkpoint, init_from)
+        except BaseException:
+            self._release(remove=created)
+            raise
+
+    def _own_run_folder(self) -> FileLock | None:
+        """Lock the run folder for this process (rank 0 under DDP) for the Trainer's life: a second trainer in the
+        same folder is refused. The lock is the operating system's, so a killed process leaves none behind."""
+        if self.rank != 0:
+            return None
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(self.run_dir / LOCK))
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            raise WorkbenchError(f"another process is training in {self.run_dir}; wait for it to finish (or stop "
+                                 "it), or choose another --out") from None
+        return lock
+
+    def _release(self, remove: bool = False) -> None:
+        """Give the run folder back; ``remove``: it was made by this trainer, which failed before any work."""
+        if getattr(self, "_lock", None) is not None:
+            self._lock.release()
+            self._lock = None
+        if remove and self.rank == 0:
+            shutil.rmtree(self.run_dir, ignore_errors=True)
+
+    def __del__(self):
+        self._release()
+
+    def _prepare(self, cfg: TrainConfig, checkpoint: Path | None, init_from: str | Path | None) -> None:
         # a resume of a run that was itself initialised wins over init_from
         start = latest_checkpoint(model_path(init_from)) if init_from is not None and checkpoint is None else None
         self.tokenizer = pair_tokenizer(cfg.pair, cfg.vocab_size, language_tags=cfg.model == "nmt")
@@ -525,7 +646,7 @@ class Trainer:
         """Refuse a resume that would continue another run: other model, vocabulary, data or settings that decide
         the batches and the updates. The KL ramp stays the one the run started with. A run initialised from a
         trained model (``initialising``) may change how the latents are regularised (``bgt.REGULARISERS``)."""
-        meta = json.loads((folder / "config.json").read_text())
+        meta = read_config(folder)
         cfg = self.cfg
         if meta["model"]["setting"] != cfg.model:
             raise WorkbenchError(f"{folder} is a checkpoint of model {meta['model']['setting']!r}, not {cfg.model!r}")
@@ -557,9 +678,8 @@ class Trainer:
                                  "log/valid/eval/save cadence may change on a resume)")
 
     def _restore(self, folder: Path) -> None:
-        meta = json.loads((folder / "config.json").read_text())
+        meta = read_config(folder)
         verify_files(folder, meta)
-        verify_files(folder, json.loads((folder / "trainer_state.json").read_text()))
         saved = build_model(meta["model"]).cfg
         if saved != self.model.cfg:
             raise WorkbenchError(f"{folder} has model config {saved}, which differs from the requested "
@@ -568,7 +688,7 @@ class Trainer:
         tensors = load_file(str(folder / "trainer_state.safetensors"))
         state = json.loads((folder / "trainer_state.json").read_text())
         opt = state.pop("optimizer")
-        state.pop("files_sha256", None)
+        state.pop("files_sha256", None)  # checkpoints written before config.json covered the trainer state
         if state.get("world", self.world) != self.world:
             raise WorkbenchError(f"{folder} was trained by {state['world']} process(es), not {self.world}: an "
                                  "update's batches depend on it; resume with the same number of processes")
@@ -591,7 +711,7 @@ class Trainer:
     def _continue(self, folder: Path) -> None:
         """Start from ``folder``'s weights at its update: the data position is replayed to that update and its
         curve (``curve.csv`` of an exported model, ``metrics.jsonl`` of a run) is carried into this run's log."""
-        meta = json.loads((folder / "config.json").read_text())
+        meta = read_config(folder)
         verify_files(folder, meta)
         if not meta.get("decoders", True):
             raise WorkbenchError(f"{folder} holds encoders only (no decoders), so training cannot continue from it")
@@ -793,6 +913,18 @@ class Trainer:
     def run(self) -> dict:
         """Train until ``max_updates`` (or ``max_seconds``, or SIGINT/SIGTERM: the update in progress ends, then a
         checkpoint is written and the run returns, ready for ``resume``)."""
+        cfg = self.cfg
+        if self.state["update"] >= cfg.max_updates:
+            self._release()
+            log.info("%s is finished: update %d of max_updates %d", self.run_dir, self.state["update"],
+                     cfg.max_updates)
+            return {"update": self.state["update"], "finished": True}
+        try:
+            return self._run()
+        finally:
+            self._release()
+
+    def _run(self) -> dict:
         cfg = self.cfg
         started = time.perf_counter()
         if self.rank == 0:

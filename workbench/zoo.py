@@ -47,10 +47,17 @@ def shipped(root: str | Path | None = None) -> list[str]:
 
 
 def card(name: str, root: str | Path | None = None) -> dict:
-    """The ``card.json`` of a shipped model."""
-    path = (Path(root) if root else trained_dir()) / name / "card.json"
+    """The ``card.json`` of a shipped model, once its sha256 matches the one its ``config.json`` records (a card
+    is measured from the weights when the model is exported; an edited card is refused, not shown)."""
+    from .data import sha256_of
+    folder = (Path(root) if root else trained_dir()) / name
+    path = folder / "card.json"
     if not path.is_file():
         raise WorkbenchError(f"no shipped model {name!r}; shipped: {', '.join(shipped(root)) or 'none'}")
+    recorded = json.loads((folder / "config.json").read_text()).get("files_sha256", {}).get("card.json")
+    if recorded != sha256_of(path):
+        raise WorkbenchError(f"{path} does not match the sha256 recorded in {folder / 'config.json'} (edited or "
+                             f"replaced); restore it (git checkout), or measure it again with workbench.zoo.write_card({name!r})")
     return json.loads(path.read_text(encoding="utf-8"))
 
 
@@ -88,13 +95,14 @@ def check_model_name(name: str) -> str:
 def _exported(run: str | Path, name: str | None, keep_decoders: bool | None, checkpoint: str,
               hardware_text: str | None) -> tuple[str, dict, dict, Path | None, pd.DataFrame | None]:
     """What a shipped model of ``run`` holds: (name, float16 state dict, config.json, spm.model, curve)."""
-    from .train import checkpoint_update, latest_checkpoint, learning_curve
+    from .train import checkpoint_update, latest_checkpoint, learning_curve, verify_files
     check_name("checkpoint", checkpoint, ("best", "latest"))
     run = Path(run)
     folder = None
     if not (run / "config.json").is_file():  # not WMF's single folder: a Trainer run
         folder = run / "best" if checkpoint == "best" and (run / "best").is_dir() else latest_checkpoint(run)
     meta = json.loads(((run / "config.json") if folder is None else folder / "config.json").read_text())
+    verify_files(run if folder is None else folder, meta)  # never ship a damaged or replaced checkpoint
     setting, train = meta["model"]["setting"], meta.get("train", {})
     name = check_model_name(name or f"{setting}-{train.get('pair') or '-'.join(meta['model']['languages'])}")
     keep = name in WITH_DECODERS if keep_decoders is None else keep_decoders
@@ -130,9 +138,9 @@ def _install(name: str, root: Path, state: dict, config: dict, spm_model: Path |
         save_file(state, str(tmp / "model.safetensors"))
         if spm_model is not None:
             shutil.copyfile(spm_model, tmp / "spm.model")
-        (tmp / "config.json").write_text(json.dumps({**config, "files_sha256": file_digests(tmp)}, indent=2))
         if curve is not None and not curve.empty:
             curve.to_csv(tmp / "curve.csv", index=False)
+        (tmp / "config.json").write_text(json.dumps({**config, "files_sha256": file_digests(tmp)}, indent=2))
         write_card(name, folder=tmp, sizes=sizes, show_progress=show_progress)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -279,21 +287,35 @@ def write_card(name: str, root: str | Path | None = None, sizes: dict[str, int] 
                show_progress: bool = False, folder: Path | None = None) -> dict:
     """Measure the shipped model ``name`` (in ``root``, or in ``folder``) and write its ``card.json`` and
     ``card.md``."""
-    from .train import load
+    from .train import file_digests, load
     folder = folder or (Path(root) if root else trained_dir()) / name
     config = json.loads((folder / "config.json").read_text())
     model = load(folder)
     views = summarise_views(measure(model, sizes=sizes, show_progress=show_progress))
+    transfer = _transfer_summary(model) if config.get("decoders") and config["model"]["setting"] == "bgt" else None
     train, record = config.get("train", {}), config["training"]
     size = sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
     info = {"name": name, "model": config["model"]["setting"], "pair": train.get("pair", "-".join(
                 config["model"]["languages"])), "preset": train.get("preset", record.get("preset")), "training": record,
             "decoders": config.get("decoders", False), "megabytes": round(size / 2 ** 20, 1),
             "curve": (folder / "curve.csv").is_file(),
-            "probing_sizes": sizes, "views": views}
+            "probing_sizes": sizes, "views": views, **({"style_transfer": transfer} if transfer else {})}
     (folder / "card.json").write_text(json.dumps(info, indent=1), encoding="utf-8")
     (folder / "card.md").write_text(_card_markdown(info, config), encoding="utf-8")
+    # the folder was verified by load() above; the new card joins its sha256 list
+    config["files_sha256"] = file_digests(folder)
+    (folder / "config.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
     return info
+
+
+def _transfer_summary(model) -> dict:
+    """The style-transfer evaluation of a BGT with decoders (``transfer_scores`` on its 200 fixed held-out
+    pairs, beam 5): each share × 100 with its bootstrap CI, and the KL of each latent in nats."""
+    from .evaluation.style_transfer import transfer_scores
+    summary, _ = transfer_scores(model)
+    return {row.metric: ([round(100 * row.value, 1), round(100 * row.ci_low, 1), round(100 * row.ci_high, 1)]
+                         if not row.metric.startswith("kl_") else round(row.value, 2))
+            for row in summary.itertuples()}
 
 
 def _duration(seconds: float) -> str:
@@ -329,6 +351,13 @@ def _card_markdown(info: dict, config: dict) -> str:
              "Numbers: Pearson's r × 100 (STS) and test accuracy × 100 (logistic-regression probes, "
              f"{info['probing_sizes']['train']}/{info['probing_sizes']['valid']}/{info['probing_sizes']['test']} "
              "sentences). Recomputed by the tests from these weights.", ""]
+    if info.get("style_transfer"):
+        lines += ["## style transfer", "", "`workbench transfer --eval` on 200 fixed held-out pairs (beam 5): share "
+                  "of pairs, % with bootstrap 95% CI; KL in nats per sentence.", "",
+                  "| metric | value |", "|---|---|"]
+        lines += [f"| {metric} | {value if not isinstance(value, list) else f'{value[0]} ({value[1]}–{value[2]})'} |"
+                  for metric, value in info["style_transfer"].items()]
+        lines.append("")
     for view, entry in info["views"].items():
         lines += [f"## view `{view}`", "", f"fingerprint `{entry['fingerprint'][:16]}`", ""]
         if "sts" in entry:

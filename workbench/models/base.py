@@ -9,7 +9,28 @@ from ..errors import WorkbenchError
 
 
 class ModelConfig:
-    """Mixin for the model config dataclasses: the dict stored in ``config.json`` and back."""
+    """Mixin for the model config dataclasses: the dict stored in ``config.json`` and back, and the checks every
+    config shares."""
+
+    def size_problems(self) -> list[str]:
+        """What is wrong with the sizes: each ``int`` field (the token ids aside) must be a positive integer,
+        the token ids integers below ``vocab_size``, each dropout-like rate a number in [0, 1)."""
+        problems = []
+        for f in fields(self):
+            value = getattr(self, f.name)
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if f.type == "int" and f.name not in ("pad_id", "eos_id"):
+                if not (number and isinstance(value, int) and value >= 1):
+                    problems.append(f"{f.name} must be a positive integer, not {value!r}")
+            elif f.name in ("dropout", "shuffle_prob") and not (number and 0 <= value < 1):
+                problems.append(f"{f.name} must be a number in [0, 1), not {value!r}")
+        vocab = getattr(self, "vocab_size", None)
+        for name in ("pad_id", "eos_id"):
+            value = getattr(self, name, 0)
+            if not (isinstance(value, int) and not isinstance(value, bool) and 0 <= value
+                    and (not isinstance(vocab, int) or value < vocab)):
+                problems.append(f"{name} must be an integer in [0, vocab_size), not {value!r}")
+        return problems
 
     def to_dict(self) -> dict:
         return asdict(self)

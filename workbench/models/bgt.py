@@ -98,7 +98,9 @@ class BGTConfig(ModelConfig):
 
     def __post_init__(self):
         self.languages = tuple(self.languages)
-        problems = []
+        problems = self.size_problems()
+        if not problems and self.d_model % self.n_heads:
+            problems.append(f"d_model {self.d_model} is not divisible by n_heads {self.n_heads}")
         if self.setting not in SETTINGS:
             problems.append(f"setting {self.setting!r} is not one of {', '.join(SETTINGS)}")
         if self.decoder_latent not in DECODER_LATENTS:

@@ -46,6 +46,9 @@ class NMTConfig(ModelConfig):
 
     def __post_init__(self):
         self.languages, self.tag_ids = tuple(self.languages), tuple(self.tag_ids)
+        problems = self.size_problems()
+        if problems:
+            raise ValueError("; ".join(problems))
         if self.setting != "nmt":
             raise ValueError(f"setting {self.setting!r} is not 'nmt'")
         if len(self.tag_ids) != len(self.languages):

@@ -39,6 +39,9 @@ class ParaphrasticConfig(ModelConfig):
 
     def __post_init__(self):
         self.languages = tuple(self.languages)
+        problems = self.size_problems()
+        if problems:
+            raise ValueError("; ".join(problems))
         if self.setting not in SETTINGS:
             raise ValueError(f"setting {self.setting!r} is not one of {', '.join(SETTINGS)}")
         if self.pooling not in ("max", "mean"):

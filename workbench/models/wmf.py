@@ -30,6 +30,7 @@ from safetensors.numpy import load_file, save_file
 from sklearn.feature_extraction.text import TfidfVectorizer
 from tqdm.auto import tqdm
 
+from ..data import sha256_of
 from ..data.tokenizer import preprocess
 from ..encoders import check_sentences
 from .base import ModelConfig
@@ -182,7 +183,9 @@ class WMF:
         save_file(tensors, str(folder / "model.safetensors"))
         vocab = {lang: sorted(v.vocabulary_, key=v.vocabulary_.get) for lang, v in self.vectorizers.items()}
         (folder / "config.json").write_text(json.dumps({"model": {**asdict(self.cfg), "setting": "wmf"},
-                                                        "vocabulary": vocab, "history": self.history}))
+                                                        "vocabulary": vocab, "history": self.history,
+                                                        "files_sha256": {"model.safetensors": sha256_of(
+                                                            folder / "model.safetensors")}}))
         return folder
 
     @classmethod

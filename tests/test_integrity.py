@@ -1,0 +1,231 @@
+"""Nothing the workbench reads is trusted unchecked: model folders, checkpoints, cards, run pointers and the model
+settings inside a config are verified before use, and a refusal names the file and leaves nothing behind."""
+import json
+import shutil
+
+import pandas as pd
+import pytest
+from safetensors.torch import load_file, save_file
+
+from workbench.cli import main
+from workbench.errors import WorkbenchError
+from workbench.paths import trained_dir
+from workbench.train import DIGESTED, TrainConfig, Trainer, load, model_path
+from workbench.zoo import card, shipped
+
+
+def _snapshot(folder):
+    return {p.relative_to(folder).as_posix(): p.stat().st_mtime_ns for p in folder.rglob("*")}
+
+
+@pytest.fixture(scope="module")
+def short_run(tmp_path_factory):
+    run = tmp_path_factory.mktemp("integrity") / "run"
+    Trainer(TrainConfig.from_preset("tiny", max_pairs=1000, max_valid_pairs=100, max_updates=4, save_every=2,
+                                    valid_every=4, eval_every=0), run, show_progress=False).run()
+    return run
+
+
+@pytest.fixture()
+def run_copy(short_run, tmp_path):
+    shutil.copytree(short_run, tmp_path / "run")
+    return tmp_path / "run"
+
+
+@pytest.mark.parametrize("name", shipped())
+def test_every_shipped_folder_records_the_sha256_of_every_file_it_holds(name):
+    folder = trained_dir() / name
+    meta = json.loads((folder / "config.json").read_text())
+    present = {p.name for p in folder.iterdir() if p.is_file() and p.name in DIGESTED}
+    assert set(meta["files_sha256"]) == present
+    card(name)  # the card matches its recorded sha256
+
+
+def test_a_damaged_checkpoint_is_not_exported(run_copy, capsys):
+    weights = run_copy / "checkpoints" / "update-4" / "model.safetensors"
+    state = load_file(str(weights))
+    save_file({k: v * 0.5 if v.is_floating_point() else v for k, v in state.items()}, str(weights))
+    before = _snapshot(trained_dir())
+    assert main(["models", "export", str(run_copy), "--name", "damaged-export", "--checkpoint", "latest"]) == 2
+    assert "model.safetensors is missing or does not match the sha256" in capsys.readouterr().err
+    assert _snapshot(trained_dir()) == before and not (trained_dir() / "damaged-export").exists()
+
+
+def test_an_edited_card_is_refused_not_shown(tmp_path, capsys):
+    root = tmp_path / "trained"
+    shutil.copytree(model_path("sp-en-fr"), root / "sp-en-fr")
+    info = json.loads((root / "sp-en-fr" / "card.json").read_text())
+    info["views"]["semantic"]["sts"]["STS12-16"] = 99.9
+    (root / "sp-en-fr" / "card.json").write_text(json.dumps(info))
+    with pytest.raises(WorkbenchError, match="card.json does not match the sha256 recorded"):
+        card("sp-en-fr", root)
+    with pytest.raises(WorkbenchError, match="card.json is missing or does not match"):
+        load(root / "sp-en-fr")
+
+
+def test_a_folder_without_digests_is_refused_unless_trusted_and_an_unlisted_file_is_refused(tmp_path):
+    folder = tmp_path / "sp"
+    shutil.copytree(model_path("sp-en-fr"), folder)
+    meta = json.loads((folder / "config.json").read_text())
+    (folder / "curve.csv").write_text("run,update\n")  # a file the digests do not cover
+    with pytest.raises(WorkbenchError, match="curve.csv not covered by the sha256 list"):
+        load(folder)
+    (folder / "curve.csv").unlink()
+    del meta["files_sha256"]
+    (folder / "config.json").write_text(json.dumps(meta))
+    with pytest.raises(WorkbenchError, match="records no sha256 of the folder's files"):
+        load(folder)
+    assert load(folder, trust_unverified=True).encoder().dim == 512
+    shutil.copyfile(model_path("bgt-en-es") / "spm.model", folder / "spm.model")  # trusted, yet checked
+    with pytest.raises(WorkbenchError, match="not the sentencepiece model"):
+        load(folder, trust_unverified=True)
+
+
+def test_run_pointers_stay_inside_their_run_and_the_trainer_state_is_verified(run_copy, tmp_path):
+    (run_copy / "latest").write_text("../../elsewhere")
+    with pytest.raises(WorkbenchError, match="not a checkpoint of this run"):
+        load(run_copy)
+    (run_copy / "latest").write_text("update-4")
+    state_file = run_copy / "checkpoints" / "update-4" / "trainer_state.json"
+    state = json.loads(state_file.read_text())
+    state["position"] += 5  # a hand edit of the data position
+    state_file.write_text(json.dumps(state))
+    cfg = TrainConfig.from_preset("tiny", max_pairs=1000, max_valid_pairs=100, max_updates=6, save_every=2,
+                                  valid_every=4, eval_every=0)
+    with pytest.raises(WorkbenchError, match="trainer_state.json is missing or does not match"):
+        Trainer(cfg, run_copy, resume=True, show_progress=False)
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"d_model": 1e9}, "d_model must be a positive integer, not 1000000000.0"),
+    ({"vocab_size": -1}, "vocab_size must be a positive integer, not -1"),
+    ({"n_heads": 3}, "d_model 128 is not divisible by n_heads 3"),
+    ({"enc_layers": -1}, "enc_layers must be a positive integer"),
+    ({"enc_layers": 10000}, "would have 4.0 billion parameters"),
+])
+def test_hostile_model_settings_are_refused_before_anything_is_allocated(change, message, tmp_path, capsys):
+    folder = tmp_path / "hostile"
+    shutil.copytree(model_path("bgt-en-fr"), folder)
+    meta = json.loads((folder / "config.json").read_text())
+    meta["model"].update(change)
+    (folder / "config.json").write_text(json.dumps(meta))
+    with pytest.raises(WorkbenchError, match=message):
+        load(folder)
+    assert main(["probe", "--model", str(folder), "--task", "length"]) == 2
+    err = capsys.readouterr().err
+    assert str(folder / "config.json") in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("content", ["[1, 2, 3]", '{"model": "bgt"}', '{"train": {}}'])
+def test_a_config_of_the_wrong_shape_names_the_file(content, tmp_path):
+    folder = tmp_path / "shape"
+    shutil.copytree(model_path("sp-en-fr"), folder)
+    (folder / "config.json").write_text(content)
+    with pytest.raises(WorkbenchError, match="config.json: not a model config"):
+        load(folder)
+
+
+def test_a_pairs_tsv_is_read_literally(tmp_path, capsys):
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text('source\tstyle\n"quoted" words here .\tthank you .\nthe cat sat .\t"hi" she said .\n'
+                     "NA\tnull\n")
+    out = tmp_path / "out.csv"
+    assert main(["transfer", "--pairs", str(pairs), "--beam", "1", "--out", str(out)]) == 0
+    table = pd.read_csv(out, keep_default_na=False)
+    assert list(table["source"]) == ['"quoted" words here .', "the cat sat .", "NA"]
+    assert list(table["style"]) == ["thank you .", '"hi" she said .', "null"]
+
+
+def test_parameter_counts_extrapolated_from_one_and_two_layers_are_exact():
+    from workbench.models.bgt import BGT, BGTConfig
+    from workbench.train import parameter_count
+    for setting in ("bgt", "english_ae", "bilingual_trans"):
+        cfg = BGTConfig(vocab_size=300, setting=setting, d_model=16, ffn_dim=32, n_heads=2, enc_layers=3,
+                        dec_layers=2, latent_dim=8, language_latent_dim=4)
+        assert parameter_count(BGT, cfg) == sum(p.numel() for p in BGT(cfg).parameters())
+
+
+def test_a_checkpoint_from_before_config_json_covered_the_trainer_state_is_still_verified(run_copy):
+    folder = run_copy / "checkpoints" / "update-4"
+    meta = json.loads((folder / "config.json").read_text())
+    state = json.loads((folder / "trainer_state.json").read_text())
+    del meta["files_sha256"]["trainer_state.json"]  # the earlier layout: the trainer state listed its own tensors
+    state["files_sha256"] = {"trainer_state.safetensors": meta["files_sha256"].pop("trainer_state.safetensors")}
+    (folder / "config.json").write_text(json.dumps(meta))
+    (folder / "trainer_state.json").write_text(json.dumps(state))
+    assert load(run_copy).encoder().dim == 32
+    data = bytearray((folder / "trainer_state.safetensors").read_bytes())
+    data[-3] ^= 0xFF
+    (folder / "trainer_state.safetensors").write_bytes(bytes(data))
+    with pytest.raises(WorkbenchError, match="trainer_state.safetensors is missing or does not match the sha256 "
+                                             "recorded in .*trainer_state.json"):
+        load(run_copy)
+
+
+def test_a_run_folder_has_one_trainer_and_a_finished_run_says_so(run_copy, tmp_path, capsys):
+    settings = {"preset": "tiny", "max_pairs": 1000, "max_valid_pairs": 100, "max_updates": 6, "save_every": 2,
+                "valid_every": 4, "eval_every": 0}
+    cfg = TrainConfig.from_preset("tiny", **{k: v for k, v in settings.items() if k != "preset"})
+    first = Trainer(cfg, run_copy, resume=True, show_progress=False)
+    with pytest.raises(WorkbenchError, match="another process is training in"):
+        Trainer(cfg, run_copy, resume=True, show_progress=False)
+    assert first.run()["update"] == 6
+    lines = [json.loads(line)["update"] for line in (run_copy / "metrics.jsonl").read_text().splitlines()]
+    assert lines == sorted(set(lines))  # one writer: no interleaved or repeated updates
+    (tmp_path / "run.json").write_text(json.dumps(settings))
+    assert main(["train", "--config", str(tmp_path / "run.json"), "--out", str(run_copy), "--resume"]) == 0
+    assert "is already finished at update 6 (max_updates 6)" in capsys.readouterr().out
+
+
+def test_a_new_run_refuses_a_folder_left_by_another_and_leaves_it_as_it_was(tmp_path, capsys):
+    folder = tmp_path / "left"
+    folder.mkdir()
+    (folder / "metrics.jsonl").write_text('{"update": 1}\n')
+    before = _snapshot(folder)
+    assert main(["train", "--preset", "tiny", "--out", str(folder)]) == 2
+    assert "is not empty (metrics.jsonl) and holds no run to resume" in capsys.readouterr().err
+    assert _snapshot(folder) == before
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["probe", "--encoder", "random-sp-average", "--task", "length", "--train-size", "0", "--valid-size", "10",
+      "--test-size", "10"], "probing sizes must give train, valid, test as whole numbers ≥ 1"),
+    (["probe", "--model", "sp-en-fr", "--pair", "en-es", "--task", "length"],
+     "--pair en-es picks the tokenizer of an untrained --encoder; --model sp-en-fr has its own"),
+    (["train", "--preset", "tiny", "--out", "{tmp}/r", "--resume", "--init-from", "bgt-en-fr"],
+     "give one of them"),
+    (["transfer", "--pairs", "{tmp}/p.tsv", "--source", "a ."], "give either --pairs FILE or --source/--style"),
+])
+def test_ignored_or_conflicting_options_are_errors_that_name_them(argv, message, tmp_path, capsys):
+    (tmp_path / "p.tsv").write_text("source\tstyle\na .\tb .\n")
+    before = _snapshot(tmp_path)
+    assert main([a.replace("{tmp}", str(tmp_path)) for a in argv]) == 2
+    assert message in capsys.readouterr().err
+    assert _snapshot(tmp_path) == before
+
+
+def test_encode_writes_exactly_the_path_it_is_given(tmp_path):
+    import numpy as np
+    (tmp_path / "in.txt").write_text("a man is playing a guitar .\nthe cat sat .\n")
+    out = tmp_path / "vectors"
+    assert main(["encode", "--encoder", "random-sp-average", "--input", str(tmp_path / "in.txt"),
+                 "--out", str(out)]) == 0
+    assert out.is_file() and not (tmp_path / "vectors.npy").exists()
+    assert np.load(out).shape == (2, 512)
+    assert main(["encode", "--encoder", "random-sp-average", "--input", str(tmp_path / "in.txt"),
+                 "--out", str(out)]) == 2  # exists: --force replaces it
+
+
+def test_reports_refuse_impossible_numbers_and_escape_what_they_are_given(tmp_path):
+    from workbench.figures import report
+    good = pd.DataFrame({"encoder": ["=HYPERLINK(\"http://x\")", "b"], "task": ["length"] * 2,
+                         "metric": ["accuracy"] * 2, "value": [0.5, 0.75]})
+    for bad, message in ((good.assign(value=[-5, 0.5]), "accuracy must lie in \\[0, 1\\]"),
+                         (good.assign(value=[1e308, 0.5]), "accuracy must lie in \\[0, 1\\]"),
+                         (pd.concat([good, good.iloc[:1]]), "more than once")):
+        with pytest.raises(WorkbenchError, match=message):
+            report(bad, tmp_path / "bad.html", static=False)
+    path = report(good, tmp_path / "r.html", notes='<img src=x onerror="alert(1)">', static=False)
+    text = path.read_text()
+    assert "<img src=x" not in text and "&lt;img src=x onerror=" in text
+    assert pd.read_csv(tmp_path / "r.csv")["encoder"].iloc[0].startswith("'=HYPERLINK")
