@@ -236,7 +236,7 @@ CLI_CASES = [  # (argv with {tmp} for the test's folder, a fragment of the one-l
     ("probe --encoder random-sp-average --task length --train-size -5 --valid-size 3 --test-size 100",
      "probing sizes must give train, valid, test as whole numbers ≥ 1"),
     ("probe --encoder random-sp-average --task length --train-size 0 --valid-size 3 --test-size 100",
-     "give all of --train-size, --valid-size and --test-size, or none"),
+     "probing sizes must give train, valid, test as whole numbers ≥ 1 (got {'train': 0"),
     ("probe --encoder random-sp-average --task length --train-size 5", "give all of --train-size"),
     ("probe --encoder random-sp-average --task length --train-size five", "invalid int value: 'five'"),
     ("probe --encoder nosuch --task length", "unknown encoder 'nosuch'; valid: minilm, random-sp-average"),

@@ -232,7 +232,8 @@ def _probe(args) -> None:
     table[percent] *= 100  # accuracies in %
     print(table.round(2).to_string())
     if args.out:
-        df.to_csv(args.out, index=False)
+        from .figures import spreadsheet_safe
+        spreadsheet_safe(df).to_csv(args.out, index=False)
 
 
 def _probes(args) -> None:
@@ -285,7 +286,8 @@ def _evaluate(args) -> None:
     print(shown.pivot_table(index=["task", "dataset"], columns="metric", values="value", sort=False)
           .round(1).to_string())
     if args.out:
-        df.to_csv(args.out, index=False)
+        from .figures import spreadsheet_safe
+        spreadsheet_safe(df).to_csv(args.out, index=False)
     if args.against:
         from .evaluation import compare_sts
         comparison = compare_sts(_encoder(args), _encoder(args, args.against), n_boot=args.n_boot)
