@@ -83,7 +83,7 @@ def test_a_package_split_into_small_shards_imports_as_the_same_model(trained, tm
     assert manifest["split"]  # tensors larger than a shard went by rows
     shards = sorted(package.glob("model-*.safetensors"))
     assert len(shards) > 3 and all(p.stat().st_size <= 0.05 * 2 ** 20 + 8192 for p in shards)
-    folder = import_shards(package, root=tmp_path / "trained", sizes=SMALL, show_progress=False)
+    folder = import_shards(package, root=tmp_path / "trained", sizes=SMALL, show_progress=False, transfer_pairs=10)
     info = card("bgt-en-fr", root=tmp_path / "trained")
     assert info["decoders"] is False and info["training"]["hardware"].startswith("CPU")
     imported, original = load(folder), load(runs / "bgt-en-fr" / "best")

@@ -124,7 +124,7 @@ def _exported(run: str | Path, name: str | None, keep_decoders: bool | None, che
 
 
 def _install(name: str, root: Path, state: dict, config: dict, spm_model: Path | None, curve: pd.DataFrame | None,
-             sizes: dict[str, int], show_progress: bool, force: bool) -> Path:
+             sizes: dict[str, int], show_progress: bool, force: bool, transfer_pairs: int = 200) -> Path:
     """Write the model into a temporary folder beside ``root/name``, measure its card there, then swap it in:
     an existing model is replaced only with ``force`` and only once the new one is complete."""
     from .train import file_digests, swap_folder
@@ -141,7 +141,7 @@ def _install(name: str, root: Path, state: dict, config: dict, spm_model: Path |
         if curve is not None and not curve.empty:
             curve.to_csv(tmp / "curve.csv", index=False)
         (tmp / "config.json").write_text(json.dumps({**config, "files_sha256": file_digests(tmp)}, indent=2))
-        write_card(name, folder=tmp, sizes=sizes, show_progress=show_progress)
+        write_card(name, folder=tmp, sizes=sizes, show_progress=show_progress, transfer_pairs=transfer_pairs)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -208,7 +208,8 @@ def export_shards(run: str | Path, out: str | Path, name: str | None = None, kee
 
 
 def import_shards(package: str | Path, name: str | None = None, root: str | Path | None = None,
-                  sizes: dict[str, int] = CARD_SIZES, show_progress: bool = True, force: bool = False) -> Path:
+                  sizes: dict[str, int] = CARD_SIZES, show_progress: bool = True, force: bool = False,
+                  transfer_pairs: int = 200) -> Path:
     """Rebuild ``trained/<name>`` (default: the package's name) from a package of :func:`export_shards` (every
     file's sha256 checked first), then measure it here for its card, exactly as :func:`export` does (and, like
     it, replace an existing model only with ``force``). Returns the model folder."""
@@ -234,7 +235,7 @@ def import_shards(package: str | Path, name: str | None = None, root: str | Path
     name = check_model_name(name or manifest["name"])
     curve = pd.DataFrame(manifest["curve"]).assign(run=name) if manifest.get("curve") else None
     return _install(name, Path(root) if root else trained_dir(), state, manifest["config"], package / "spm.model",
-                    curve, sizes, show_progress, force)
+                    curve, sizes, show_progress, force, transfer_pairs)
 
 
 def measure(model, sizes: dict[str, int] = CARD_SIZES, show_progress: bool = False) -> pd.DataFrame:
@@ -284,7 +285,7 @@ def summarise_views(df: pd.DataFrame) -> dict:
 
 
 def write_card(name: str, root: str | Path | None = None, sizes: dict[str, int] = CARD_SIZES,
-               show_progress: bool = False, folder: Path | None = None) -> dict:
+               show_progress: bool = False, folder: Path | None = None, transfer_pairs: int = 200) -> dict:
     """Measure the shipped model ``name`` (in ``root``, or in ``folder``) and write its ``card.json`` and
     ``card.md``."""
     from .train import file_digests, load
@@ -292,7 +293,8 @@ def write_card(name: str, root: str | Path | None = None, sizes: dict[str, int] 
     config = json.loads((folder / "config.json").read_text())
     model = load(folder)
     views = summarise_views(measure(model, sizes=sizes, show_progress=show_progress))
-    transfer = _transfer_summary(model) if config.get("decoders") and config["model"]["setting"] == "bgt" else None
+    transfer = (_transfer_summary(model, transfer_pairs) if config.get("decoders") and config["model"]["setting"] == "bgt"
+                else None)
     train, record = config.get("train", {}), config["training"]
     size = sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
     info = {"name": name, "model": config["model"]["setting"], "pair": train.get("pair", "-".join(
@@ -308,11 +310,11 @@ def write_card(name: str, root: str | Path | None = None, sizes: dict[str, int] 
     return info
 
 
-def _transfer_summary(model) -> dict:
-    """The style-transfer evaluation of a BGT with decoders (``transfer_scores`` on its 200 fixed held-out
-    pairs, beam 5): each share × 100 with its bootstrap CI, and the KL of each latent in nats."""
-    from .evaluation.style_transfer import transfer_scores
-    summary, _ = transfer_scores(model)
+def _transfer_summary(model, n: int) -> dict:
+    """The style-transfer evaluation of a BGT with decoders (``transfer_scores`` on ``n`` fixed held-out pairs,
+    200 for shipped cards; beam 5): each share × 100 with its bootstrap CI, and the KL of each latent in nats."""
+    from .evaluation.style_transfer import transfer_pairs, transfer_scores
+    summary, _ = transfer_scores(model, transfer_pairs(n))
     return {row.metric: ([round(100 * row.value, 1), round(100 * row.ci_low, 1), round(100 * row.ci_high, 1)]
                          if not row.metric.startswith("kl_") else round(row.value, 2))
             for row in summary.itertuples()}
@@ -352,8 +354,8 @@ def _card_markdown(info: dict, config: dict) -> str:
              f"{info['probing_sizes']['train']}/{info['probing_sizes']['valid']}/{info['probing_sizes']['test']} "
              "sentences). Recomputed by the tests from these weights.", ""]
     if info.get("style_transfer"):
-        lines += ["## style transfer", "", "`workbench transfer --eval` on 200 fixed held-out pairs (beam 5): share "
-                  "of pairs, % with bootstrap 95% CI; KL in nats per sentence.", "",
+        lines += ["## style transfer", "", "`workbench transfer --eval` on its fixed held-out pairs (200 for shipped "
+                  "models; beam 5): share of pairs, % with bootstrap 95% CI; KL in nats per sentence.", "",
                   "| metric | value |", "|---|---|"]
         lines += [f"| {metric} | {value if not isinstance(value, list) else f'{value[0]} ({value[1]}–{value[2]})'} |"
                   for metric, value in info["style_transfer"].items()]
