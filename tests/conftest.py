@@ -26,3 +26,19 @@ def small_tokenizer(tmp_path_factory):
     pairs = load_splits("en-tr")["train"][:3000]
     text = [preprocess(s) for pair in pairs for s in pair]
     return train_sentencepiece(text, tmp_path_factory.mktemp("spm"), vocab_size=500)
+
+
+@pytest.fixture(scope="module")
+def short_run(tmp_path_factory):
+    """A four-update tiny BGT run with checkpoints at updates 2 and 4 (copy it with ``run_copy`` to damage it)."""
+    from workbench.train import TrainConfig, Trainer
+    run = tmp_path_factory.mktemp("short") / "run"
+    Trainer(TrainConfig.from_preset("tiny", max_pairs=1000, max_valid_pairs=100, max_updates=4, save_every=2,
+                                    valid_every=4, eval_every=0), run, show_progress=False).run()
+    return run
+
+
+@pytest.fixture()
+def run_copy(short_run, tmp_path):
+    shutil.copytree(short_run, tmp_path / "run")
+    return tmp_path / "run"

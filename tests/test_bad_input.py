@@ -55,20 +55,6 @@ def test_config_files_with_values_out_of_range_are_refused(values, message, tmp_
     assert message in capsys.readouterr().err
 
 
-@pytest.fixture(scope="module")
-def short_run(tmp_path_factory):
-    run = tmp_path_factory.mktemp("bad") / "run"
-    Trainer(TrainConfig.from_preset("tiny", max_pairs=1000, max_valid_pairs=100, max_updates=4, save_every=2,
-                                    valid_every=4, eval_every=0), run, show_progress=False).run()
-    return run
-
-
-@pytest.fixture()
-def run_copy(short_run, tmp_path):
-    shutil.copytree(short_run, tmp_path / "run")
-    return tmp_path / "run"
-
-
 def _resume(run):
     cfg = TrainConfig.from_preset("tiny", max_pairs=1000, max_valid_pairs=100, max_updates=6, save_every=2,
                                   valid_every=4, eval_every=0)

@@ -18,20 +18,6 @@ def _snapshot(folder):
     return {p.relative_to(folder).as_posix(): p.stat().st_mtime_ns for p in folder.rglob("*")}
 
 
-@pytest.fixture(scope="module")
-def short_run(tmp_path_factory):
-    run = tmp_path_factory.mktemp("integrity") / "run"
-    Trainer(TrainConfig.from_preset("tiny", max_pairs=1000, max_valid_pairs=100, max_updates=4, save_every=2,
-                                    valid_every=4, eval_every=0), run, show_progress=False).run()
-    return run
-
-
-@pytest.fixture()
-def run_copy(short_run, tmp_path):
-    shutil.copytree(short_run, tmp_path / "run")
-    return tmp_path / "run"
-
-
 @pytest.mark.parametrize("name", shipped())
 def test_every_shipped_folder_records_the_sha256_of_every_file_it_holds(name):
     folder = trained_dir() / name

@@ -29,8 +29,8 @@ from filelock import FileLock
 from safetensors import SafetensorError, safe_open
 from safetensors.numpy import save_file
 
-from .encoders import Encoder, check_embeddings, check_sentences
-from .errors import WorkbenchError
+from .encoders import Encoder, check_embeddings
+from .errors import WorkbenchError, check_sentences
 from .paths import home_dir
 
 log = logging.getLogger(__name__)

@@ -18,7 +18,7 @@ import torch
 from tqdm.auto import tqdm
 
 from .data.tokenizer import Tokenizer, pair_tokenizer
-from .errors import WorkbenchError, check_name
+from .errors import WorkbenchError, check_name, check_sentences
 from .models.transformer import SentenceEncoder, TransformerConfig
 
 log = logging.getLogger(__name__)
@@ -50,18 +50,6 @@ def check_embeddings(encoder: Encoder, embeddings: object, n: int) -> np.ndarray
         bad = int((~np.isfinite(embeddings)).any(axis=1).sum())
         raise WorkbenchError(f"encoder {encoder.name!r} returned NaN/inf for {bad} of {n} sentences")
     return embeddings
-
-
-def check_sentences(sentences: object) -> list[str]:
-    """The sentences as a list; a bare string is refused (iterating it would encode one row per character)."""
-    if isinstance(sentences, (str, bytes)):
-        raise WorkbenchError(f"encode takes a list of sentences, not one string ({str(sentences)[:40]!r}); "
-                             "wrap a single sentence in a list: encode([sentence])")
-    sentences = list(sentences)
-    bad = next((s for s in sentences if not isinstance(s, str)), None)
-    if bad is not None:
-        raise WorkbenchError(f"encode takes sentences as strings; got a {type(bad).__name__} ({str(bad)[:40]!r})")
-    return sentences
 
 
 def check_language(encoder: Encoder, language: str, what: str) -> None:
@@ -103,7 +91,7 @@ def _length_sorted_batches(lengths: Sequence[int], batch_size: int) -> list[np.n
 
 class NetworkEncoder:
     """An Encoder view of a network mapping padded ids (B, T) to ``(embedding, _)``: a
-    :class:`SentenceEncoder` (the test-time embedding ``mu``, BGT_SPEC §6.1) or a paraphrastic encoder. The
+    :class:`SentenceEncoder` (the test-time embedding is the posterior mean ``mu``) or a paraphrastic encoder. The
     network declares ``output_dim``, ``max_len`` (longer inputs are truncated, EOS kept) and a dataclass ``cfg``.
     """
 

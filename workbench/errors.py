@@ -35,3 +35,15 @@ def check_name(kind: str, name: str, valid: Iterable[str]) -> str:
     if name not in valid:
         raise UnknownNameError(kind, name, valid)
     return name
+
+
+def check_sentences(sentences: object) -> list[str]:
+    """The sentences as a list; a bare string is refused (iterating it would encode one row per character)."""
+    if isinstance(sentences, (str, bytes)):
+        raise WorkbenchError(f"encode takes a list of sentences, not one string ({str(sentences)[:40]!r}); "
+                             "wrap a single sentence in a list: encode([sentence])")
+    sentences = list(sentences)
+    bad = next((s for s in sentences if not isinstance(s, str)), None)
+    if bad is not None:
+        raise WorkbenchError(f"encode takes sentences as strings; got a {type(bad).__name__} ({str(bad)[:40]!r})")
+    return sentences

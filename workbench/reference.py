@@ -41,7 +41,7 @@ class MiniLMEncoder:
         self.fingerprint = h.hexdigest()
 
     def encode(self, sentences: Sequence[str], batch_size: int = 256, show_progress: bool = False) -> np.ndarray:
-        from .encoders import check_sentences
+        from .errors import check_sentences
         return self.model.encode(check_sentences(sentences), batch_size=batch_size, show_progress_bar=show_progress,
                                  convert_to_numpy=True).astype(np.float32)
 

@@ -1,4 +1,4 @@
-"""Token-budget batches with length bucketing, and collation into padded tensors (BGT_SPEC §1.3–1.4).
+"""Token-budget batches with length bucketing, and collation into padded tensors, as BGT is trained.
 
 As in fairseq: an example's size is ``max(len_en, len_xx)``; a batch holds as many examples of similar length
 as fit in ``max_len_in_batch * n_examples <= max_tokens``, rounded down to a multiple of 8 when above 8.

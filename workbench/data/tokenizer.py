@@ -1,4 +1,4 @@
-"""Preprocessing and the joint sentencepiece model of a language pair (BGT_SPEC §1.1–1.2, §6.1).
+"""Preprocessing and the joint sentencepiece model of a language pair.
 
 Text is Moses-tokenised with the *English* rules for every language (as the official code does), lower-cased,
 then cut into pieces by one sentencepiece model shared by English and the foreign language. Every sequence

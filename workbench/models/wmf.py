@@ -32,7 +32,7 @@ from tqdm.auto import tqdm
 
 from ..data import sha256_of
 from ..data.tokenizer import preprocess
-from ..encoders import check_sentences
+from ..errors import check_sentences
 from .base import ModelConfig
 
 VARIANTS = ("b-wmf", "x-wmf")
