@@ -23,10 +23,9 @@ from sacremoses import MosesTokenizer
 
 from workbench.data.corpora import load_splits
 from workbench.data.tokenizer import clear_memo, preprocess_many
-from workbench.encoders import REFERENCE, UNTRAINED, named_encoder
+from workbench.encoders import named_encoder, NAMED_ENCODERS
 from workbench.errors import WorkbenchError
-from workbench.train import load
-from workbench.zoo import shipped
+from workbench.modelfolder import load, shipped
 
 DEFAULT_MODELS = ("sp-en-fr", "bilstm-en-fr", "wmf-en-fr", "nmt-all", "bgt-en-fr")
 
@@ -60,8 +59,7 @@ def main():
     sentences = [s for pair in load_splits("en-fr")["train"][: (args.n + 1) // 2] for s in pair][: args.n]
     models = args.models if args.models is not None else [m for m in DEFAULT_MODELS if m in shipped()]
     encoders = [load(name).encoder("semantic") for name in models]
-    encoders += [named_encoder(name) for name in UNTRAINED]
-    for name in REFERENCE:
+    for name in NAMED_ENCODERS:
         try:
             encoders.append(named_encoder(name))
         except WorkbenchError as err:

@@ -17,9 +17,9 @@ import pandas as pd
 
 from workbench.cache import cached
 from workbench.data.sts import load_sts
-from workbench.encoders import REFERENCE, UNTRAINED, named_encoder
+from workbench.encoders import named_encoder, NAMED_ENCODERS
 from workbench.errors import WorkbenchError
-from workbench.evaluation import SUITES, evaluate
+from workbench.evaluation import evaluate, SUITES
 
 
 def timed(fn):
@@ -34,7 +34,7 @@ def main() -> None:
     parser.add_argument("--throughput-sentences", type=int, default=5000)
     args = parser.parse_args()
     encoders = []
-    for name in (*UNTRAINED, *REFERENCE):
+    for name in NAMED_ENCODERS:
         try:
             encoders.append(named_encoder(name, args.pair))
         except WorkbenchError as err:

@@ -31,7 +31,8 @@ import torch
 import torch.nn.functional as F
 
 from workbench.models import bgt
-from workbench.train import TrainConfig, Trainer
+from workbench.recipes import TrainConfig
+from workbench.train import Trainer
 
 PEAK_BF16 = {"H100": 989e12, "H200": 989e12, "A100": 312e12}
 

@@ -14,7 +14,9 @@ from safetensors.torch import load_file
 
 from workbench.cli import main
 from workbench.errors import WorkbenchError
-from workbench.train import TrainConfig, Trainer, load, model_path
+from workbench.modelfolder import load, model_path
+from workbench.recipes import TrainConfig
+from workbench.train import Trainer
 
 
 @pytest.mark.parametrize("flags, message", [
@@ -116,7 +118,7 @@ def test_a_non_finite_loss_stops_training_and_keeps_the_last_good_checkpoint(run
 
 
 @pytest.mark.parametrize("content, message", [
-    (b'preset = "tiny"\nmax_updates = \n', "cannot parse the file (TOMLDecodeError"),
+    (b'preset = "tiny"\nmax_updates = \n', "run.toml: cannot parse it as TOML (Invalid value (at line 2, column 15))"),
     (b'preset = "tiny"\nlr = 1e-3\n\xff\xfe', "is not UTF-8 text"),
     (b'model = "bgt"\nlearning_rate = 1e-3\n', "unknown training config keys ['learning_rate']; valid:"),
 ])
@@ -209,9 +211,9 @@ CLI_CASES = [  # (argv with {tmp} for the test's folder, a fragment of the one-l
     ("train --max-seconds soon --out {tmp}/r", "argument --max-seconds: invalid float value: 'soon'"),
     ("train --config {tmp}/missing.toml --out {tmp}/r", "No such file or directory: {tmp}/missing.toml"),
     ("train --config {tmp}/adir --out {tmp}/r", "Is a directory: {tmp}/adir"),
-    ("train --config {tmp}/bad.toml --out {tmp}/r", "cannot parse the file (TOMLDecodeError"),
-    ("train --config {tmp}/bad.json --out {tmp}/r", "cannot parse the file (JSONDecodeError"),
-    ("train --config {tmp}/latin.txt --out {tmp}/r", "a file is not UTF-8 text"),
+    ("train --config {tmp}/bad.toml --out {tmp}/r", "{tmp}/bad.toml: cannot parse it as TOML ("),
+    ("train --config {tmp}/bad.json --out {tmp}/r", "{tmp}/bad.json, line 1, column"),
+    ("train --config {tmp}/latin.txt --out {tmp}/r", "{tmp}/latin.txt is not UTF-8 text"),
     ("train --preset tiny --out {tmp}/r --resume", "{tmp}/r is neither a checkpoint (no model.safetensors) nor a "
                                                    "run directory (no latest)"),
     ("train --preset tiny --out {tmp}/r --init-from nosuch", "nosuch is neither a checkpoint"),
@@ -225,7 +227,14 @@ CLI_CASES = [  # (argv with {tmp} for the test's folder, a fragment of the one-l
      "probing sizes must give train, valid, test as whole numbers ≥ 1 (got {'train': 0"),
     ("probe --encoder random-sp-average --task length --train-size 5", "give all of --train-size"),
     ("probe --encoder random-sp-average --task length --train-size five", "invalid int value: 'five'"),
-    ("probe --encoder nosuch --task length", "unknown encoder 'nosuch'; valid: minilm, random-sp-average"),
+    ("probe --encoder nosuch --task length", "unknown encoder 'nosuch'; valid: hf:PATH[@LAYER], minilm, "
+                                             "random-sp-average"),
+    ("probe --model bgt-en-fr --layer 9 --task length", "layer 9 does not exist in bgt-en-fr:semantic: 0 (embeddings) "
+                                                        "to 2"),
+    ("probe --model sp-en-fr --layer 1 --task length", "sp-en-fr:semantic has no layers to choose from"),
+    ("probe --model bgt-en-fr --layers top --task length", "--layers takes layer numbers or 'all', not 'top'"),
+    ("probe --model bgt-en-fr --layers 0 1 --given en --task length", "--layers sweeps one encoder"),
+    ("probe --encoder random-sp-average --trust-unverified --task length", "--trust-unverified applies to a --model"),
     ("probe --model nosuch --task length", "no model at 'nosuch': give a run directory, a checkpoint folder"),
     ("probe --model bgt-en-fr --encoder de --task length", "unknown encoder view 'de'; valid: en, fr, semantic"),
     ("probe --model bgt-en-fr --encoder fr --task length",
@@ -266,7 +275,8 @@ CLI_CASES = [  # (argv with {tmp} for the test's folder, a fragment of the one-l
     ("encode --encoder random-sp-average --input {tmp}/in.txt --out {tmp}/no/x.npy", "folder {tmp}/no does not"),
     ("encode --encoder random-sp-average --input {tmp}/in.txt --out {tmp}/exists.csv", "exists; --force"),
     ("encode --encoder random-sp-average --input {tmp}/in.txt --out {tmp}/adir", "is a folder; give a file"),
-    ("encode --encoder random-sp-average --input {tmp}/latin.txt --out {tmp}/x.npy", "a file is not UTF-8 text"),
+    ("encode --encoder random-sp-average --input {tmp}/latin.txt --out {tmp}/x.npy",
+     "{tmp}/latin.txt is not UTF-8 text"),
     ("encode --encoder random-sp-average --input {tmp}/adir --out {tmp}/x.npy", "Is a directory: {tmp}/adir"),
     ("encode --encoder nosuch --input {tmp}/in.txt --out {tmp}/x.npy", "unknown encoder 'nosuch'"),
     ("encode --encoder random-sp-average --input {tmp}/in.txt", "the following arguments are required: --out"),
@@ -310,7 +320,7 @@ CLI_CASES = [  # (argv with {tmp} for the test's folder, a fragment of the one-l
     ("report --results {tmp}/nonnum.csv --out {tmp}/rep", "result column 'value' must hold numbers; row 0 has"),
     ("report --results {tmp}/empty.csv --out {tmp}/rep", "not a results CSV"),
     ("report --results {tmp}/header.csv --out {tmp}/rep", "the results CSV has no rows"),
-    ("report --results {tmp}/latin.txt --out {tmp}/rep", "a file is not UTF-8 text"),
+    ("report --results {tmp}/latin.txt --out {tmp}/rep", "{tmp}/latin.txt is not UTF-8 text"),
     ("report --results {tmp}/adir --out {tmp}/rep", "Is a directory"),
     ("report --results {tmp}/nocols.csv --out {tmp}/exists.csv", "--out {tmp}/exists.csv is a file; give a folder"),
     ("report --results {tmp}/nocols.csv --out {tmp}/exists.csv/sub", "{tmp}/exists.csv is a file, so the folder"),

@@ -24,7 +24,7 @@ def words_of(candidates):
 
 
 def test_dependency_depth_and_top_sequence_by_hand():
-    sentences = tok("The old men in the village were reading the newspapers.",  # depths as PROBING_DATA.md
+    sentences = tok("The old men in the village were reading the newspapers.",  # depths by hand
                     "She has eaten an apple and the dogs barked loudly.",
                     "The committee that approved the plans will announce its decision tomorrow.",
                     "Since my room faces south, it isn't so cold.", "Where did you go?")

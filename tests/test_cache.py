@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from workbench import cache
-from workbench.cache import CachedEncoder, cached, remember
+from workbench.cache import cached, CachedEncoder, remember
 from workbench.cli import main
 from workbench.probing.build import build_task
 from workbench.probing.probe import probe

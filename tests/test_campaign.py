@@ -11,9 +11,10 @@ import pytest
 from safetensors.torch import load_file
 
 from workbench import campaign
+from workbench.cards import card
 from workbench.errors import WorkbenchError
-from workbench.train import load
-from workbench.zoo import card, export_shards, import_shards
+from workbench.modelfolder import load
+from workbench.zoo import export_shards, import_shards
 
 REPO = Path(__file__).resolve().parent.parent
 SMALL = {"train": 600, "valid": 200, "test": 200}

@@ -54,6 +54,23 @@ def test_help_lists_every_subcommand(capsys):
         assert command in out
 
 
+def test_help_shows_every_registered_suite_and_named_encoder(capsys):
+    from workbench.encoders import NAMED_ENCODERS
+    from workbench.evaluation import SUITES
+    for command in ("evaluate", "probe", "encode"):
+        with pytest.raises(SystemExit):
+            cli.main([command, "--help"])
+        out = " ".join(capsys.readouterr().out.split())  # argparse wraps lines
+        for name, (about, _) in NAMED_ENCODERS.items():
+            assert f"{name}: {' '.join(about.split())}" in out
+        assert "hf:PATH[@LAYER]" in out
+        if command == "evaluate":
+            for suite in SUITES.values():
+                assert f"{suite.name}: {' '.join(suite.about.split())}" in out
+    assert set(SUITES) == {"sts", "hard_sts", "sts17", "tatoeba"}  # the registry is what evaluate() runs
+    assert {"random-transformer", "random-sp-average", "minilm"} <= set(NAMED_ENCODERS)
+
+
 def test_unknown_choice_lists_valid_ones(capsys):
     with pytest.raises(SystemExit):
         cli.main(["probe", "--task", "nope"])

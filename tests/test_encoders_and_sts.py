@@ -3,7 +3,7 @@ import pandas as pd
 import pytest
 from scipy.stats import pearsonr, spearmanr
 
-from workbench.encoders import RandomEmbeddingAverage, random_transformer
+from workbench.encoders import random_transformer, RandomEmbeddingAverage
 from workbench.errors import UnknownNameError
 from workbench.evaluation import evaluate
 from workbench.evaluation.sts import cosine, evaluate_sts, score_pairs
@@ -48,9 +48,39 @@ def test_sts_on_real_data_with_an_untrained_encoder(small_tokenizer):
     df = evaluate_sts(RandomEmbeddingAverage(small_tokenizer), years=(2015, 2016))
     per_year = df[(df.dataset == "all") & (df.metric == "pearson")].set_index("task")["value"]
     assert set(per_year.index) == {"STS15", "STS16", "STS15-16"}
-    sub = df[(df.task == "STS16") & (df.metric == "pearson") & (df.dataset != "all")]
+    sub = df[(df.task == "STS16") & (df.metric == "pearson") & df.aggregation.isna()]
     assert len(sub) == 5 and per_year["STS16"] == pytest.approx(sub["value"].mean())
     assert 20 < per_year["STS15-16"] < 80  # a bag of random vectors still tracks word overlap
+
+
+def test_the_three_sts_aggregations_equal_an_independent_computation(small_tokenizer):
+    from workbench.data.sts import load_sts
+    from workbench.evaluation.sts import embed_unique
+    encoder = RandomEmbeddingAverage(small_tokenizer)
+    df = evaluate_sts(encoder, years=(2015, 2016))
+    got = df[(df.metric == "pearson") & df.aggregation.notna()].set_index(["task", "aggregation"])["value"]
+    per_dataset, sims, gold = {}, {}, {}
+    for year in (2015, 2016):
+        for name, frame in load_sts(year).items():
+            vectors = embed_unique(encoder, [*frame["sentence1"], *frame["sentence2"]])
+            a = np.stack([vectors[s] for s in frame["sentence1"]])
+            b = np.stack([vectors[s] for s in frame["sentence2"]])
+            sims[year, name] = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+            gold[year, name] = frame["score"].to_numpy()
+            per_dataset[year, name] = 100 * np.corrcoef(sims[year, name], gold[year, name])[0, 1]
+    for year, task in ((2015, "STS15"), (2016, "STS16")):
+        keys = [k for k in per_dataset if k[0] == year]
+        sizes = [len(gold[k]) for k in keys]
+        assert got[task, "mean"] == pytest.approx(np.mean([per_dataset[k] for k in keys]), abs=1e-4)
+        assert got[task, "wmean"] == pytest.approx(np.average([per_dataset[k] for k in keys], weights=sizes), abs=1e-4)
+        pooled = np.corrcoef(np.concatenate([sims[k] for k in keys]), np.concatenate([gold[k] for k in keys]))[0, 1]
+        assert got[task, "pooled"] == pytest.approx(100 * pooled, abs=1e-4)
+    assert got["STS15-16", "mean"] == pytest.approx((got["STS15", "mean"] + got["STS16", "mean"]) / 2)
+    everything = np.corrcoef(np.concatenate(list(sims.values())), np.concatenate(list(gold.values())))[0, 1]
+    assert got["STS15-16", "pooled"] == pytest.approx(100 * everything, abs=1e-4)
+    assert got["STS15-16", "wmean"] == pytest.approx(np.average(list(per_dataset.values()),
+                                                                weights=[len(g) for g in gold.values()]), abs=1e-4)
+    assert len({round(got["STS15-16", a], 6) for a in ("mean", "wmean", "pooled")}) == 3  # they do differ
 
 
 def test_unknown_suite():

@@ -6,7 +6,7 @@ import torch
 from workbench.data.tokenizer import detokenise
 from workbench.errors import WorkbenchError
 from workbench.generation import content_words, latent_ablation, transfer, transfer_table
-from workbench.train import load
+from workbench.modelfolder import load
 
 
 def test_content_words_drop_stop_words_contractions_and_possessives():

@@ -11,7 +11,9 @@ import torch
 
 from workbench.data.batching import collate
 from workbench.data.tokenizer import pair_tokenizer
-from workbench.train import TrainConfig, Trainer, build_model
+from workbench.models import build_model
+from workbench.recipes import TrainConfig
+from workbench.train import Trainer
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA (a GPU); runs in the GPU campaign")]

@@ -3,15 +3,18 @@ settings inside a config are verified before use, and a refusal names the file a
 import json
 import shutil
 
+import numpy as np
 import pandas as pd
 import pytest
 from safetensors.torch import load_file, save_file
 
+from workbench.cards import card
 from workbench.cli import main
 from workbench.errors import WorkbenchError
+from workbench.modelfolder import DIGESTED, load, model_path, shipped
 from workbench.paths import trained_dir
-from workbench.train import DIGESTED, TrainConfig, Trainer, load, model_path
-from workbench.zoo import card, shipped
+from workbench.recipes import TrainConfig
+from workbench.train import Trainer
 
 
 def _snapshot(folder):
@@ -62,6 +65,13 @@ def test_a_folder_without_digests_is_refused_unless_trusted_and_an_unlisted_file
     with pytest.raises(WorkbenchError, match="records no sha256 of the folder's files"):
         load(folder)
     assert load(folder, trust_unverified=True).encoder().dim == 512
+    sentences = tmp_path / "in.txt"
+    sentences.write_text("a first sentence .\na second one .\n", encoding="utf-8")
+    command = ["encode", "--model", str(folder), "--input", str(sentences), "--out", str(tmp_path / "x.npy")]
+    assert main(command) == 2
+    assert not (tmp_path / "x.npy").exists()
+    assert main([*command, "--trust-unverified"]) == 0
+    assert np.load(tmp_path / "x.npy").shape == (2, 512)
     shutil.copyfile(model_path("bgt-en-es") / "spm.model", folder / "spm.model")  # trusted, yet checked
     with pytest.raises(WorkbenchError, match="not the sentencepiece model"):
         load(folder, trust_unverified=True)
@@ -124,7 +134,7 @@ def test_a_pairs_tsv_is_read_literally(tmp_path, capsys):
 
 def test_parameter_counts_extrapolated_from_one_and_two_layers_are_exact():
     from workbench.models.bgt import BGT, BGTConfig
-    from workbench.train import parameter_count
+    from workbench.models import parameter_count
     for setting in ("bgt", "english_ae", "bilingual_trans"):
         cfg = BGTConfig(vocab_size=300, setting=setting, d_model=16, ffn_dim=32, n_heads=2, enc_layers=3,
                         dec_layers=2, latent_dim=8, language_latent_dim=4)

@@ -11,8 +11,9 @@ from workbench.data.corpora import load_splits
 from workbench.data.tokenizer import detokenise, pair_tokenizer
 from workbench.errors import WorkbenchError
 from workbench.evaluation import evaluate
+from workbench.modelfolder import load
 from workbench.models.nmt import MultilingualNMT, NMTConfig
-from workbench.train import TrainConfig, load
+from workbench.recipes import TrainConfig
 
 
 @pytest.fixture(scope="module")

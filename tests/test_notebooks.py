@@ -8,9 +8,9 @@ from nbclient import NotebookClient
 NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
 
 
-def test_the_four_notebooks_exist():
+def test_the_five_notebooks_exist():
     assert [p.stem for p in NOTEBOOKS] == ["00_quickstart", "01_semantic_vs_language", "02_language_distance",
-                                           "03_style_transfer"]
+                                           "03_style_transfer", "04_layers"]
 
 
 @pytest.mark.slow

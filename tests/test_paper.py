@@ -1,4 +1,4 @@
-"""The paper comparison: tables as in BGT_SPEC §11, winner matching, language-distance ordering, the report."""
+"""The paper comparison: the paper's tables, winner matching, language-distance ordering, the report."""
 import pandas as pd
 import pytest
 
@@ -13,7 +13,8 @@ from workbench.paper import (
     unequal_budgets,
     vocabulary_overlap,
 )
-from workbench.zoo import card, shipped
+from workbench.cards import card
+from workbench.modelfolder import shipped
 
 
 def test_paper_tables_carry_the_spec_numbers():

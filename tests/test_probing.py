@@ -11,7 +11,7 @@ from workbench.probing import build, builders
 from workbench.probing.classifiers import LogisticProbe
 from workbench.probing.control import control_labels, control_words, first_word_type
 from workbench.probing.probe import bootstrap_ci, probe
-from workbench.probing.tasks import TaskCard, get_task, task_names
+from workbench.probing.tasks import get_task, task_names, TaskCard
 
 SMALL = {"train": 1500, "valid": 300, "test": 300}
 
@@ -157,7 +157,7 @@ def test_control_labels_follow_word_types_and_the_label_distribution(task, kind,
 
 
 def test_selectivity_is_positive_where_a_trained_encoder_encodes_the_property():
-    from workbench.train import load
+    from workbench.modelfolder import load
     english = load("bgt-en-fr").encoder("en")
     for task in ("subj_num", "tense"):
         result = probe(english, task, sizes=SMALL)
@@ -276,7 +276,7 @@ def test_language_identity_uses_one_side_of_each_pair_and_needs_a_shared_encoder
     assert data["label"].value_counts().to_dict() == {"en": 1050, "fr": 1050}
     card = get_task("language_id_en_fr")
     assert card.languages == ("en", "fr")
-    from workbench.train import load
+    from workbench.modelfolder import load
     bgt = load("bgt-en-fr")
     with pytest.raises(WorkbenchError, match="holds en and fr sentences but encoder 'bgt-en-fr:en' reads en: probe "
                                              "an encoder shared by both languages"):
@@ -285,7 +285,7 @@ def test_language_identity_uses_one_side_of_each_pair_and_needs_a_shared_encoder
 
 def test_erasing_language_from_bgts_semantic_encoder_keeps_meaning():
     from workbench.probing.erase import erasure_effects
-    from workbench.train import load
+    from workbench.modelfolder import load
     semantic = load("bgt-en-fr").encoder("semantic")
     sizes = {"train": 4000, "valid": 500, "test": 1000}  # LEACE's statistics need more than SMALL's 1,500 here
     effects = erasure_effects([semantic], ["language_id_en_fr"], sizes=sizes, years=(2016,), tatoeba=["fr"],
@@ -297,7 +297,7 @@ def test_erasing_language_from_bgts_semantic_encoder_keeps_meaning():
 
 
 def test_a_probe_trained_on_english_transfers_to_the_translations():
-    from workbench.train import load
+    from workbench.modelfolder import load
     semantic = load("bgt-en-fr").encoder("semantic")
     result = probe(semantic, "subj_num", sizes=SMALL, transfer="fr", control=False)
     assert result.transfer == "fr" and 50 <= result.n_transfer < result.n_test  # those with a translation

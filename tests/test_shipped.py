@@ -6,9 +6,11 @@ import torch
 
 import workbench as wb
 from workbench import cli
+from workbench.cards import card
 from workbench.evaluation import evaluate
+from workbench.modelfolder import shipped
 from workbench.paths import trained_dir
-from workbench.zoo import WITH_DECODERS, card, shipped
+from workbench.zoo import WITH_DECODERS
 
 SHIPPED = shipped()
 TABLE3 = [f"{model}-en-{lang}" for lang in ("fr", "es", "ar", "tr", "ja") for model in ("bgt", "bilingual_trans")]

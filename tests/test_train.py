@@ -14,9 +14,11 @@ import torch
 
 from workbench.data.sts import load_stsb
 from workbench.data.tokenizer import pair_tokenizer
-from workbench.evaluation.sts import cosine
 from workbench.errors import UnknownNameError, WorkbenchError
-from workbench.train import TrainConfig, Trainer, learning_curve, learning_rate, load
+from workbench.evaluation.sts import cosine
+from workbench.modelfolder import learning_curve, load
+from workbench.recipes import TrainConfig
+from workbench.train import learning_rate, Trainer
 
 QUICK = {"max_pairs": 1000, "max_valid_pairs": 100, "max_updates": 40, "save_every": 4, "valid_every": 10}
 LOSS_KEYS = ("loss", "recon", "trans", "kl", "grad_norm", "kl_weight", "lr", "sentences", "tokens")
@@ -243,7 +245,7 @@ def test_a_signal_that_lands_while_an_update_is_measured_stops_the_next_one(tmp_
 
 def test_curve_command_draws_the_views_against_updates_and_seconds(tiny_run, tmp_path, capsys):
     from workbench.cli import main
-    from workbench.train import learning_curve
+    from workbench.modelfolder import learning_curve
     _, run_dir = tiny_run
     curves = learning_curve(run_dir)
     sts = curves[curves["metric"] == "stsb_dev"]
@@ -344,7 +346,9 @@ def test_cli_probes_a_view_of_a_trained_model(tiny_run, capsys):
 def test_export_writes_an_fp16_encoder_only_model_whose_card_matches(tiny_run, tmp_path):
     from safetensors import safe_open
 
-    from workbench.zoo import card, export, shipped
+    from workbench.cards import card
+    from workbench.modelfolder import shipped
+    from workbench.zoo import export
     _, run_dir = tiny_run
     folder = export(run_dir, name="bgt-tiny", root=tmp_path, sizes={"train": 600, "valid": 200, "test": 200},
                     show_progress=False)

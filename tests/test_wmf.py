@@ -4,7 +4,7 @@ import pytest
 import scipy.sparse as sp
 
 from workbench.data.corpora import load_splits
-from workbench.models.wmf import WMF, WMFConfig, solve_columns, weighted_loss
+from workbench.models.wmf import solve_columns, weighted_loss, WMF, WMFConfig
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,8 @@
     wb.transfer(bgt, ["source"], ["style"])   # style transfer
     wb.transfer_scores(bgt)             # does it transfer? meaning, content words and form on held-out pairs
     wb.erase(enc, "length")             # the encoder with the task's concept linearly erased (LEACE)
+    mine = wb.hf_encoder("path/to/hf-model", layer=4)       # any local Hugging Face encoder ('hf' extra)
+    wb.probe_layers(bgt.encoder("semantic"), ["length", "bigram_shift"])   # every layer: where does it live?
 """
 from .cache import cached
 from .encoders import Encoder, untrained_encoder
@@ -17,13 +19,14 @@ from .evaluation import evaluate
 from .evaluation.style_transfer import transfer_scores
 from .figures import report
 from .generation import transfer
+from .huggingface import hf_encoder
+from .modelfolder import learning_curve, load, shipped
 from .probing.build import build_task
 from .probing.erase import erase
+from .probing.layers import layer_profile, probe_layers
 from .probing.probe import ProbeResult, probe, probe_all
 from .probing.tasks import get_task, task_names
-from .train import learning_curve, load
-from .zoo import shipped
 
 __all__ = ["Encoder", "untrained_encoder", "evaluate", "report", "build_task", "ProbeResult", "probe",
            "probe_all", "erase", "get_task", "task_names", "load", "learning_curve", "cached", "shipped", "transfer",
-           "transfer_scores"]
+           "transfer_scores", "hf_encoder", "probe_layers", "layer_profile"]

@@ -31,7 +31,7 @@ from safetensors.numpy import save_file
 
 from .encoders import Encoder, check_embeddings
 from .errors import WorkbenchError, check_sentences
-from .paths import home_dir
+from .paths import atomic_write, home_dir
 
 log = logging.getLogger(__name__)
 
@@ -102,10 +102,7 @@ class CachedEncoder:
         path = self._claim_path()
         if path.is_file():
             return
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"name": self.name, "dim": int(self.dim), "fingerprint": self.fingerprint}),
-                       encoding="utf-8")
-        os.replace(tmp, path)
+        atomic_write(path, json.dumps({"name": self.name, "dim": int(self.dim), "fingerprint": self.fingerprint}))
 
     def path_for(self, sentences: Sequence[str]) -> Path:
         root = self.root or cache_dir()
@@ -129,6 +126,20 @@ class CachedEncoder:
                 sentences, batch_size=batch_size, show_progress=show_progress), len(sentences))
             # what was stored, so a miss and a later hit give identical numbers
             return self._write(path, embeddings).astype(np.float32)
+
+    def store(self, sentences: Sequence[str], embeddings: np.ndarray) -> None:
+        """Keep ``embeddings`` of ``sentences`` computed elsewhere (one pass over all layers of a network,
+        :func:`cache_layers`) as this encoder's entry; checked like the encoder's own output."""
+        sentences = check_sentences(sentences)
+        path = self.path_for(sentences)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(path) + ".lock"):
+            if self._read(path, len(sentences)) is None:
+                self._write(path, check_embeddings(self.encoder, embeddings, len(sentences)))
+
+    def holds(self, sentences: Sequence[str]) -> bool:
+        """Whether a valid entry for ``sentences`` is stored."""
+        return self._read(self.path_for(sentences), len(sentences)) is not None
 
     def _read(self, path: Path, n: int) -> np.ndarray | None:
         if not path.is_file():
@@ -162,9 +173,7 @@ class CachedEncoder:
                 "sha256": _array_digest(stored), "n": str(len(stored)), "sentences": path.stem}
         path.parent.mkdir(parents=True, exist_ok=True)
         self._claim()
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        save_file({"embeddings": stored}, str(tmp), metadata=meta)
-        os.replace(tmp, path)
+        atomic_write(path, lambda tmp: save_file({"embeddings": stored}, str(tmp), metadata=meta))
         return stored
 
     def __repr__(self) -> str:
@@ -199,6 +208,21 @@ def float16_is_exact(embeddings: np.ndarray) -> bool:
 def cached(encoder: Encoder, dtype: str = "float32") -> CachedEncoder:
     """``encoder`` behind the embedding cache (an already cached encoder is returned as it is)."""
     return encoder if isinstance(encoder, CachedEncoder) else CachedEncoder(encoder, dtype)
+
+
+def cache_layers(encoder, sentences: Sequence[str], layers: Sequence[int], show_progress: bool = False
+                 ) -> list[CachedEncoder]:
+    """The cached encoder of each of ``layers`` of ``encoder`` (one that offers ``at_layer`` and
+    ``encode_layers``), with ``sentences`` stored for each: the layers not cached yet come from one forward pass
+    of the network, not one pass per layer."""
+    views = [cached(encoder.at_layer(layer)) for layer in layers]
+    missing = [view for view in views if not view.holds(sentences)]
+    if missing:
+        arrays = encoder.encode_layers(sentences, [view.encoder.layer for view in missing],
+                                       show_progress=show_progress)
+        for view in missing:
+            view.store(sentences, arrays[view.encoder.layer])
+    return views
 
 
 @dataclass
@@ -274,9 +298,7 @@ def remember(kind: str, fingerprint: str, key: dict, compute: Callable[[], dict 
         log.warning("cached result %s is unreadable, edited or stale; recomputing it", path)
     result = json.loads(json.dumps(compute(), default=str))  # as a later read will return it
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({"key": key, "result": result, "sha256": _result_digest(result)}), encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write(path, json.dumps({"key": key, "result": result, "sha256": _result_digest(result)}))
     return result
 
 

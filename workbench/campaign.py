@@ -89,7 +89,7 @@ def _travelling_bytes() -> int:
 def pack(download_wheels: bool = True) -> None:
     """Build ``.campaign/`` (data, tokenizers, wheels) and say what a device call carries."""
     from .data.tokenizer import pair_tokenizer
-    from .train import TrainConfig
+    from .recipes import TrainConfig
     shutil.rmtree(PACK, ignore_errors=True)
     (PACK / "data" / "parallel").mkdir(parents=True)
     source = data_dir()
@@ -181,7 +181,7 @@ def train_en_fr(seconds: float | None = None) -> None:
     out, runs = _out(), _runs()
     seconds = seconds or float(os.environ.get("CAMPAIGN_SECONDS", 330))
     from .data.tokenizer import pair_tokenizer
-    from .train import TrainConfig
+    from .recipes import TrainConfig
     pair_tokenizer("en-fr", TrainConfig.from_preset(_preset()).vocab_size)  # once, before two runs need it
     procs = {}
     for model in MODELS:

@@ -14,21 +14,22 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from .cache import cached
+from .cards import CARD_SIZES, GENDER_TASKS, TABLE3_TASKS
 from .data.sts import STS_DATASETS
 from .errors import WorkbenchError
 from .evaluation.sts import evaluate_sts
 from .figures import report
+from .modelfolder import shipped
 from .paths import home_dir
 from .probing.build import check_sizes, pending
 from .probing.probe import probe
-from .zoo import CARD_SIZES, GENDER_TASKS, TABLE3_TASKS, shipped
 
 log = logging.getLogger(__name__)
 
 
 def demo_encoders(pair: str) -> list:
     """The encoders Table 3 compares for ``pair``, from the shipped models."""
-    from .train import load
+    from .modelfolder import load
     names = (f"bgt-{pair}", f"bilingual_trans-{pair}")
     missing = [n for n in names if n not in shipped()]
     if missing:

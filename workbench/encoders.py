@@ -6,11 +6,8 @@ and evaluated. ``fingerprint`` changes whenever the weights or the tokenizer cha
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 from collections.abc import Sequence
-from dataclasses import asdict
-from itertools import chain
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -19,6 +16,7 @@ from tqdm.auto import tqdm
 
 from .data.tokenizer import Tokenizer, pair_tokenizer
 from .errors import WorkbenchError, check_name, check_sentences
+from .models.base import NamedEncoder, NetworkEncoder
 from .models.transformer import SentenceEncoder, TransformerConfig
 
 log = logging.getLogger(__name__)
@@ -73,64 +71,6 @@ def readable(encoder: Encoder, languages: Sequence[str], what: str, strict: bool
     return True
 
 
-def weights_fingerprint(module: torch.nn.Module, *extra: str) -> str:
-    """sha256 over every tensor of ``module`` (names, shapes, bytes) and ``extra`` strings."""
-    h = hashlib.sha256()
-    for name, tensor in sorted(module.state_dict().items()):
-        h.update(f"{name}{tuple(tensor.shape)}{tensor.dtype}".encode())
-        h.update(tensor.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes())
-    for item in extra:
-        h.update(item.encode())
-    return h.hexdigest()
-
-
-def _length_sorted_batches(lengths: Sequence[int], batch_size: int) -> list[np.ndarray]:
-    order = np.argsort(lengths, kind="stable")
-    return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
-
-
-class NetworkEncoder:
-    """An Encoder view of a network mapping padded ids (B, T) to ``(embedding, _)``: a
-    :class:`SentenceEncoder` (the test-time embedding is the posterior mean ``mu``) or a paraphrastic encoder. The
-    network declares ``output_dim``, ``max_len`` (longer inputs are truncated, EOS kept) and a dataclass ``cfg``.
-    """
-
-    def __init__(self, name: str, module: torch.nn.Module, tokenizer: Tokenizer, max_len: int = 256,
-                 languages: tuple[str, ...] | None = None):
-        self.name, self.module, self.tokenizer = name, module, tokenizer
-        self.max_len = min(max_len, module.max_len)
-        self.dim, self.languages = module.output_dim, languages or tokenizer.languages
-        self.fingerprint = weights_fingerprint(module, tokenizer.digest, json.dumps(asdict(module.cfg)))
-
-    def encode(self, sentences: Sequence[str], batch_size: int = 256, show_progress: bool = False) -> np.ndarray:
-        return self.encode_ids(self.tokenizer.encode(check_sentences(sentences), max_len=self.max_len), batch_size,
-                               show_progress)
-
-    @torch.no_grad()
-    def encode_ids(self, ids: Sequence[Sequence[int]], batch_size: int = 256, show_progress: bool = False
-                   ) -> np.ndarray:
-        """Embeddings of already-tokenised sentences (the tokenizer's id lists, EOS included)."""
-        lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
-        flat = np.fromiter(chain.from_iterable(ids), dtype=np.int64, count=int(lengths.sum()))
-        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]) if len(ids) else lengths
-        out = np.empty((len(ids), self.dim), dtype=np.float32)
-        device = next(self.module.parameters()).device
-        self.module.eval()
-        for index in tqdm(_length_sorted_batches(lengths, batch_size), desc=f"encode {self.name}",
-                          disable=not show_progress, unit="batch"):
-            width = int(lengths[index].max())
-            columns = np.arange(width)
-            keep = columns < lengths[index, None]  # right padding, gathered from the flat id array
-            tokens = np.full((len(index), width), self.tokenizer.pad_id, dtype=np.int64)
-            tokens[keep] = flat[(starts[index, None] + columns)[keep]]
-            mu, _ = self.module(torch.from_numpy(tokens).to(device))
-            out[index] = mu.float().cpu().numpy()
-        return out
-
-    def __repr__(self) -> str:
-        return f"<Encoder {self.name} dim={self.dim} fp={self.fingerprint[:10]}>"
-
-
 def random_transformer(tokenizer: Tokenizer, cfg: TransformerConfig | None = None, seed: int = 0,
                        name: str = "random-transformer") -> NetworkEncoder:
     """The paper's "random encoder": a semantic encoder at initialisation (no training), embedding = mu."""
@@ -146,7 +86,7 @@ def random_transformer(tokenizer: Tokenizer, cfg: TransformerConfig | None = Non
     return NetworkEncoder(name, module, tokenizer)
 
 
-class RandomEmbeddingAverage:
+class RandomEmbeddingAverage(NamedEncoder):
     """Average of a fixed random N(0, 1) sentencepiece-token embedding table (EOS excluded): SP, untrained."""
 
     def __init__(self, tokenizer: Tokenizer, dim: int = 512, seed: int = 0, name: str = "random-sp-average"):
@@ -165,8 +105,6 @@ class RandomEmbeddingAverage:
                 out[row] = self.table[ids].mean(axis=0)
         return out
 
-    def __repr__(self) -> str:
-        return f"<Encoder {self.name} dim={self.dim} fp={self.fingerprint[:10]}>"
 
 
 UNTRAINED = ("random-transformer", "random-sp-average")
@@ -181,13 +119,33 @@ def untrained_encoder(name: str, pair: str = "en-fr", vocab_size: int = 8000, se
     return RandomEmbeddingAverage(tokenizer, seed=seed)
 
 
-REFERENCE = ("minilm",)  # needs the 'minilm' extra
+def _minilm(pair: str) -> Encoder:
+    from .reference import minilm
+    return minilm()
+
+
+# Encoders anyone can name (``--encoder NAME``, ``--against NAME``): name -> (what it is, factory(pair)).
+NAMED_ENCODERS = {
+    "random-transformer": ("an untrained Transformer encoder on the pair's sentencepiece model (the random-init "
+                           "reference)", lambda pair: untrained_encoder("random-transformer", pair)),
+    "random-sp-average": ("the average of random sentencepiece embeddings",
+                          lambda pair: untrained_encoder("random-sp-average", pair)),
+    "minilm": ("all-MiniLM-L6-v2, offline (the 'minilm' extra)", _minilm),
+}
+HF_PREFIX = "hf:"  # hf:PATH[@LAYER]: any Hugging Face encoder folder (the 'hf' extra)
 
 
 def named_encoder(name: str, pair: str = "en-fr") -> Encoder:
-    """An encoder by name: an untrained one (on ``pair``'s tokenizer) or a reference one (``minilm``)."""
-    check_name("encoder", name, [*UNTRAINED, *REFERENCE])
-    if name == "minilm":
-        from .reference import MiniLMEncoder
-        return MiniLMEncoder()
-    return untrained_encoder(name, pair)
+    """An encoder by name (:data:`NAMED_ENCODERS`, untrained ones on ``pair``'s tokenizer), or
+    ``hf:PATH[@LAYER]``: the Hugging Face encoder in folder PATH (or already in the Hugging Face cache) at LAYER
+    (default: its top layer), mean-pooled."""
+    if name.startswith(HF_PREFIX):
+        from .huggingface import hf_encoder
+        path, _, layer = name[len(HF_PREFIX):].rpartition("@")
+        if not path or not layer.lstrip("-").isdigit():
+            path, layer = name[len(HF_PREFIX):], "-1"
+        if not path:
+            raise WorkbenchError("hf: needs a model folder or name, e.g. hf:path/to/model@3")
+        return hf_encoder(path, layer=int(layer))
+    check_name("encoder", name, [*NAMED_ENCODERS, f"{HF_PREFIX}PATH[@LAYER]"])
+    return NAMED_ENCODERS[name][1](pair)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import html
 import json
 import logging
-import os
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +16,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from .errors import WorkbenchError
+from .paths import atomic_write
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +61,8 @@ def read_results(path: str | Path) -> pd.DataFrame:
         df = pd.read_csv(path)
     except (pd.errors.ParserError, pd.errors.EmptyDataError) as err:
         raise WorkbenchError(f"{path}: not a results CSV ({err})") from None
+    except UnicodeDecodeError:
+        raise WorkbenchError(f"{path} is not UTF-8 text; save it as UTF-8") from None
     if df.empty:
         raise WorkbenchError(f"{path}: the results CSV has no rows")
     try:
@@ -165,6 +167,54 @@ def table3_figure(table: pd.DataFrame, title: str = "Probing accuracy by encoder
     return fig
 
 
+def _layer_label(layer: int) -> str:
+    return "embedding (mu)" if layer == -1 else f"layer {layer}"
+
+
+def layer_heatmap(df: pd.DataFrame, encoder: str | None = None) -> go.Figure:
+    """Heat map of a layer sweep (:func:`workbench.probe_layers` rows) for one encoder: tasks × layers, accuracy
+    × 100, with a toggle to selectivity (accuracy minus control-task accuracy) where the sweep has it."""
+    df = tidy(df)
+    encoder = encoder or df["encoder"].iloc[0]
+    rows = df[df["encoder"] == encoder]
+    layers = sorted(rows["layer"].unique(), key=lambda layer: (layer == -1, layer))
+    tables = {metric: rows[rows["metric"] == metric].pivot_table(index="task", columns="layer", values="value",
+                                                                 sort=False).reindex(columns=layers) * 100
+              for metric in ("accuracy", "selectivity") if (rows["metric"] == metric).any()}
+    fig = go.Figure()
+    for i, (metric, table) in enumerate(tables.items()):
+        fig.add_heatmap(z=table.to_numpy(dtype=float), x=[_layer_label(layer) for layer in layers],
+                        y=list(table.index), visible=i == 0, colorscale="Viridis" if metric == "accuracy" else "RdBu",
+                        zmid=0 if metric == "selectivity" else None, colorbar=dict(title="× 100"),
+                        text=table.map(lambda v: "" if pd.isna(v) else f"{v:.1f}").to_numpy(), texttemplate="%{text}",
+                        name=metric)
+    if len(tables) > 1:
+        fig.update_layout(updatemenus=[dict(type="buttons", direction="right", x=0, y=1.15, buttons=[
+            dict(label=metric, method="update", args=[{"visible": [m == metric for m in tables]}])
+            for metric in tables])])
+    fig.update_layout(title=f"Probing by layer: {encoder}", template="plotly_white",
+                      yaxis=dict(autorange="reversed"), height=max(300, 40 * len(next(iter(tables.values()))) + 180))
+    return fig
+
+
+def layer_lines(df: pd.DataFrame, metric: str = "accuracy") -> go.Figure:
+    """``metric`` × 100 against layer, one line per (encoder, task); accuracy with its 95% bootstrap CI as a
+    band."""
+    df = tidy(df)
+    rows = df[(df["metric"] == metric) & (df["layer"] >= 0)].sort_values("layer")
+    fig = go.Figure()
+    for (encoder, task), part in rows.groupby(["encoder", "task"], sort=False):
+        name = f"{task} · {encoder}" if rows["encoder"].nunique() > 1 else task
+        if metric == "accuracy":
+            band = pd.concat([part["layer"], part["layer"][::-1]])
+            fig.add_scatter(x=band, y=100 * pd.concat([part["ci_high"], part["ci_low"][::-1]]), fill="toself",
+                            opacity=0.2, line=dict(width=0), hoverinfo="skip", showlegend=False, legendgroup=name)
+        fig.add_scatter(name=name, x=part["layer"], y=100 * part["value"], mode="lines+markers", legendgroup=name)
+    fig.update_layout(title=f"Probing {metric} by layer" + (" (95% bootstrap CI)" if metric == "accuracy" else ""),
+                      xaxis_title="layer (0 = embeddings)", yaxis_title=f"{metric} × 100", template="plotly_white")
+    return fig
+
+
 def gap_figure(gaps: pd.DataFrame, title: str = "Semantic minus English language encoder, by language",
                x: str = "language") -> go.Figure:
     """Lines of a gap (``language, task, gap`` rows, × 100), one per task: against the languages in their row
@@ -225,9 +275,9 @@ def curve_report(curves: pd.DataFrame, folder: str | Path, static: bool = True) 
         log.warning("%s", problem)
     runs = ", ".join(dict.fromkeys(curves["run"]))
     path = folder / "curve.html"
-    _write(path, page(f"Learning curves: {runs}", "".join(f'<p class="warn">{html.escape(p)}</p>' for p in problems)
+    atomic_write(path, page(f"Learning curves: {runs}", "".join(f'<p class="warn">{html.escape(p)}</p>' for p in problems)
                       + figure_html({k: f for k, (f, _) in figures.items()})))
-    _write(folder / "curve.csv", curves.to_csv(index=False))
+    atomic_write(folder / "curve.csv", curves.to_csv(index=False))
     return path
 
 
@@ -235,6 +285,12 @@ def figures_for(df: pd.DataFrame) -> dict[str, tuple[go.Figure, pd.DataFrame]]:
     """The figures a result frame supports, by file stem, each with the rows behind it."""
     df = tidy(df)
     figures = {}
+    if "layer" in df.columns and df["layer"].nunique() > 1:  # a layer sweep: a heat map per encoder, then lines
+        swept = df[df["metric"].isin(["accuracy", "selectivity"])]
+        for i, encoder in enumerate(swept["encoder"].unique()):
+            figures[f"layers-{i}"] = (layer_heatmap(df, encoder), swept[swept["encoder"] == encoder])
+        figures["layer-lines"] = (layer_lines(df), df[df["metric"] == "accuracy"])
+        return figures
     if (df["metric"] == "accuracy").any():
         figures["probing"] = (probe_figure(df), df[df["metric"].isin(["accuracy", "majority"])])
     if (df["metric"] == "selectivity").any():
@@ -255,8 +311,8 @@ def export_figures(figures: dict[str, tuple[go.Figure, pd.DataFrame]], folder: s
     problems = []
     for name, (fig, data) in figures.items():
         base = folder / f"{stem}-{name}"
-        _write(base.with_suffix(".csv"), data.to_csv(index=False))
-        _write(base.with_suffix(".json"), json.dumps(json.loads(data.to_json(orient="records")), indent=1))
+        atomic_write(base.with_suffix(".csv"), data.to_csv(index=False))
+        atomic_write(base.with_suffix(".json"), json.dumps(json.loads(data.to_json(orient="records")), indent=1))
         for fmt in formats if not problems else ():
             try:
                 fig.write_image(str(base.with_suffix(f".{fmt}")), format=fmt, width=1100, height=600)
@@ -311,9 +367,9 @@ def report(df: pd.DataFrame, path: str | Path, title: str = "BGT workbench repor
             f"<p>Also in <code>{html.escape(path.stem)}.csv</code> and <code>{html.escape(path.stem)}.json</code> "
             f"beside this file; each figure's own numbers in <code>{html.escape(path.stem)}-FIGURE.csv</code>.</p>"
             f"{table}")
-    _write(path, page(title, body))
-    _write(path.with_suffix(".csv"), spreadsheet_safe(df).to_csv(index=False))
-    _write(path.with_suffix(".json"), json.dumps(json.loads(df.to_json(orient="records")), indent=1))
+    atomic_write(path, page(title, body))
+    atomic_write(path.with_suffix(".csv"), spreadsheet_safe(df).to_csv(index=False))
+    atomic_write(path.with_suffix(".json"), json.dumps(json.loads(df.to_json(orient="records")), indent=1))
     return path
 
 
@@ -323,9 +379,3 @@ def spreadsheet_safe(df: pd.DataFrame) -> pd.DataFrame:
     def safe(cell):
         return f"'{cell}" if isinstance(cell, str) and cell[:1] in ("=", "+", "-", "@", "\t", "\r") else cell
     return df.assign(**{c: df[c].map(safe) for c in df.columns if not pd.api.types.is_numeric_dtype(df[c])})
-
-
-def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)

@@ -1,4 +1,4 @@
-"""Style transfer with BGT (paper §5.3, BGT_SPEC §6.4): meaning from one sentence, style from another.
+"""Style transfer with BGT (paper §5.3; docs/method.md#style-transfer): meaning from one sentence, style from another.
 
 The Source goes through the semantic encoder (z_sem = mu), the Style sentence through the English language
 encoder (z_en = mu), and the English decoder generates from ``[z_en ; z_sem]`` — the conditioning it was

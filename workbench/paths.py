@@ -8,8 +8,12 @@
 """
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Callable
 from pathlib import Path
+
+from .errors import WorkbenchError
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -45,3 +49,31 @@ def home_dir() -> Path:
 def trained_dir() -> Path:
     """Folder of the models shipped in the repository."""
     return REPO_ROOT / "trained"
+
+
+def atomic_write(path: Path, content: str | Callable[[Path], object]) -> None:
+    """Write ``path`` whole or not at all: into a temporary sibling ``.NAME.PID.tmp`` (which the cache's cleaning
+    recognises as a leftover of a killed process), then renamed over ``path``. ``content`` is text (UTF-8), or a
+    function that writes the temporary path it is given (safetensors, binary files)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        if callable(content):
+            content(tmp)
+        else:
+            tmp.write_text(content, encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def read_json(path: Path) -> object:
+    """A JSON file's content; a file that is not UTF-8 or not JSON is refused with its path and the line."""
+    path = Path(path)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise WorkbenchError(f"{path} is not UTF-8 text (damaged or not a JSON file)") from None
+    except json.JSONDecodeError as err:
+        raise WorkbenchError(f"{path}, line {err.lineno}, column {err.colno}: cannot parse it as JSON ({err.msg})"
+                             ) from None

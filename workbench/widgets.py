@@ -14,12 +14,12 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from .figures import tidy
+from .figures import layer_lines, tidy
 
 
 def notebook_sizes() -> dict[str, int]:
     """Probing sizes for notebooks: the cards' sizes, or small ones when ``WORKBENCH_QUICK=1`` (CI)."""
-    from .zoo import CARD_SIZES
+    from .cards import CARD_SIZES
     quick = os.environ.get("WORKBENCH_QUICK", "") not in ("", "0")
     return {"train": 600, "valid": 200, "test": 200} if quick else dict(CARD_SIZES)
 
@@ -79,6 +79,36 @@ class ProbeExplorer:
                 self.figure.add_traces(bars)
             self.figure.layout.title = f"{self.metric.value} × 100" + (
                 f" — {self.group.value}" if self.group_column else "")
+
+
+class LayerExplorer:
+    """A layer sweep (:func:`workbench.probe_layers` rows of one or more encoders): one line per chosen encoder
+    and task across the layers, accuracy with its CI band or selectivity."""
+
+    def __init__(self, results: pd.DataFrame):
+        self.results = tidy(results)
+        probes = self.results[self.results["metric"] == "accuracy"]
+        encoders, tasks = list(dict.fromkeys(probes["encoder"])), list(dict.fromkeys(probes["task"]))
+        self.encoders = w.SelectMultiple(options=encoders, value=tuple(encoders), description="encoders", rows=4)
+        self.tasks = w.SelectMultiple(options=tasks, value=tuple(tasks[:3]), description="tasks", rows=6)
+        self.metric = w.ToggleButtons(options=[m for m in ("accuracy", "selectivity")
+                                               if (self.results["metric"] == m).any()], description="metric")
+        self.figure = go.FigureWidget(layout={"template": "plotly_white", "height": 420,
+                                              "xaxis_title": "layer (0 = embeddings)", "yaxis_title": "× 100"})
+        for control in (self.encoders, self.tasks, self.metric):
+            control.observe(lambda _: self.update(), "value")
+        self.update()
+        self.widget = w.VBox([w.HBox([self.encoders, self.tasks]), self.metric, self.figure])
+
+    def update(self) -> None:
+        """Redraw for the current choices."""
+        df = self.results
+        rows = df[df["encoder"].isin(self.encoders.value) & df["task"].isin(self.tasks.value)]
+        with self.figure.batch_update():
+            self.figure.data = ()
+            if not rows.empty:
+                self.figure.add_traces(layer_lines(rows, self.metric.value).data)
+            self.figure.layout.title = f"{self.metric.value} × 100 by layer"
 
 
 class GapExplorer:

@@ -15,7 +15,6 @@ import hashlib
 import io
 import json
 import logging
-import os
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -23,7 +22,7 @@ from pathlib import Path
 import sentencepiece as spm
 from sacremoses import MosesDetokenizer
 
-from ..paths import home_dir
+from ..paths import atomic_write, home_dir
 from . import sha256_of
 from .corpora import SplitConfig, corpus_path, language_of, load_splits, pairs_of
 from .moses import tokenise_many
@@ -135,9 +134,7 @@ def train_sentencepiece(sentences: Iterable[str], out_dir: str | Path, vocab_siz
         hard_vocab_limit=False, pad_id=PAD, unk_id=UNK, bos_id=BOS, eos_id=EOS, input_sentence_size=2_000_000,
         shuffle_input_sentence=False, num_threads=1, minloglevel=2, **(
             {"control_symbols": list(symbols)} if symbols else {}))
-    tmp = out_dir / f".spm.model.{os.getpid()}.tmp"
-    tmp.write_bytes(model.getvalue())
-    os.replace(tmp, out_dir / "spm.model")
+    atomic_write(out_dir / "spm.model", lambda tmp: tmp.write_bytes(model.getvalue()))
     return Tokenizer(out_dir / "spm.model")
 
 

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -50,11 +52,32 @@ def tatoeba_languages(encoder: Encoder, languages=None) -> list[str]:
     return list(languages)
 
 
-SUITES = {"sts": evaluate_sts, "hard_sts": evaluate_hard_sts, "sts17": evaluate_sts17,
-          "tatoeba": evaluate_tatoeba}
+@dataclass(frozen=True)
+class Suite:
+    """An evaluation suite: its results' ``task`` name, what an encoder must read to take it, its headline metric
+    and the function that runs it (``run(encoder, show_progress=...)`` -> tidy rows)."""
+
+    name: str
+    task: str
+    about: str
+    reads: str
+    metric: str
+    run: Callable[..., pd.DataFrame]
 
 
-EVALUATION_VERSION = 1  # bump when a change alters results, so cached ones are recomputed
+SUITES = {suite.name: suite for suite in (
+    Suite("sts", "STS12-16", "STS 2012–2016: Pearson's r of cosine similarity, per dataset and year", "English",
+          "pearson", evaluate_sts),
+    Suite("hard_sts", "Hard STS", "pairs whose wording and meaning disagree (Hard+ and Hard−)", "English",
+          "pearson", evaluate_hard_sts),
+    Suite("sts17", "STS17", "SemEval-2017 monolingual and cross-lingual tracks", "each track's two languages",
+          "pearson", evaluate_sts17),
+    Suite("tatoeba", "Tatoeba", "similarity-search error rate, both directions", "English and a Tatoeba language",
+          "error", evaluate_tatoeba),
+)}
+
+
+EVALUATION_VERSION = 2  # bump when a change alters results, so cached ones are recomputed
 _DIGESTS: dict[tuple, str] = {}
 
 
@@ -75,7 +98,7 @@ def evaluation_data_digest() -> str:
 
 def evaluate(encoder: Encoder, suite: str = "sts", show_progress: bool = False, cache: bool = True) -> pd.DataFrame:
     """Run one evaluation suite (or ``"all"``) on ``encoder``; tidy rows (encoder, task, dataset, metric,
-    value, n). Suites: sts (STS 2012–16), hard_sts, sts17, tatoeba. Embeddings and results are cached
+    value, n). Suites: :data:`SUITES` (sts, hard_sts, sts17, tatoeba). Embeddings and results are cached
     (``cache=False`` bypasses both)."""
     check_name("evaluation suite", suite, [*SUITES, "all"])
     names = list(SUITES) if suite == "all" else [suite]
@@ -85,11 +108,11 @@ def evaluate(encoder: Encoder, suite: str = "sts", show_progress: bool = False, 
                     ", ".join(reads))
         names.remove("tatoeba")
     if not cache:
-        return pd.concat([SUITES[name](encoder, show_progress=show_progress) for name in names], ignore_index=True)
+        return pd.concat([SUITES[name].run(encoder, show_progress=show_progress) for name in names], ignore_index=True)
     encoder = cached(encoder)
     key = {"version": EVALUATION_VERSION, "data": evaluation_data_digest()}
     frames = [pd.DataFrame(remember("evaluate", encoder.fingerprint, {"suite": name, **key},
-                                    lambda name=name: SUITES[name](encoder, show_progress=show_progress)
+                                    lambda name=name: SUITES[name].run(encoder, show_progress=show_progress)
                                     .to_dict(orient="records")))
               for name in names]
     return pd.concat(frames, ignore_index=True)

@@ -1,4 +1,4 @@
-"""Hard STS (BGT paper §4.3, App. D; BGT_SPEC §6.3 and D4): pairs whose wording and meaning disagree.
+"""Hard STS (BGT paper §4.3, App. D; docs/method.md#hard-sts): pairs whose wording and meaning disagree.
 
 ``SWER(s1, s2) = ½·WER(s1→s2) + ½·WER(s2→s1)`` with ``WER(a→b) = word-Levenshtein(a, b) / len(a)`` on
 lower-cased tokens with punctuation split off. Over the pooled STS 2012–16 pairs, Hard+ = SWER percentile

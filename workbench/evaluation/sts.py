@@ -1,6 +1,7 @@
-"""STS evaluation (BGT_SPEC §6.2–6.3): cosine of the two embeddings, Pearson's r (× 100) per dataset.
+"""STS evaluation (docs/method.md#evaluation): cosine of the two embeddings, Pearson's r (× 100) per dataset.
 
-STS 2012–2016 reports per year the unweighted mean over its sub-datasets and the mean of the five years;
+STS 2012–2016 reports per year the unweighted mean over its sub-datasets and the mean of the five years (the
+paper's), beside the two other conventions in use (:data:`AGGREGATIONS`);
 Hard STS uses the paper authors' files; STS17 the SemEval-2017 cross-lingual and non-English tracks."""
 from __future__ import annotations
 
@@ -30,38 +31,63 @@ def embed_unique(encoder: Encoder, sentences: Sequence[str], show_progress: bool
     return dict(zip(unique, vectors))
 
 
+def _similarities(lookup: dict[str, np.ndarray], frame: pd.DataFrame) -> np.ndarray:
+    return cosine(np.stack([lookup[s] for s in frame["sentence1"]]), np.stack([lookup[s] for s in frame["sentence2"]]))
+
+
+def _correlations(sims: np.ndarray, gold) -> dict[str, float]:
+    return {"pearson": 100 * float(pearsonr(sims, gold)[0]), "spearman": 100 * float(spearmanr(sims, gold)[0])}
+
+
 def score_pairs(lookup: dict[str, np.ndarray], frame: pd.DataFrame) -> dict[str, float]:
     """Pearson and Spearman (× 100) between gold scores and embedding cosines."""
-    sims = cosine(np.stack([lookup[s] for s in frame["sentence1"]]), np.stack([lookup[s] for s in frame["sentence2"]]))
-    return {"pearson": 100 * float(pearsonr(sims, frame["score"])[0]),
-            "spearman": 100 * float(spearmanr(sims, frame["score"])[0])}
+    return _correlations(_similarities(lookup, frame), frame["score"])
+
+
+# How the STS 2012–16 numbers of the literature combine sub-datasets (docs/method.md#sts-aggregation):
+AGGREGATIONS = {
+    "mean": "all",  # the unweighted mean of the sub-datasets' correlations: the BGT paper's (and SentEval's 'mean')
+    "wmean": "all (wmean)",  # weighted by each sub-dataset's number of pairs: SentEval's 'wmean'
+    "pooled": "all (pooled)",  # one correlation over every pair pooled: sentence-transformers', SimCSE's 'all'
+}
 
 
 def evaluate_sts(encoder: Encoder, years: Sequence[int] = tuple(STS_DATASETS),
                  show_progress: bool = False) -> pd.DataFrame:
-    """Tidy rows ``encoder, task, dataset, metric, value, n``: one per sub-dataset and metric, plus per-year
-    ``dataset="all"`` rows (mean over sub-datasets) and, for several years, ``task="STS12-16"`` averages."""
+    """Tidy rows ``encoder, task, dataset, metric, value, n, aggregation``: one per sub-dataset and metric, and per
+    year (and, for several years, ``task="STS12-16"``) one row per aggregation in :data:`AGGREGATIONS`:
+    ``dataset="all"`` is the unweighted mean (the paper's; over years, the mean of the year means),
+    ``"all (wmean)"`` the pair-weighted mean, ``"all (pooled)"`` the correlation over all pairs pooled."""
     check_language(encoder, "en", "STS")
     data = {year: load_sts(year) for year in years}
     sentences = [s for sets in data.values() for f in sets.values() for s in (*f["sentence1"], *f["sentence2"])]
     lookup = embed_unique(encoder, sentences, show_progress)
-    rows = []
+    rows, scored = [], {}
     for year, sets in data.items():
         task = f"STS{year % 100}"
         for name, frame in sets.items():
-            for metric, value in score_pairs(lookup, frame).items():
+            scored[task, name] = (_similarities(lookup, frame), frame["score"].to_numpy())
+            for metric, value in _correlations(*scored[task, name]).items():
                 rows.append({"encoder": encoder.name, "task": task, "dataset": name, "metric": metric,
                              "value": value, "n": len(frame)})
     frame = pd.DataFrame(rows)
-    per_year = (frame.groupby(["encoder", "task", "metric"], sort=False)
-                .agg(value=("value", "mean"), n=("n", "sum")).reset_index().assign(dataset="all"))
-    parts = [frame, per_year]
+    tasks = {f"STS{year % 100}": [f"STS{year % 100}"] for year in years}
     if len(years) > 1:
-        overall = (per_year.groupby(["encoder", "metric"], sort=False)
-                   .agg(value=("value", "mean"), n=("n", "sum")).reset_index()
-                   .assign(task=f"STS{min(years) % 100}-{max(years) % 100}", dataset="all"))
-        parts.append(overall)
-    return pd.concat(parts, ignore_index=True)[["encoder", "task", "dataset", "metric", "value", "n"]]
+        tasks[f"STS{min(years) % 100}-{max(years) % 100}"] = list(tasks)
+    summary = []
+    for task, members in tasks.items():
+        parts = frame[frame["task"].isin(members)]
+        pairs = [scored[key] for key in scored if key[0] in members]
+        pooled = _correlations(np.concatenate([s for s, _ in pairs]), np.concatenate([g for _, g in pairs]))
+        for metric, part in parts.groupby("metric", sort=False):
+            year_means = part.groupby("task", sort=False)["value"].mean()  # over years: the mean of the year means
+            values = {"mean": float(year_means.mean()), "wmean": float(np.average(part["value"], weights=part["n"])),
+                      "pooled": pooled[metric]}
+            summary += [{"encoder": encoder.name, "task": task, "dataset": AGGREGATIONS[aggregation],
+                         "metric": metric, "value": value, "n": int(part["n"].sum()), "aggregation": aggregation}
+                        for aggregation, value in values.items()]
+    columns = ["encoder", "task", "dataset", "metric", "value", "n", "aggregation"]
+    return pd.concat([frame, pd.DataFrame(summary)], ignore_index=True).reindex(columns=columns)
 
 
 def evaluate_hard_sts(encoder: Encoder, show_progress: bool = False) -> pd.DataFrame:

@@ -130,11 +130,11 @@ def summarise_transfers(scored: pd.DataFrame, n_boot: int = 1000, seed: int = 0)
 def default_judges(model=None) -> list:
     """The judge encoders: the shipped ``sp-en-fr``, and all-MiniLM-L6-v2 when its extra is installed; never
     the model under test itself."""
-    from ..train import load
+    from ..modelfolder import load
     judges = [load(JUDGE).encoder()]
     try:
-        from ..reference import MiniLMEncoder
-        judges.append(MiniLMEncoder())
+        from ..reference import minilm
+        judges.append(minilm())
     except WorkbenchError:
         pass
     if model is not None:

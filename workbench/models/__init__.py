@@ -1,0 +1,59 @@
+"""The networks the workbench trains, by name: the registry the Trainer, ``load`` and the CLI read.
+
+Each name maps to its network class and config class; a model folder's ``config.json`` names its ``setting``, so
+:func:`build_model` can rebuild any saved network. WMF is listed in :data:`MODELS` but fitted by ALS, not built
+here.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+
+from ..errors import WorkbenchError, check_name
+from . import bgt, paraphrastic
+from .bgt import BGT, BGTConfig
+from .nmt import MultilingualNMT, NMTConfig
+from .paraphrastic import Paraphrastic, ParaphrasticConfig
+
+# model name -> (network, its config): what the Trainer trains (`workbench train --model`)
+ARCHITECTURES = {**{name: (BGT, BGTConfig) for name in bgt.SETTINGS},
+                 **{name: (Paraphrastic, ParaphrasticConfig) for name in paraphrastic.SETTINGS},
+                 "nmt": (MultilingualNMT, NMTConfig)}
+MODELS = (*ARCHITECTURES, "wmf")  # wmf is fitted by ALS (train_wmf), not by the Trainer
+
+
+MAX_PARAMETERS = 2 * 10 ** 9  # 8 GB of float32 weights; the paper's BGT has 0.48 billion
+
+
+def parameter_count(network: type, model_config) -> int:
+    """The parameters ``network(model_config)`` would have, counted on the meta device (no memory). Each
+    ``*layers`` count enters linearly, so it is counted at 1 and 2 layers and extrapolated: a config asking for
+    10,000 layers is counted in milliseconds, not built."""
+    def count(cfg) -> int:
+        with torch.device("meta"):
+            return sum(p.numel() for p in network(cfg).parameters())
+
+    layers = {f.name: getattr(model_config, f.name) for f in dataclasses.fields(model_config)
+              if f.name.endswith("layers")}
+    base = dataclasses.replace(model_config, **{name: 1 for name in layers})
+    one = count(base)
+    return one + sum((n - 1) * (count(dataclasses.replace(base, **{name: 2})) - one) for name, n in layers.items())
+
+
+def build_model(model_config: dict | BGTConfig | ParaphrasticConfig | NMTConfig) -> torch.nn.Module:
+    """The network for a model config (or its ``to_dict()`` form, as stored in ``config.json``). Its size is
+    counted on the meta device first (no memory), so an absurd config is refused before it is allocated."""
+    if isinstance(model_config, dict):
+        _, config_class = ARCHITECTURES[check_name("model", model_config.get("setting"), tuple(ARCHITECTURES))]
+        try:
+            model_config = config_class.from_dict(model_config)
+        except (ValueError, TypeError) as err:
+            raise WorkbenchError(f"bad model settings: {err}") from None
+    network = ARCHITECTURES[model_config.setting][0]
+    size = parameter_count(network, model_config)
+    if size > MAX_PARAMETERS:
+        raise WorkbenchError(f"these model settings would have {size / 1e9:.1f} billion parameters "
+                             f"({size * 4 / 2 ** 30:.0f} GiB of float32 weights), more than the "
+                             f"{MAX_PARAMETERS / 1e9:.0f} billion the workbench builds")
+    return network(model_config)

@@ -1,11 +1,20 @@
 """What the trainable sentence models share: config (de)serialisation and their Encoder views."""
 from __future__ import annotations
 
+import copy
+import hashlib
+import json
+from collections.abc import Sequence
 from dataclasses import asdict, fields
+from itertools import chain
 
+import numpy as np
+import torch
 from torch import nn
+from tqdm.auto import tqdm
 
-from ..errors import WorkbenchError
+from ..data.tokenizer import Tokenizer
+from ..errors import WorkbenchError, check_name, check_sentences
 
 
 class ModelConfig:
@@ -56,14 +65,134 @@ class SentenceModel(nn.Module):
     def view_languages(self, view: str) -> tuple[str, ...]:
         return self.cfg.languages
 
-    def encoder(self, view: str = "semantic", tokenizer=None):
+    def encoder(self, view: str = "semantic", tokenizer=None, layer: int = -1):
         """An Encoder (``name``, ``dim``, ``fingerprint``, ``encode``) over one network: ``"semantic"`` or a
-        language encoder (``"en"``, ``"fr"``, ...). Uses the tokenizer :func:`workbench.load` attached."""
-        from ..encoders import NetworkEncoder
-        from ..errors import check_name
+        language encoder (``"en"``, ``"fr"``, ...). Uses the tokenizer :func:`workbench.load` attached.
+        ``layer``: -1 (default) the sentence embedding ``mu``; 0…L one layer's mean-pooled states (Transformer
+        encoders; see :class:`NetworkEncoder`)."""
         check_name("encoder view", view, self.views)
         tokenizer = tokenizer or getattr(self, "tokenizer", None)
         if tokenizer is None:
             raise ValueError("this model has no tokenizer attached; load it with workbench.load or pass tokenizer=")
         name = f"{self.cfg.setting}-{'-'.join(self.cfg.languages)}:{view}"
-        return NetworkEncoder(name, self.encoders[view], tokenizer, languages=self.view_languages(view))
+        return NetworkEncoder(name, self.encoders[view], tokenizer, languages=self.view_languages(view), layer=layer)
+
+
+def weights_fingerprint(module: torch.nn.Module, *extra: str) -> str:
+    """sha256 over every tensor of ``module`` (names, shapes, bytes) and ``extra`` strings."""
+    h = hashlib.sha256()
+    for name, tensor in sorted(module.state_dict().items()):
+        h.update(f"{name}{tuple(tensor.shape)}{tensor.dtype}".encode())
+        h.update(tensor.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes())
+    for item in extra:
+        h.update(item.encode())
+    return h.hexdigest()
+
+
+def _check_layer(module: torch.nn.Module, layer: int, name: str) -> int:
+    """``layer`` if ``module`` has it: -1 (the sentence embedding) always, 0…L for a Transformer encoder."""
+    if layer == -1 and isinstance(layer, int):
+        return layer
+    if not hasattr(module, "pooled_layers"):
+        raise WorkbenchError(f"{name} has no layers to choose from ({type(module).__name__}): only layer=-1, its "
+                             "sentence embedding; layers exist for the Transformer encoders (BGT and its ablations)")
+    top = len(module.layers)
+    if not isinstance(layer, int) or isinstance(layer, bool) or not 0 <= layer <= top:
+        raise WorkbenchError(f"layer {layer!r} does not exist in {name}: 0 (embeddings) to {top} (the top block's "
+                             "mean), or -1 (the sentence embedding, mu)")
+    return layer
+
+
+def _length_sorted_batches(lengths: Sequence[int], batch_size: int) -> list[np.ndarray]:
+    order = np.argsort(lengths, kind="stable")
+    return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+
+
+class NamedEncoder:
+    """Base of the workbench's Encoder classes: one way to show an encoder (name, size, fingerprint)."""
+
+    def __repr__(self) -> str:
+        return f"<Encoder {self.name} dim={self.dim} fp={self.fingerprint[:10]}>"
+
+
+class NetworkEncoder(NamedEncoder):
+    """An Encoder view of a network mapping padded ids (B, T) to ``(embedding, _)``: a
+    :class:`SentenceEncoder` (the test-time embedding is the posterior mean ``mu``) or a paraphrastic encoder. The
+    network declares ``output_dim``, ``max_len`` (longer inputs are truncated, EOS kept) and a dataclass ``cfg``.
+
+    ``layer``: -1 (default) is the network's sentence embedding (``mu``); for a Transformer encoder, 0…L is the
+    masked mean of one layer's token states instead (0: the embedding layer, k: block k), see
+    :meth:`SentenceEncoder.pooled_layers`. Each layer is its own encoder, with its own fingerprint.
+    """
+
+    def __init__(self, name: str, module: torch.nn.Module, tokenizer: Tokenizer, max_len: int = 256,
+                 languages: tuple[str, ...] | None = None, layer: int = -1):
+        self.module, self.tokenizer, self.base_name = module, tokenizer, name
+        self.max_len = min(max_len, module.max_len)
+        self.languages = languages or tokenizer.languages
+        self.weights = weights_fingerprint(module, tokenizer.digest, json.dumps(asdict(module.cfg)))
+        self._read_at(layer)
+
+    def _read_at(self, layer: int) -> None:
+        self.layer = _check_layer(self.module, layer, self.base_name)
+        self.name = self.base_name if layer == -1 else f"{self.base_name}@{layer}"
+        self.dim = self.module.output_dim if layer == -1 else self.module.cfg.d_model
+        self.fingerprint = (self.weights if layer == -1  # as before layers existed: cached entries stay valid
+                            else hashlib.sha256(f"{self.weights}|layer {layer}".encode()).hexdigest())
+
+    @property
+    def layers(self) -> tuple[int, ...]:
+        """The layers this network offers: 0…L where it has them, and -1 (its sentence embedding)."""
+        blocks = getattr(self.module, "layers", None) if hasattr(self.module, "pooled_layers") else None
+        return (*range(len(blocks) + 1), -1) if blocks is not None else (-1,)
+
+    def at_layer(self, layer: int) -> "NetworkEncoder":
+        """The same network read at another layer (the weights' digest is not computed again)."""
+        other = copy.copy(self)
+        other._read_at(layer)
+        return other
+
+    def encode(self, sentences: Sequence[str], batch_size: int = 256, show_progress: bool = False) -> np.ndarray:
+        return self.encode_ids(self.tokenizer.encode(check_sentences(sentences), max_len=self.max_len), batch_size,
+                               show_progress)
+
+    def encode_ids(self, ids: Sequence[Sequence[int]], batch_size: int = 256, show_progress: bool = False
+                   ) -> np.ndarray:
+        """Embeddings of already-tokenised sentences (the tokenizer's id lists, EOS included)."""
+        return self._encode_ids(ids, (self.layer,), batch_size, show_progress)[self.layer]
+
+    def encode_layers(self, sentences: Sequence[str], layers: Sequence[int], batch_size: int = 256,
+                      show_progress: bool = False) -> dict[int, np.ndarray]:
+        """Every layer of ``layers`` from one forward pass per batch: ``{layer: (n, dim of that layer)}``."""
+        for layer in layers:
+            _check_layer(self.module, layer, self.base_name)
+        ids = self.tokenizer.encode(check_sentences(sentences), max_len=self.max_len)
+        return self._encode_ids(ids, tuple(dict.fromkeys(layers)), batch_size, show_progress)
+
+    @torch.no_grad()
+    def _encode_ids(self, ids: Sequence[Sequence[int]], layers: tuple[int, ...], batch_size: int,
+                    show_progress: bool) -> dict[int, np.ndarray]:
+        lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+        flat = np.fromiter(chain.from_iterable(ids), dtype=np.int64, count=int(lengths.sum()))
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]) if len(ids) else lengths
+        out = {layer: np.empty((len(ids), self.module.output_dim if layer == -1 else self.module.cfg.d_model),
+                               dtype=np.float32) for layer in layers}
+        device = next(self.module.parameters()).device
+        self.module.eval()
+        for index in tqdm(_length_sorted_batches(lengths, batch_size), desc=f"encode {self.name}",
+                          disable=not show_progress, unit="batch"):
+            width = int(lengths[index].max())
+            columns = np.arange(width)
+            keep = columns < lengths[index, None]  # right padding, gathered from the flat id array
+            tokens = np.full((len(index), width), self.tokenizer.pad_id, dtype=np.int64)
+            tokens[keep] = flat[(starts[index, None] + columns)[keep]]
+            tokens = torch.from_numpy(tokens).to(device)
+            if layers == (-1,):
+                pooled = {-1: self.module(tokens)[0]}
+            else:
+                hidden = self.module.pooled_layers(tokens)
+                pooled = {layer: (self.module.hidden2mean(hidden[-1]) if layer == -1 else hidden[layer])
+                          for layer in layers}
+            for layer, vectors in pooled.items():
+                out[layer][index] = vectors.float().cpu().numpy()
+        return out

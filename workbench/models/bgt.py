@@ -1,4 +1,4 @@
-"""The Bilingual Generative Transformer and the paper's Transformer baselines (BGT_SPEC §2–4).
+"""The Bilingual Generative Transformer and the paper's Transformer baselines (docs/method.md).
 
 One model class, configured by ``setting``:
 
@@ -17,7 +17,7 @@ One model class, configured by ``setting``:
 The semantic encoder alternates its input language for the generative path (``sem_side``) and reads both
 sides for the translation loss. Decoders have one post-LN layer and no cross-attention: the latent enters by
 concatenation before a linear sublayer ("Attention") and again before the output projection ("Logit").
-Losses are summed over tokens and latent dimensions and divided by the number of sentence pairs (§3.4).
+Losses are summed over tokens and latent dimensions and divided by the number of sentence pairs (docs/method.md#normalisation).
 
 How the BGT variants bottleneck their latents (defaults: the released code):
 
@@ -88,8 +88,8 @@ class BGTConfig(ModelConfig):
     language_latent_dim: int | None = None  # size of z_en / z_xx (None: latent_dim); a smaller one holds less
     language_kl_weight: float = 1.0  # multiplies the language latents' KL (with β): a tighter bottleneck above 1
     word_dropout: float = 0.0  # share of the generative decoders' input tokens replaced by padding in training
-    sem_side: str = "example"  # "example" | "microbatch" (BGT_SPEC §1.4)
-    attention_relu: bool = False  # the code computes F.relu without using it (D9)
+    sem_side: str = "example"  # "example" | "microbatch" (docs/method.md#semantic-side)
+    attention_relu: bool = False  # the released code's sublayer is linear (docs/method.md#attention-relu)
     kl_x0: int = 65536  # KL weight min(1, update / kl_x0)
     recon_weight: float = 1.0
     trans_weight: float = 1.0
@@ -136,7 +136,7 @@ class BGTConfig(ModelConfig):
 
 class LatentDecoder(nn.Module):
     """p(x | c): causal self-attention, the "Attention" sublayer ``LN(x + Drop(W_a [x ; c]))``, FFN, then
-    logits ``W_out [c ; x]`` (no cross-attention; BGT_SPEC §2.5)."""
+    logits ``W_out [c ; x]`` (no cross-attention; docs/method.md#architecture)."""
 
     def __init__(self, cfg: BGTConfig, cond_dim: int):
         super().__init__()
@@ -268,7 +268,7 @@ class BGT(SentenceModel):
     # --- training loss -------------------------------------------------------------------------------------
 
     def kl_weight(self, update: int) -> float:
-        """β(update) = min(1, update / kl_x0): linear annealing (BGT_SPEC §3.2)."""
+        """β(update) = min(1, update / kl_x0): linear annealing (docs/method.md#kl)."""
         return min(1.0, update / self.cfg.kl_x0) if self.has_kl else 0.0
 
     def forward(self, en: torch.Tensor, xx: torch.Tensor, sem_en: torch.Tensor, update: int = 0
@@ -331,10 +331,10 @@ class BGT(SentenceModel):
                         cond = torch.cat([z_l, z_sem], dim=-1)  # [language ; semantic]
                         if logv_l is not None:
                             kl_lang = kl_lang + kl_to_standard_normal(mu_l, logv_l).sum()
-                    # un-smoothed NLL (§3.1)
+                    # un-smoothed NLL (docs/method.md#losses)
                     recon = recon + decoded(lang, target[lang], cond, 0.0, cfg.word_dropout)
         beta = self.kl_weight(update)
-        trans_weight = 0.5 if s == "bilingual_trans" else cfg.trans_weight  # D7
+        trans_weight = 0.5 if s == "bilingual_trans" else cfg.trans_weight  # docs/method.md#translation-loss
         kl = kl_sem + kl_lang
         loss = cfg.recon_weight * recon + beta * (kl_sem + cfg.language_kl_weight * kl_lang) + trans_weight * trans
         active = (torch.cat(means, dim=-1).detach().float().var(dim=0) >= 0.01).sum() if en.shape[0] > 1 else 0

@@ -1,4 +1,4 @@
-"""Multilingual NMT sentence embeddings (Schwenk & Douze 2017, seed 001; the LASER lineage).
+"""Multilingual NMT sentence embeddings (Schwenk & Douze 2017; the LASER lineage).
 
 One encoder reads every language: a bidirectional LSTM over sentencepiece embeddings whose states are
 max-pooled over time into the sentence vector (2 × ``hidden`` dimensions; the paper's best system, Table 1

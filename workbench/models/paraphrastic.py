@@ -1,8 +1,8 @@
-"""Paraphrastic sentence encoders trained on translation pairs: SP and BILSTM (Wieting et al. 2019; BGT_SPEC §4).
+"""Paraphrastic sentence encoders trained on translation pairs: SP and BILSTM (Wieting et al. 2019; docs/method.md#baselines).
 
 * **SP**: a sentence is the average of its sentencepiece embeddings (one table for both languages).
 * **BILSTM**: a one-layer bidirectional LSTM over the same embeddings, states pooled over time (``pooling``:
-  ``"max"`` as in the issue, ``"mean"`` as BGT_SPEC §4 reads the paper), 2 × ``hidden`` dimensions.
+  ``"max"`` (the default) or ``"mean"``; the paper does not say which), 2 × ``hidden`` dimensions.
 
 Both are trained with the margin loss ``max(0, δ − cos(e_s, e_t) + cos(e_s, e_t'))``, δ = 0.4, where the negative
 ``t'`` is the translation most similar to ``s`` among the other pairs of the mega-batch. Here the mega-batch is

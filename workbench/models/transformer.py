@@ -1,4 +1,4 @@
-"""Transformer building blocks as BGT uses them (BGT_SPEC §2.1–2.3, §2.6).
+"""Transformer building blocks as BGT uses them (docs/method.md#architecture).
 
 Post-LN layers, ReLU FFN, fairseq sinusoidal positions (sin half, then cos half), token embeddings scaled by
 sqrt(d). A sentence encoder mean-pools the token states over non-pad positions (EOS included) and maps the
@@ -121,10 +121,18 @@ class SentenceEncoder(nn.Module):
 
     def forward(self, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """tokens (B, T) -> mu (B, L), logv (B, L) or None."""
-        keep = tokens != self.cfg.pad_id
-        x = self.embed(tokens)
-        for layer in self.layers:
-            x = layer(x, keep)
-        pooled = masked_mean(x, keep)
+        pooled = self.pooled_layers(tokens)[-1]
         logv = self.hidden2logv(pooled) if self.hidden2logv is not None else None
         return self.hidden2mean(pooled), logv
+
+    def pooled_layers(self, tokens: torch.Tensor) -> list[torch.Tensor]:
+        """The masked mean of every layer's token states, (B, d) each: index 0 is the embedding layer (token
+        embeddings plus positions), k the output of block k. ``mu`` is a linear map of the last one, trained to
+        be the posterior mean; a hidden layer's mean is what the block computed, before any such map."""
+        keep = tokens != self.cfg.pad_id
+        x = self.embed(tokens)
+        pooled = [masked_mean(x, keep)]
+        for layer in self.layers:
+            x = layer(x, keep)
+            pooled.append(masked_mean(x, keep))
+        return pooled

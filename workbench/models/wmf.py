@@ -1,4 +1,4 @@
-"""Cross-lingual weighted matrix factorisation (seed 003; Guo & Diab 2012 for the monolingual WMF).
+"""Cross-lingual weighted matrix factorisation (Guo & Diab 2012 for the monolingual WMF; docs/method.md#baselines).
 
 A tf-idf matrix X (words × sentences) is factorised as X ≈ PᵀQ with weights W_ij = 1 on observed cells and
 ``w_m`` on missing ones, minimising Σ W_ij (P_iᵀQ_j − X_ij)² + λ(‖P‖² + ‖Q‖²) by alternating least squares:
@@ -33,6 +33,7 @@ from tqdm.auto import tqdm
 from ..data import sha256_of
 from ..data.tokenizer import preprocess
 from ..errors import check_sentences
+from ..paths import read_json
 from .base import ModelConfig
 
 VARIANTS = ("b-wmf", "x-wmf")
@@ -191,7 +192,7 @@ class WMF:
     @classmethod
     def load(cls, folder: str | Path) -> "WMF":
         folder = Path(folder)
-        meta = json.loads((folder / "config.json").read_text())
+        meta = read_json(folder / "config.json")
         model = cls(WMFConfig.from_dict({k: v for k, v in meta["model"].items() if k != "setting"}))
         tensors = load_file(str(folder / "model.safetensors"))
         for lang, words in meta["vocabulary"].items():

@@ -14,7 +14,6 @@ import hashlib
 import inspect
 import json
 import logging
-import os
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,7 +27,7 @@ from ..data.corpora import PAIRS, SplitConfig, bucket, corpus_path, load_splits,
 from ..data.moses import tokenise_many
 from ..data.tokenizer import detokenise
 from ..errors import WorkbenchError
-from ..paths import home_dir
+from ..paths import atomic_write, home_dir, read_json
 from .builders import BUILDERS, PARSING
 from .parse import parses_path
 from .tasks import TaskCard, get_task
@@ -199,22 +198,16 @@ def build_task(task: str | TaskCard, sizes: dict[str, int] | None = None, pool: 
     folder.mkdir(parents=True, exist_ok=True)
     text = "".join(f"{r.split}\t{r.label}\t{r.sentence}\t{r.word}\n" for r in data.itertuples())
     manifest["sha256"] = hashlib.sha256(text.encode()).hexdigest()
-    _atomic_write(folder / "data.tsv", text)
-    _atomic_write(folder / "manifest.json", json.dumps(manifest, indent=2, ensure_ascii=False))
+    atomic_write(folder / "data.tsv", text)
+    atomic_write(folder / "manifest.json", json.dumps(manifest, indent=2, ensure_ascii=False))
     return ProbingDataset(card, data, manifest, folder)
 
 
 def load_dataset(card: TaskCard, folder: Path) -> ProbingDataset:
     """Read a built dataset, verifying its checksum against the manifest."""
-    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest = read_json(folder / "manifest.json")
     text = (folder / "data.tsv").read_text(encoding="utf-8")
     if hashlib.sha256(text.encode()).hexdigest() != manifest["sha256"]:
         raise WorkbenchError(f"{folder}/data.tsv does not match its manifest checksum; delete {folder} to rebuild")
     rows = [line.split("\t") for line in text.splitlines()]
     return ProbingDataset(card, pd.DataFrame(rows, columns=COLUMNS), manifest, folder)
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)

@@ -1,4 +1,4 @@
-"""Task builders: each turns probe-pool sentences into ``(label, sentence, word)`` candidates (PROBING_DATA.md §3).
+"""Task builders: each turns probe-pool sentences into ``(label, sentence, word)`` candidates (docs/probing.md#cards).
 
 Every builder receives the pool Moses-tokenised (tokens joined by spaces, case kept, as in SentEval's files) and
 the card's language and parameters, and returns sentences in the same form; :mod:`.build` detokenises them,

@@ -3,7 +3,7 @@
 * :class:`LogisticProbe` — multinomial logistic regression on standardised embeddings, full-batch L-BFGS,
   the L2 strength chosen on the validation split only (the grid is walked from strong to weak regularisation,
   each fit warm-started from the previous one: a regularisation path).
-* :class:`MLPProbe` — SentEval's MLP probe (Conneau et al. 2018; BGT_SPEC §7): Linear → dropout → sigmoid →
+* :class:`MLPProbe` — SentEval's MLP probe (Conneau et al. 2018; docs/probing.md#classifiers): Linear → dropout → sigmoid →
   Linear, Adam, batches of 64, validation after every 4 passes over the data and early stopping after 5
   checks without gain ("tenacity"), hidden size, dropout and L2 chosen on the validation split (grid: :data:`MLP_GRID`).
 

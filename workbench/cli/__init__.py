@@ -1,0 +1,98 @@
+"""The ``workbench`` command: one :class:`Command` record per subcommand (its arguments, its handler and what its
+``--out`` is, side by side in :mod:`.training`, :mod:`.measuring` and :mod:`.reporting`); here the parser built
+from them, the checks every command shares, and how errors reach the user."""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import tomllib
+from pathlib import Path
+
+from ..errors import WorkbenchError
+from .common import Command
+from .measuring import CACHE_COMMAND, ENCODE_COMMAND, EVALUATE_COMMAND, PROBE_COMMAND, PROBES_COMMAND
+from .reporting import DEMO_COMMAND, REPORT_COMMAND, REPRODUCE_COMMAND, TRANSFER_COMMAND
+from .training import CURVE_COMMAND, DATA_COMMAND, MODELS_COMMAND, TRAIN_COMMAND
+
+COMMANDS: tuple[Command, ...] = (
+    DEMO_COMMAND, MODELS_COMMAND, CURVE_COMMAND, REPRODUCE_COMMAND, TRANSFER_COMMAND, DATA_COMMAND, TRAIN_COMMAND,
+    ENCODE_COMMAND, PROBE_COMMAND, PROBES_COMMAND, CACHE_COMMAND, EVALUATE_COMMAND, REPORT_COMMAND)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="workbench", description="BGT probing workbench: train sentence encoders, probe what they encode, "
+        "evaluate them on STS, and export reports.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an error (for bug reports)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for command in COMMANDS:
+        p = sub.add_parser(command.name, help=command.help)
+        command.arguments(p)
+        p.set_defaults(command_record=command)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(levelname)s %(name)s: %(message)s")
+    for chatty in ("kaleido", "choreographer", "logistro"):  # the static-export browser's own bookkeeping
+        logging.getLogger(chatty).setLevel(logging.WARNING)
+    try:
+        _check_output(args)
+        args.command_record.run(args)
+    except USER_ERRORS as err:
+        if args.debug or os.environ.get("WORKBENCH_DEBUG") == "1":
+            raise
+        print(f"workbench {args.command}: error: {_describe(err)}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _check_output(args) -> None:
+    """Refuse, before any work starts, an ``--out`` that cannot be written or would silently replace a file."""
+    out, kind = getattr(args, "out", None), args.command_record.out
+    if out is None or kind is None:
+        return
+    path = Path(out)
+    folder = kind == "folder"
+    if kind == "file":
+        if not path.parent.is_dir():
+            raise WorkbenchError(f"--out {out}: folder {path.parent} does not exist (create it first)")
+        if path.is_dir():
+            raise WorkbenchError(f"--out {out} is a folder; give a file name")
+        if path.exists() and not args.force:
+            raise WorkbenchError(f"--out {out} exists; --force replaces it")
+        writable = path.parent
+    else:
+        if path.exists() and folder != path.is_dir():
+            raise WorkbenchError(f"--out {out} is a {'file' if folder else 'folder'}; give a "
+                                 f"{'folder' if folder else 'file name'}")
+        writable = path if folder else path.parent
+        while not writable.exists():  # the folders that will be created
+            writable = writable.parent
+        if not writable.is_dir():
+            raise WorkbenchError(f"--out {out}: {writable} is a file, so the folder cannot be created")
+        if path.exists() and (not folder or any(path.iterdir())):
+            print(f"workbench {args.command}: replacing the earlier report in {out}", file=sys.stderr)
+    if not os.access(writable, os.W_OK):
+        raise WorkbenchError(f"--out {out}: no permission to write in {writable}")
+
+
+# Errors that come from what the user gave (files, paths, settings): one line and exit 2, no traceback
+# (--debug or WORKBENCH_DEBUG=1 shows it). Anything else is a bug and surfaces as one.
+USER_ERRORS = (WorkbenchError, OSError, UnicodeDecodeError, json.JSONDecodeError, tomllib.TOMLDecodeError)
+
+
+def _describe(err: Exception) -> str:
+    if isinstance(err, UnicodeDecodeError):
+        return f"a file is not UTF-8 text ({err}); save it as UTF-8"
+    if isinstance(err, (json.JSONDecodeError, tomllib.TOMLDecodeError)):
+        return f"cannot parse the file ({type(err).__name__}: {err})"
+    if isinstance(err, OSError) and err.filename is not None:
+        return f"{err.strerror or err}: {err.filename}"
+    return str(err)

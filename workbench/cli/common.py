@@ -1,0 +1,91 @@
+"""What the commands share: the :class:`Command` record, argument groups, and reading what the user gave."""
+from __future__ import annotations
+
+import argparse
+import csv
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pandas as pd
+
+from ..data.corpora import PAIRS
+from ..errors import WorkbenchError
+
+
+@dataclass(frozen=True)
+class Command:
+    """One ``workbench`` command, all in one place: its name and help, the function that adds its arguments, the
+    function that runs it, and what its ``--out`` is: ``"file"`` (one file, never replaced without ``--force``),
+    ``"folder"`` or ``"page"`` (a report, a folder or an HTML file, that a second run rewrites, saying so)."""
+
+    name: str
+    help: str
+    arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], None]
+    out: str | None = None
+
+
+def size_args(p: argparse.ArgumentParser, train: int | None = None, valid: int | None = None,
+              test: int | None = None) -> None:
+    """``--train-size``, ``--valid-size``, ``--test-size`` (default: the values given, else the task card's)."""
+    what = "the card's" if train is None else "{}"
+    p.add_argument("--train-size", type=int, default=train, help=f"training examples ({what.format(train)})")
+    p.add_argument("--valid-size", type=int, default=valid, help=f"validation examples ({what.format(valid)})")
+    p.add_argument("--test-size", type=int, default=test, help=f"test examples ({what.format(test)})")
+
+
+def encoder_args(p: argparse.ArgumentParser) -> None:
+    """``--model``, ``--encoder``, ``--layer``, ``--pair``, ``--trust-unverified``: which encoder a command reads."""
+    from ..encoders import HF_PREFIX, NAMED_ENCODERS
+    named = "; ".join(f"{name}: {about}" for name, (about, _) in NAMED_ENCODERS.items())
+    p.add_argument("--model", help="a trained model (run directory, checkpoint, or name in trained/)")
+    p.add_argument("--encoder", help=f"without --model: {named}; or {HF_PREFIX}PATH[@LAYER], a Hugging Face "
+                   "encoder folder (the 'hf' extra). Default random-transformer. With --model: the view, "
+                   "semantic (default) or a language (en, fr, ...)")
+    p.add_argument("--layer", type=int, help="with --model: read the view at this layer (0 = embeddings … L = "
+                   "top block, mean-pooled; -1, the default, its sentence embedding)")
+    p.add_argument("--pair", choices=PAIRS, help="without --model: language pair of the tokenizer (en-fr)")
+    p.add_argument("--trust-unverified", action="store_true",
+                   help="with --model: load a model folder that records no sha256 of its files (otherwise "
+                        "refused); only for folders you know the origin of")
+
+
+def chosen_encoder(args, name: str | None = None):
+    """``--encoder NAME`` (a named or Hugging Face encoder), or with ``--model RUN`` the view ``--encoder`` of that
+    model (at ``--layer``)."""
+    if args.model and name is None:
+        if args.pair is not None:
+            raise WorkbenchError(f"--pair {args.pair} picks the tokenizer of an untrained --encoder; --model "
+                                 f"{args.model} has its own: drop one of them")
+        from ..modelfolder import load
+        return load(args.model, trust_unverified=args.trust_unverified).encoder(
+            args.encoder or "semantic", layer=-1 if args.layer is None else args.layer)
+    for option, given in (("--layer", args.layer is not None), ("--trust-unverified", args.trust_unverified)):
+        if given and name is None:
+            raise WorkbenchError(f"{option} applies to a --model; for a Hugging Face --encoder give the layer as "
+                                 "hf:PATH@LAYER")
+    from ..encoders import named_encoder
+    return named_encoder(name or args.encoder or "random-transformer", args.pair or "en-fr")
+
+
+def probing_sizes(args) -> dict[str, int] | None:
+    given = {"train": args.train_size, "valid": args.valid_size, "test": args.test_size}
+    if all(v is None for v in given.values()):
+        return None  # the cards' sizes
+    if any(v is None for v in given.values()):
+        raise WorkbenchError("give all of --train-size, --valid-size and --test-size, or none (the cards' sizes)")
+    from ..probing.build import check_sizes
+    return check_sizes(given)
+
+
+def read_pairs(path: str) -> pd.DataFrame:
+    """A pairs file as written: a TSV's cells are taken literally (a leading quote is part of the sentence),
+    a CSV follows the CSV quoting rules; every cell stays text ("NA" is a sentence, not a missing value)."""
+    tsv = path.endswith((".tsv", ".tsv.gz"))
+    try:
+        return pd.read_csv(path, sep="\t" if tsv else ",", quoting=csv.QUOTE_NONE if tsv else csv.QUOTE_MINIMAL,
+                           dtype=str, keep_default_na=False)
+    except UnicodeDecodeError:
+        raise WorkbenchError(f"{path} is not UTF-8 text; save it as UTF-8") from None
+    except pd.errors.ParserError as err:
+        raise WorkbenchError(f"{path}: cannot read it as {'TSV' if tsv else 'CSV'} ({err})") from None

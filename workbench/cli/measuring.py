@@ -1,0 +1,227 @@
+"""Commands that measure encoders: ``encode``, ``probe``, ``probes``, ``evaluate``, ``cache``."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..encoders import NAMED_ENCODERS
+from ..errors import WorkbenchError
+from ..evaluation import SUITES
+from ..probing.tasks import task_names
+from .common import Command, chosen_encoder, encoder_args, probing_sizes, size_args
+
+
+def _encode_arguments(p: argparse.ArgumentParser) -> None:
+    encoder_args(p)
+    p.add_argument("--input", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--force", action="store_true", help="replace --out if it exists")
+
+
+def _encode(args) -> None:
+    try:
+        sentences = Path(args.input).read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError:
+        raise WorkbenchError(f"{args.input} is not UTF-8 text; save it as UTF-8 (one sentence per line)") from None
+    embeddings = chosen_encoder(args).encode(sentences, show_progress=True)
+    with open(args.out, "wb") as handle:  # the path as given (np.save would append .npy to a bare name)
+        np.save(handle, embeddings)
+    print(f"{embeddings.shape[0]} x {embeddings.shape[1]} float32 -> {args.out}")
+
+
+ENCODE_COMMAND = Command(
+    "encode", "encode a file of sentences (one per line) into a .npy matrix",
+    _encode_arguments, _encode, out="file")
+
+
+def _probe_arguments(p: argparse.ArgumentParser) -> None:
+    encoder_args(p)
+    p.add_argument("--task", nargs="+", choices=task_names(),
+                   help="tasks (default: every task in the languages the encoder reads)")
+    p.add_argument("--classifier", choices=("logreg", "mlp"), default="logreg")
+    p.add_argument("--control", choices=("word", "first_word"), default="word",
+                   help="the control task's labels are a random function of the word the label is read from "
+                        "(word; the first word where there is none) or of the first word (first_word)")
+    p.add_argument("--no-control", action="store_true", help="skip the control task (no selectivity)")
+    p.add_argument("--transfer", metavar="LANG", help="also test the English-trained probe on the test sentences' "
+                                                     "translations into LANG (tasks whose label survives translation)")
+    p.add_argument("--given", metavar="VIEW", help="with --model: a conditional probe, what --encoder's view adds "
+                                                   "beyond this view of the same model (e.g. --encoder semantic "
+                                                   "--given en)")
+    p.add_argument("--mdl", action="store_true", help="also the MDL online codelength (logreg)")
+    p.add_argument("--layers", nargs="+", metavar="LAYER",
+                   help="probe at each of these layers of the encoder (numbers, or 'all'): one row per task and "
+                        "layer, with the peak and expected layer per task")
+    p.add_argument("--out", help="also write the tidy results as CSV")
+    p.add_argument("--force", action="store_true", help="replace --out if it exists")
+    size_args(p)
+
+
+def _probe(args) -> None:
+    from tqdm.auto import tqdm
+
+    from ..probing.probe import check_options, probe
+    from ..modelfolder import load
+    check_options(args.classifier, not args.no_control and args.control, args.mdl)  # before the encoder is built
+    sizes = probing_sizes(args)
+    if args.given and not args.model:
+        raise WorkbenchError("--given names a view of --model; give --model too")
+    if args.given:  # two views of one model, loaded once
+        model = load(args.model)
+        encoder, given = model.encoder(args.encoder or "semantic"), model.encoder(args.given)
+    else:
+        encoder, given = chosen_encoder(args), None
+    if not args.task:
+        from ..probing.tasks import readable_tasks
+        args.task = readable_tasks(encoder)
+    if args.layers:
+        return _probe_layers(args, encoder, given, sizes)
+    rows = []
+    for task in tqdm(args.task, desc="probing", unit="task", disable=len(args.task) == 1):
+        result = probe(encoder, task, classifier=args.classifier, control=not args.no_control and args.control,
+                       mdl=args.mdl, sizes=sizes, given=given, transfer=args.transfer)
+        rows.append(result.to_frame())
+    df = pd.concat(rows, ignore_index=True)
+    table = df.pivot_table(index="task", columns="metric", values="value", sort=False)
+    percent = [c for c in table.columns if c not in ("mdl_bits", "compression")]
+    table[percent] *= 100  # accuracies in %
+    print(table.round(2).to_string())
+    if args.out:
+        from ..figures import spreadsheet_safe
+        spreadsheet_safe(df).to_csv(args.out, index=False)
+
+
+def _probe_layers(args, encoder, given, sizes) -> None:
+    from ..probing.layers import layer_profile, probe_layers
+    if given is not None or args.transfer:
+        raise WorkbenchError("--layers sweeps one encoder: drop --given / --transfer, or probe one layer at a time "
+                             "(--layer)")
+    if args.layer is not None:
+        raise WorkbenchError("--layer reads one layer, --layers sweeps several: give one of them")
+    layers = "all" if args.layers == ["all"] else _layer_numbers(args.layers)
+    df = probe_layers(encoder, args.task, layers, sizes=sizes, classifier=args.classifier,
+                      control=not args.no_control and args.control, mdl=args.mdl)
+    table = df[df["metric"] == "accuracy"].pivot_table(index="task", columns="layer", values="value", sort=False)
+    print((100 * table).round(1).to_string())
+    print(layer_profile(df).round(3).to_string(index=False))
+    if args.out:
+        from ..figures import spreadsheet_safe
+        spreadsheet_safe(df).to_csv(args.out, index=False)
+
+
+def _layer_numbers(values: list[str]) -> list[int]:
+    try:
+        return [int(v) for v in values]
+    except ValueError:
+        raise WorkbenchError(f"--layers takes layer numbers or 'all', not {' '.join(values)!r}") from None
+
+
+PROBE_COMMAND = Command(
+    "probe", "train probing classifiers and print test accuracy, selectivity, ...",
+    _probe_arguments, _probe, out="file")
+
+
+def _probes_arguments(p: argparse.ArgumentParser) -> None:
+    psub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    psub.add_parser("list", help="the task cards")
+    q = psub.add_parser("build", help="build datasets (already built ones are reused: resumable)")
+    q.add_argument("--tasks", nargs="+", choices=task_names(), default=task_names())
+    q.add_argument("--force", action="store_true", help="rebuild even if built")
+    size_args(q)
+
+
+def _probes(args) -> None:
+    from tqdm.auto import tqdm
+
+    from ..probing.build import build_task
+    from ..probing.tasks import get_task, task_names
+    if args.action == "list":
+        cards = [get_task(name) for name in task_names()]
+        print(pd.DataFrame([{"task": c.name, "title": c.title, "language": c.language, "builder": c.builder,
+                             "classes": len(c.labels) or "derived", "analogue": c.analogue}
+                            for c in cards]).to_string(index=False, max_colwidth=70))
+        return
+    rows = []
+    for task in tqdm(args.tasks, desc="building tasks", unit="task"):
+        manifest = build_task(task, sizes=probing_sizes(args), force=args.force).manifest
+        rows.append({"task": task, **manifest["sizes"], "classes": len(manifest["label_counts"]["tr"])})
+    print(pd.DataFrame(rows).to_string(index=False))
+
+
+PROBES_COMMAND = Command(
+    "probes", "list or build the probing datasets",
+    _probes_arguments, _probes)
+
+
+def _cache_arguments(p: argparse.ArgumentParser) -> None:
+    csub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    csub.add_parser("ls", help="entries and size per encoder")
+    q = csub.add_parser("clear", help="delete cached embeddings and results")
+    q.add_argument("--encoder", help="only this encoder (name or fingerprint prefix)")
+    q.add_argument("--stale", action="store_true", help="only the temporary files that killed writers left behind")
+
+
+def _cache(args) -> None:
+    from ..cache import cache_dir, cache_summary, clear_cache, clear_stale, stale_temp_files
+    if args.action == "ls":
+        summary = cache_summary()
+        if summary.empty:
+            print(f"the embedding cache is empty ({cache_dir()})")
+        else:
+            summary["size"] = summary.pop("bytes").map(lambda b: f"{b / 2**20:.1f} MiB")
+            print(summary.to_string(index=False))
+            print(f"({cache_dir()})")
+        stale = stale_temp_files()
+        if stale:
+            print(f"{len(stale)} temporary files of interrupted writers "
+                  f"({sum(p.stat().st_size for p in stale) / 2**20:.1f} MiB), e.g. {stale[0]}: "
+                  "`workbench cache clear --stale` removes them")
+        return
+    if args.stale and args.encoder:
+        raise WorkbenchError("give --stale or --encoder, not both")
+    freed = clear_stale() if args.stale else clear_cache(args.encoder)
+    print(f"freed {freed / 2**20:.1f} MiB")
+
+
+CACHE_COMMAND = Command(
+    "cache", "show or clear the embedding cache",
+    _cache_arguments, _cache)
+
+
+def _evaluate_arguments(p: argparse.ArgumentParser) -> None:
+    encoder_args(p)
+    p.add_argument("--suite", choices=[*SUITES, "all"], default="sts",
+                   help="; ".join(f"{s.name}: {s.about} (reads {s.reads})" for s in SUITES.values())
+                   + "; all: every suite the encoder can take (default sts)")
+    p.add_argument("--out", help="also write the tidy results as CSV")
+    p.add_argument("--force", action="store_true", help="replace --out if it exists")
+    p.add_argument("--against", choices=list(NAMED_ENCODERS),
+                   help="paired bootstrap test on STS 2012-16 against this encoder")
+    p.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples (2000)")
+
+
+def _evaluate(args) -> None:
+    from ..evaluation import evaluate
+    from ..evaluation.significance import check_n_boot
+    if args.against:
+        check_n_boot(args.n_boot)  # before the first evaluation
+    df = evaluate(chosen_encoder(args), args.suite, show_progress=True)
+    shown = df[df["metric"].isin(["pearson", "error xx->en", "error en->xx"])]
+    print(shown.pivot_table(index=["task", "dataset"], columns="metric", values="value", sort=False)
+          .round(1).to_string())
+    if args.out:
+        from ..figures import spreadsheet_safe
+        spreadsheet_safe(df).to_csv(args.out, index=False)
+    if args.against:
+        from ..evaluation import compare_sts
+        comparison = compare_sts(chosen_encoder(args), chosen_encoder(args, args.against), n_boot=args.n_boot)
+        print(f"\npaired bootstrap on STS ({args.n_boot} resamples), {comparison.a[0]} minus {comparison.b[0]}:")
+        print(comparison.drop(columns=["a", "b", "n_boot"]).round(4).to_string(index=False))
+
+
+EVALUATE_COMMAND = Command(
+    "evaluate", "semantic evaluation: STS 2012-16, Hard STS, STS17, Tatoeba",
+    _evaluate_arguments, _evaluate, out="file")

@@ -1,0 +1,220 @@
+"""Any Hugging Face encoder as a workbench Encoder, at any layer: ``hf_encoder("path/to/model", layer=3)``.
+
+A local folder (or a name already in the Hugging Face cache) holding a ``transformers`` encoder — a plain model
+(``config.json``, safetensors weights, a tokenizer) or a sentence-transformers model folder (the same plus
+``modules.json``) — is loaded offline with safetensors weights only: nothing is downloaded and nothing is
+unpickled. Layers: 0 is the embedding layer's output, 1…L each block's, negative numbers count from the top
+(-1 = L). Pooling: ``"mean"`` (over the real tokens), ``"cls"`` (the first token), or ``"model"`` — a
+sentence-transformers folder's own pooling and normalisation, which at the top layer gives exactly the vectors
+the sentence-transformers library gives. Needs the ``hf`` extra (``pip install -e '.[hf]'``).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from .errors import WorkbenchError, check_name, check_sentences
+from .models.base import NamedEncoder
+from .paths import read_json
+
+POOLINGS = ("mean", "cls", "model")
+_WEIGHTS = re.compile(r".+\.safetensors$")
+
+
+def _transformers():
+    try:
+        import transformers
+    except ImportError as err:
+        raise WorkbenchError(f"Hugging Face encoders need the 'hf' extra ({err}); install it with: "
+                             "pip install -e '.[hf]'") from None
+    transformers.logging.disable_progress_bar()  # the workbench shows its own
+    return transformers
+
+
+def model_folder(name_or_path: str | Path) -> Path:
+    """The local folder of ``name_or_path``: the folder itself, or the snapshot of a model already in the Hugging
+    Face cache (never a download)."""
+    path = Path(name_or_path).expanduser()
+    if path.is_dir():
+        return path
+    if not re.fullmatch(r"[\w.-]+(/[\w.-]+)?", str(name_or_path)):
+        raise WorkbenchError(f"no model folder at {str(name_or_path)!r}, and it is not a Hugging Face model name")
+    try:
+        from huggingface_hub import snapshot_download
+        return Path(snapshot_download(str(name_or_path), local_files_only=True))
+    except Exception:  # the hub's errors for "not cached" vary between versions
+        raise WorkbenchError(f"{name_or_path!r} is neither a folder nor a model in the Hugging Face cache; the "
+                             "workbench never downloads: fetch it once (huggingface-cli download NAME) or give "
+                             "its folder") from None
+
+
+def _display_name(folder: Path) -> str:
+    """A readable name for a model folder: ORG/NAME for a Hugging Face cache snapshot, the package's name for a
+    folder called ``model``, else the folder's name."""
+    for part in reversed(folder.parts):
+        if part.startswith("models--"):
+            return part.removeprefix("models--").replace("--", "/")
+    return folder.parent.name if folder.name in ("model", "models") else folder.name
+
+
+def _folder_digest(folder: Path) -> str:
+    """sha256 over the names and bytes of the files that decide the model's outputs (weights, configs, tokenizer)."""
+    h = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")
+                       and p.suffix in (".safetensors", ".json", ".txt", ".model")):
+        h.update(path.relative_to(folder).as_posix().encode() + b"\0")
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                h.update(block)
+    return h.hexdigest()
+
+
+def _declared_languages(folder: Path) -> tuple[str, ...] | None:
+    """The ``language:`` of the model card's front matter (README.md), where it has one."""
+    readme = folder / "README.md"
+    if not readme.is_file():
+        return None
+    text = readme.read_text(encoding="utf-8", errors="replace")
+    front = re.match(r"---\n(.*?)\n---", text, re.S)
+    if not front:
+        return None
+    block = re.search(r"^language:\s*(.*?)(?=^\S|\Z)", front.group(1), re.M | re.S)
+    if not block:
+        return None
+    codes = re.findall(r"[a-z]{2,3}(?![\w-])", block.group(1))
+    return tuple(dict.fromkeys(codes)) or None
+
+
+def _sentence_transformers_head(folder: Path) -> tuple[str, bool, int | None]:
+    """(pooling, normalise, max_seq_length) of a sentence-transformers folder, from its own configs."""
+    modules = read_json(folder / "modules.json")
+    pooling, normalise = "mean", False
+    for module in modules:
+        kind = module["type"].rsplit(".", 1)[-1]
+        if kind == "Pooling":
+            config = read_json(folder / module["path"] / "config.json")
+            modes = [m for m in ("cls", "mean", "max") if config.get(f"pooling_mode_{m}_token")
+                     or config.get(f"pooling_mode_{m}_tokens")]
+            if len(modes) != 1:
+                raise WorkbenchError(f"{folder}: pooling {config} is not one of cls, mean or max")
+            pooling = modes[0]
+        elif kind == "Normalize":
+            normalise = True
+        elif kind != "Transformer":
+            raise WorkbenchError(f"{folder}: sentence-transformers module {kind} is not supported (Transformer, "
+                                 "Pooling and Normalize are)")
+    bert = folder / "sentence_bert_config.json"
+    max_len = read_json(bert).get("max_seq_length") if bert.is_file() else None
+    return pooling, normalise, max_len
+
+
+class HFEncoder(NamedEncoder):
+    """A Hugging Face encoder at one layer with one pooling (see the module docstring)."""
+
+    def __init__(self, name_or_path: str | Path, layer: int = -1, pooling: str = "mean", device: str = "cpu",
+                 max_len: int | None = None, name: str | None = None):
+        transformers = _transformers()
+        check_name("pooling", pooling, POOLINGS)
+        folder = model_folder(name_or_path)
+        if not any(_WEIGHTS.fullmatch(p.name) for p in folder.iterdir()):
+            raise WorkbenchError(f"{folder} has no safetensors weights; the workbench loads no pickled weights "
+                                 "(convert the model to safetensors first)")
+        head = (folder / "modules.json").is_file()
+        if pooling == "model" and not head:
+            raise WorkbenchError(f"pooling='model' needs a sentence-transformers folder (modules.json); {folder} "
+                                 "is a plain model: use pooling='mean' or 'cls'")
+        self.pool, self.normalise, st_len = (_sentence_transformers_head(folder) if pooling == "model"
+                                             else (pooling, False, None))
+        previous = os.environ.get("HF_HUB_OFFLINE")
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        try:
+            self.tokenizer = transformers.AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+            self.model = transformers.AutoModel.from_pretrained(str(folder), local_files_only=True,
+                                                                use_safetensors=True).to(device).eval()
+        except (OSError, ValueError) as err:
+            raise WorkbenchError(f"cannot load a Hugging Face encoder from {folder}: {err}") from None
+        finally:
+            if previous is None:
+                os.environ.pop("HF_HUB_OFFLINE", None)
+        config = self.model.config
+        self.n_layers = int(getattr(config, "num_hidden_layers"))
+        if not isinstance(layer, int) or isinstance(layer, bool) or not -self.n_layers - 1 <= layer <= self.n_layers:
+            raise WorkbenchError(f"layer {layer!r} does not exist in {folder.name}: it has layers 0 (embeddings) to "
+                                 f"{self.n_layers}, or -1 to -{self.n_layers + 1} counting from the top")
+        self.layer = layer % (self.n_layers + 1)
+        self.folder, self.device = folder, device
+        self.max_len = min(x for x in (max_len, st_len, getattr(self.tokenizer, "model_max_length", None),
+                                       getattr(config, "max_position_embeddings", None), 100_000)
+                           if isinstance(x, int))
+        self.dim = int(config.hidden_size)
+        self.languages = _declared_languages(folder)
+        self.base_name = (name or f"hf:{_display_name(folder)}") + (":cls" if pooling == "cls" else "")
+        self.name = f"{self.base_name}@{self.layer}"
+        self.files_digest = _folder_digest(folder)
+        self.fingerprint = self._fingerprint(self.layer)
+
+    def _fingerprint(self, layer: int) -> str:
+        parts = (self.files_digest, str(layer), self.pool, str(self.normalise), str(self.max_len))
+        return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+    def at_layer(self, layer: int) -> "HFEncoder":
+        """The same model at another layer (sharing the loaded weights)."""
+        other = object.__new__(HFEncoder)
+        other.__dict__.update(self.__dict__)
+        if not -self.n_layers - 1 <= layer <= self.n_layers:
+            raise WorkbenchError(f"layer {layer} does not exist: 0 to {self.n_layers}")
+        other.layer = layer % (self.n_layers + 1)
+        other.name = f"{self.base_name}@{other.layer}"
+        other.fingerprint = other._fingerprint(other.layer)
+        return other
+
+    @property
+    def layers(self) -> tuple[int, ...]:
+        return tuple(range(self.n_layers + 1))
+
+    def encode(self, sentences: Sequence[str], batch_size: int = 64, show_progress: bool = False) -> np.ndarray:
+        return self.encode_layers(sentences, (self.layer,), batch_size, show_progress)[self.layer]
+
+    @torch.no_grad()
+    def encode_layers(self, sentences: Sequence[str], layers: Sequence[int], batch_size: int = 64,
+                      show_progress: bool = False) -> dict[int, np.ndarray]:
+        """Every layer of ``layers`` pooled from one forward pass per batch: ``{layer: (n, dim) float32}``."""
+        sentences = check_sentences(sentences)
+        layers = [layer % (self.n_layers + 1) for layer in layers]
+        out = {layer: np.empty((len(sentences), self.dim), dtype=np.float32) for layer in layers}
+        order = np.argsort([len(s) for s in sentences], kind="stable")
+        for start in tqdm(range(0, len(order), batch_size), desc=f"encode {self.name}", unit="batch",
+                          disable=not show_progress):
+            index = order[start:start + batch_size]
+            batch = self.tokenizer([sentences[i] for i in index], padding=True, truncation=True,
+                                   max_length=self.max_len, return_tensors="pt").to(self.device)
+            states = self.model(**batch, output_hidden_states=True).hidden_states
+            keep = batch["attention_mask"].unsqueeze(-1).to(states[0].dtype)
+            for layer in layers:
+                pooled = self._pool(states[layer], keep)
+                if self.normalise:
+                    pooled = torch.nn.functional.normalize(pooled, dim=-1)
+                out[layer][index] = pooled.float().cpu().numpy()
+        return out
+
+    def _pool(self, states: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+        if self.pool == "cls":
+            return states[:, 0]
+        if self.pool == "max":
+            return states.masked_fill(keep == 0, float("-inf")).amax(1)
+        return (states * keep).sum(1) / keep.sum(1).clamp_min(1.0)
+
+
+def hf_encoder(name_or_path: str | Path, layer: int = -1, pooling: str = "mean", device: str = "cpu",
+               max_len: int | None = None, name: str | None = None) -> HFEncoder:
+    """A Hugging Face encoder (a local folder, or a model already in the Hugging Face cache) at ``layer`` with
+    ``pooling`` (``name``: what results call it; default ``hf:`` and the model's name); see
+    :mod:`workbench.huggingface`."""
+    return HFEncoder(name_or_path, layer, pooling, device, max_len, name)

@@ -1,0 +1,233 @@
+"""Model folders: what a checkpoint, a training run and a shipped model hold on disk, how each is verified,
+and :func:`load`, which turns any of them into a ready model.
+
+- A **checkpoint** (``runs/NAME/checkpoints/update-N/``, or a run's ``best/``) holds ``config.json`` (the model
+  config, the training config, the sha256 of the tokenizer, of the training data and of every other file of the
+  folder), ``model.safetensors``, ``spm.model`` and, except ``best/``, ``trainer_state.safetensors`` + ``.json``
+  (optimizer moments, RNG state, data position; no pickle).
+- A **run** (``runs/NAME/``) holds ``metrics.jsonl`` (one JSON object per line, see :func:`read_metrics`),
+  ``checkpoints/``, ``latest`` (the name of its newest checkpoint, ``update-N``) and ``best/``.
+- A **shipped model** (``trained/NAME/``) holds float16 ``model.safetensors``, ``spm.model``, ``config.json``
+  (as a checkpoint's, plus the training record and whether the decoders were kept), ``curve.csv`` (the run's
+  learning curve) and its card (``card.json`` / ``card.md``).
+
+Every folder's ``config.json`` lists the sha256 of all its files (:data:`DIGESTED`); :func:`verify_files` refuses a
+folder whose files differ, or that has files the list does not cover, before anything reads them. Folders are
+written in a temporary sibling and swapped in whole (:func:`swap_folder`).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import torch
+from safetensors.torch import load_file, save_file
+
+from .data import sha256_of
+from .data.tokenizer import Tokenizer
+from .errors import WorkbenchError
+from .models import build_model
+from .paths import read_json, trained_dir
+
+log = logging.getLogger(__name__)
+
+
+def write_weights(tmp: Path, model: torch.nn.Module, tokenizer: Tokenizer, meta: dict) -> None:
+    """``model.safetensors``, ``spm.model`` and ``config.json`` (``meta`` + the model config, tokenizer digest and
+    the sha256 of every other file in ``tmp``, checked by :func:`verify_files` on load and resume)."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}, str(tmp / "model.safetensors"))
+    shutil.copyfile(tokenizer.model_file, tmp / "spm.model")
+    (tmp / "config.json").write_text(json.dumps({**meta, "model": model.cfg.to_dict(),
+                                                 "tokenizer_sha256": tokenizer.digest,
+                                                 "files_sha256": file_digests(tmp)}, indent=2))
+
+
+def read_config(folder: Path) -> dict:
+    """A model or checkpoint folder's ``config.json``, refused by name unless it is a JSON object whose ``model``
+    is an object naming its ``setting``."""
+    path = folder / "config.json"
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise WorkbenchError(f"{path} is missing: {folder} is not a model or checkpoint folder") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise WorkbenchError(f"{path}: cannot parse the file ({type(err).__name__}: {err})") from None
+    if not (isinstance(meta, dict) and isinstance(meta.get("model"), dict)
+            and isinstance(meta["model"].get("setting"), str)):
+        raise WorkbenchError(f"{path}: not a model config (a JSON object whose 'model' object names its 'setting')")
+    return meta
+
+
+# every file of a model, checkpoint or run folder that config.json's files_sha256 covers (those present)
+DIGESTED = ("model.safetensors", "spm.model", "trainer_state.safetensors", "trainer_state.json", "curve.csv",
+            "card.json", "card.md")
+
+
+def file_digests(folder: Path, names: tuple[str, ...] = DIGESTED) -> dict[str, str]:
+    """sha256 of the files ``names`` of ``folder`` that exist."""
+    return {name: sha256_of(folder / name) for name in names if (folder / name).is_file()}
+
+
+def check_digests(folder: Path, digests: dict[str, str], recorded_in: str) -> None:
+    for name, digest in digests.items():
+        if not (folder / name).is_file() or sha256_of(folder / name) != digest:
+            raise WorkbenchError(f"{folder / name} is missing or does not match the sha256 recorded in "
+                                 f"{folder / recorded_in} (damaged or replaced); restore it, or use another "
+                                 "checkpoint or model")
+
+
+def verify_files(folder: Path, meta: dict, trust_unverified: bool = False) -> None:
+    """Refuse a model or checkpoint folder whose files differ from the sha256 its config recorded, that holds a
+    file the config does not cover, or whose config records no digests at all (unless ``trust_unverified``)."""
+    digests = meta.get("files_sha256")
+    if digests is None:
+        if not trust_unverified:
+            raise WorkbenchError(f"{folder / 'config.json'} records no sha256 of the folder's files, so nothing "
+                                 "can be verified; re-export it, or, if you know where it came from, pass "
+                                 "--trust-unverified (workbench.load(path, trust_unverified=True))")
+        log.warning("%s: no file digests; loaded unverified as asked", folder)
+        spm = folder / "spm.model"
+        if spm.is_file() and "tokenizer_sha256" in meta and sha256_of(spm) != meta["tokenizer_sha256"]:
+            raise WorkbenchError(f"{spm} is not the sentencepiece model this model was trained with (its sha256 "
+                                 "differs from tokenizer_sha256 in config.json)")
+        return
+    check_digests(folder, digests, "config.json")
+    covered = set(digests)
+    state = folder / "trainer_state.json"
+    if "trainer_state.json" not in digests and state.is_file():  # a checkpoint written before config.json
+        legacy = json.loads(state.read_text()).get("files_sha256")  # covered the trainer state: its own list
+        if legacy is not None:
+            check_digests(folder, legacy, "trainer_state.json")
+            covered |= {"trainer_state.json", *legacy}
+    extra = sorted(name for name in DIGESTED if (folder / name).is_file() and name not in covered)
+    if extra:
+        raise WorkbenchError(f"{folder}: {', '.join(extra)} not covered by the sha256 list in config.json (added or "
+                             "replaced after the folder was written); remove it or re-export the folder")
+
+
+def swap_folder(tmp: Path, folder: Path) -> None:
+    """Put the complete folder ``tmp`` in the place of ``folder`` (the old one is removed only afterwards)."""
+    old = folder.with_name(f".{folder.name}.old")
+    shutil.rmtree(old, ignore_errors=True)
+    if folder.exists():
+        os.replace(folder, old)
+    os.replace(tmp, folder)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def latest_checkpoint(path: str | Path) -> Path:
+    """The checkpoint folder ``path`` names: itself, or a run directory's ``latest``."""
+    path = Path(path)
+    if (path / "model.safetensors").is_file():
+        return path
+    if (path / "latest").is_file():
+        pointer = (path / "latest").read_text().strip()
+        if not re.fullmatch(r"update-\d+", pointer) or not (path / "checkpoints" / pointer).is_dir():
+            raise WorkbenchError(f"{path / 'latest'} names {pointer[:80]!r}, not a checkpoint of this run "
+                                 f"(checkpoints/update-N); the run folder is damaged")
+        return path / "checkpoints" / pointer
+    raise WorkbenchError(f"{path} is neither a checkpoint (no model.safetensors) nor a run directory (no latest)")
+
+
+def checkpoint_update(folder: Path) -> int:
+    """The update a checkpoint folder (``checkpoints/update-N`` or ``best/``) holds."""
+    state = folder / "trainer_state.json"
+    meta = read_json(state if state.is_file() else folder / "config.json")
+    return int(meta["update"])
+
+
+CURVE_COLUMNS = ["run", "update", "pairs_seen", "train_seconds", "metric", "view", "value"]
+
+
+def learning_curve(path: str | Path) -> pd.DataFrame:
+    """A run's learning curves, tidy: ``run, update, pairs_seen, train_seconds, metric, view, value`` with
+    metric ``stsb_dev`` (Pearson × 100, per English-reading view; update 0 is the network at initialisation)
+    and ``valid_loss`` (per pair, view ``all``). ``path``: a run directory (its ``metrics.jsonl``), or a shipped
+    model's folder or name (its ``curve.csv``, written by ``models export``)."""
+    path = model_path(path)
+    if (path / "curve.csv").is_file():
+        return pd.read_csv(path / "curve.csv")
+    if not (path / "metrics.jsonl").is_file():
+        raise WorkbenchError(f"{path} has no metrics.jsonl (a training run) or curve.csv (a shipped model)")
+    seconds = pairs = 0.0
+    rows = []
+    for line in read_metrics(path):  # as logged, else summed from the update lines (runs logged before these fields existed)
+        if "tokens_per_s" in line:
+            seconds, pairs = seconds + line["tokens"] / line["tokens_per_s"], pairs + line.get("sentences", 0)
+        seconds, pairs = line.get("train_seconds", seconds), line.get("pairs_seen", pairs)
+        at = {"run": path.name, "update": line["update"], "pairs_seen": int(pairs), "train_seconds": round(seconds, 2)}
+        rows += [{**at, "metric": "stsb_dev", "view": view, "value": value}
+                 for view, value in line.get("stsb_dev", {}).items()]
+        if "valid_loss" in line:
+            rows.append({**at, "metric": "valid_loss", "view": "all", "value": line["valid_loss"]})
+    return pd.DataFrame(rows, columns=CURVE_COLUMNS)
+
+
+def model_path(path_or_name: str | Path) -> Path:
+    """``path_or_name`` as a path, or the folder of the model of that name in ``trained/``."""
+    path, named = Path(path_or_name), trained_dir() / str(path_or_name)
+    return named if not path.exists() and named.exists() else path
+
+
+def load(path_or_name: str | Path, device: str | torch.device = "cpu", trust_unverified: bool = False
+         ) -> torch.nn.Module:
+    """A trained model (run directory, checkpoint folder, or the name of a model in ``trained/``) with its
+    tokenizer attached, in eval mode: ``load(p).encoder("semantic").encode([...])``. Its files are checked
+    against the sha256 list in its ``config.json``; a folder without one is refused unless
+    ``trust_unverified``."""
+    path = model_path(path_or_name)
+    if not path.exists():
+        raise WorkbenchError(f"no model at {path_or_name!r}: give a run directory, a checkpoint folder, or a name "
+                             f"in {trained_dir()} ({', '.join(shipped()) or 'none shipped'})")
+    if (path / "config.json").is_file() and read_config(path)["model"]["setting"] == "wmf":
+        from .models.wmf import WMF
+        verify_files(path, read_config(path), trust_unverified)
+        return WMF.load(path)
+    folder = latest_checkpoint(path)
+    meta = read_config(folder)
+    verify_files(folder, meta, trust_unverified)
+    try:
+        model = build_model(meta["model"])
+    except WorkbenchError as err:
+        raise WorkbenchError(f"{folder / 'config.json'}: {err}") from None
+    tokenizer = Tokenizer(folder / "spm.model", tuple(meta["model"]["languages"]))
+    state = load_file(str(folder / "model.safetensors"))  # float16 in trained/: copied into float32 parameters
+    if not meta.get("decoders", True):  # a shipped encoder-only model
+        model.decoders = torch.nn.ModuleDict()
+    model.load_state_dict(state)
+    model.tokenizer = tokenizer
+    return model.to(device).eval()
+
+
+def shipped(root: str | Path | None = None) -> list[str]:
+    """Names of the models in ``trained/`` (folders with a ``card.json``)."""
+    root = Path(root) if root else trained_dir()
+    return sorted(p.name for p in root.iterdir() if (p / "card.json").is_file()) if root.is_dir() else []
+
+
+def read_metrics(run: str | Path) -> list[dict]:
+    """The records of a run's ``metrics.jsonl`` (none when it has none yet): one per update (``update``, losses,
+    ``pairs_seen``, ``train_seconds``; ``valid_loss`` and ``stsb_dev`` where measured), or WMF's single record of
+    its fit. A line that is not a JSON object is refused with the file and line number."""
+    path = Path(run) / "metrics.jsonl"
+    if not path.is_file():
+        return []
+    records = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise WorkbenchError(f"{path}, line {number}: cannot parse it as JSON ({err.msg}); the run's log is "
+                                 "damaged") from None
+        if not isinstance(record, dict):
+            raise WorkbenchError(f"{path}, line {number}: not a JSON object; the run's log is damaged")
+        records.append(record)
+    return records

@@ -1,0 +1,91 @@
+"""Where in a network a property lives: the same probe at every layer (Tenney et al. 2019; Jawahar et al. 2019).
+
+:func:`probe_layers` probes each task at each layer of an encoder that offers layers (a Hugging Face encoder,
+or a Transformer view of our models: ``load("bgt-en-fr").encoder("semantic")``), encoding every task's sentences
+once for all layers (one forward pass, one cache entry per layer), and returns the tidy probing rows with a
+``layer`` column. :func:`layer_profile` summarises each task by its peak layer and Tenney's expected layer: the
+mean layer weighted by the accuracy each layer adds over the one below, E[l] = Σ l·Δ(l) / Σ Δ(l) with
+Δ(l) = acc(l) − acc(l − 1) — where along the network the property is picked up, rather than where it is best.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from ..cache import cache_layers
+from ..encoders import Encoder
+from ..errors import WorkbenchError
+from .build import build_task
+from .probe import check_options, probe
+from .tasks import get_task
+
+
+def encoder_layers(encoder: Encoder, layers: str | Sequence[int] = "all") -> list[int]:
+    """The layers of ``encoder`` a sweep visits: ``"all"`` (0…L, and -1 where the sentence embedding is not
+    simply the top layer, as BGT's ``mu``), or the ones named (each checked)."""
+    offered = getattr(encoder, "layers", None)
+    if offered is None or not hasattr(encoder, "at_layer"):
+        raise WorkbenchError(f"encoder {encoder.name!r} offers no layers to sweep; layer sweeps need a Hugging "
+                             "Face encoder (workbench.hf_encoder) or a Transformer view of a trained model "
+                             "(load(name).encoder(view))")
+    if isinstance(layers, str):
+        if layers != "all":
+            raise WorkbenchError(f"layers={layers!r}: give 'all' or a list of layer numbers ({list(offered)})")
+        return list(offered)
+    chosen = [encoder.at_layer(layer).layer for layer in layers]  # at_layer refuses a layer that is not there
+    if not chosen:
+        raise WorkbenchError(f"no layers given; {encoder.name!r} offers {list(offered)}")
+    return list(dict.fromkeys(chosen))
+
+
+def probe_layers(encoder: Encoder, tasks: str | Sequence[str], layers: str | Sequence[int] = "all",
+                 show_progress: bool = True, sizes: dict[str, int] | None = None, **probe_options) -> pd.DataFrame:
+    """Probe each of ``tasks`` at each of ``layers`` of ``encoder``: the rows of :meth:`ProbeResult.to_frame`
+    with ``layer`` and ``layer_encoder`` columns (``probe_options``: ``classifier``, ``control``, ``mdl``,
+    ``seed``, ... as for :func:`probe`)."""
+    tasks = [tasks] if isinstance(tasks, str) else list(tasks)
+    cards = [get_task(task) for task in tasks]  # unknown names fail before any work
+    for card in cards:
+        card.check_encoder(encoder)
+    check_options(probe_options.get("classifier", "logreg"), probe_options.get("control", True),
+                  probe_options.get("mdl", False))
+    chosen = encoder_layers(encoder, layers)
+    name = getattr(encoder, "base_name", encoder.name)  # the network, whichever layer it was read at
+    frames = []
+    for card in tqdm(cards, desc=f"layers of {encoder.name}", unit="task", disable=not show_progress):
+        dataset = build_task(card, **({"sizes": sizes} if sizes else {}))
+        sentences = list(dict.fromkeys(dataset.data["sentence"]))
+        for layer, view in zip(chosen, cache_layers(encoder, sentences, chosen, show_progress=show_progress)):
+            result = probe(view, dataset, **probe_options)
+            frames.append(result.to_frame().assign(encoder=name, layer=layer, layer_encoder=view.name))
+    return pd.concat(frames, ignore_index=True)
+
+
+def expected_layer(layers: Sequence[int], accuracies: Sequence[float]) -> float:
+    """Tenney et al.'s expected layer over consecutive layers 0…L: Σ l·Δ(l) / Σ Δ(l), Δ(l) = acc(l) − acc(l−1)
+    (NaN when the layers add nothing overall: the weights would not be a distribution)."""
+    order = np.argsort(layers)
+    layer, accuracy = np.asarray(layers)[order], np.asarray(accuracies, dtype=float)[order]
+    gains = np.diff(accuracy)
+    if gains.sum() <= 0:
+        return float("nan")
+    return float((layer[1:] * gains).sum() / gains.sum())
+
+
+def layer_profile(frame: pd.DataFrame, metric: str = "accuracy") -> pd.DataFrame:
+    """Per encoder and task of a :func:`probe_layers` frame: the peak layer (highest ``metric``), its value, the
+    value at layer 0 and at the top layer, and the expected layer over the layers 0…L."""
+    rows = []
+    for (encoder, task), group in frame[frame["metric"] == metric].groupby(["encoder", "task"], sort=False):
+        ordered = group[group["layer"] >= 0].sort_values("layer")
+        peak = group.loc[group["value"].idxmax()]
+        rows.append({"encoder": encoder, "task": task, "metric": metric, "peak_layer": int(peak["layer"]),
+                     "peak": float(peak["value"]),
+                     "first": float(ordered["value"].iloc[0]) if len(ordered) else np.nan,
+                     "top": float(ordered["value"].iloc[-1]) if len(ordered) else np.nan,
+                     "expected_layer": expected_layer(ordered["layer"].to_list(), ordered["value"].to_list())
+                     if len(ordered) > 1 else np.nan})
+    return pd.DataFrame(rows)

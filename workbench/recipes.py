@@ -1,0 +1,231 @@
+"""Training recipes: the presets (``tiny``, ``cpu``, ``small``, ``paper``) per model family and
+:class:`TrainConfig`, the checked settings of one run (from a preset, a TOML/JSON file, or CLI flags).
+
+BGT and its Transformer ablations read :data:`PRESETS`; SP/BILSTM and the NMT replace its values with their own
+tables, and WMF has its ALS settings. A resumed run must keep :data:`RESUME_FIELDS` (they decide the batches and
+the weight updates); the length of the run, logging and checkpoint cadence may change.
+"""
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+from .data.corpora import PAIRS, language_of, pairs_of
+from .data.tokenizer import Tokenizer
+from .errors import WorkbenchError, check_name
+from .models import ARCHITECTURES, MODELS, paraphrastic
+from .models.bgt import BGTConfig
+from .models.nmt import NMTConfig
+from .models.paraphrastic import ParaphrasticConfig
+from .paths import read_json
+
+# WMF: the paper's k = 100, w_m = 0.01, λ = 20, 20 ALS iterations; tiny is a quick check.
+WMF_PRESETS = {"tiny": {"k": 20, "iterations": 5, "l2": 1.0}, "cpu": {"iterations": 10}, "small": {}, "paper": {}}
+
+
+PRESETS = {
+    # CI: trains in well under a minute on CPU and the loss visibly falls.
+    "tiny": {"model": {"d_model": 64, "ffn_dim": 128, "n_heads": 2, "enc_layers": 1, "latent_dim": 32,
+                       "dropout": 0.0, "max_len": 64},
+             "vocab_size": 1000, "max_pairs": 3000, "max_sentence_len": 32, "max_tokens": 1024, "update_freq": 1,
+             "lr": 1e-3, "warmup": 10, "max_updates": 40, "kl_ramp": 1.0, "valid_every": 20, "save_every": 20,
+             "max_valid_pairs": 300},
+    # What the shipped models were trained with when no GPU was lent: minutes per model on 2 CPU cores
+    # (trained/README.md); a run of "small" on a GPU replaces them.
+    "cpu": {"model": {"d_model": 128, "ffn_dim": 256, "n_heads": 4, "enc_layers": 2, "latent_dim": 128,
+                      "dropout": 0.1, "max_len": 64},
+            "vocab_size": 8000, "max_pairs": 60000, "max_sentence_len": 40, "max_tokens": 4000, "update_freq": 1,
+            "lr": 1.5e-3, "warmup": 50, "max_updates": 150, "valid_every": 75, "save_every": 75,
+            "max_valid_pairs": 500},
+    # The GPU recipe for shipped models: minutes on one GPU.
+    "small": {"model": {"d_model": 512, "ffn_dim": 1024, "n_heads": 8, "enc_layers": 3, "latent_dim": 512,
+                        "dropout": 0.1, "max_len": 128},
+              "max_sentence_len": 64, "max_tokens": 8000, "update_freq": 2, "lr": 8e-4, "warmup": 300,
+              "max_updates": 3000, "valid_every": 500, "save_every": 500},
+    # The paper's sizes: d=1024, 5-layer encoders, ~25k-token updates, 20k pieces.
+    "paper": {"model": {"d_model": 1024, "ffn_dim": 1024, "n_heads": 8, "enc_layers": 5, "latent_dim": 1024,
+                        "dropout": 0.3, "max_len": 1024},
+              "vocab_size": 20000, "max_sentence_len": 100, "max_tokens": 500, "update_freq": 50, "lr": 5e-4,
+              "warmup": 4000, "max_updates": 20000, "kl_ramp": 65536 / 20000, "valid_every": 1000,
+              "save_every": 1000},  # kl_ramp: x0 = 65536 at 20k updates, the same fraction for shorter runs
+}
+
+
+# SP / BILSTM (docs/method.md#baselines): Adam at a fixed lr (the paper's 1e-3; tiny uses 1e-2 to learn in seconds), no
+# warmup; the micro-batch is the mega-batch the hardest negatives come from, so it is large. These replace the
+# BGT values of the same preset.
+PARAPHRASTIC_PRESETS = {
+    "tiny": {"model": {"dim": 256, "hidden": 64, "max_len": 64}, "max_tokens": 4096, "lr": 1e-2,
+             "schedule": "constant", "warmup": 0},
+    "cpu": {"model": {"dim": 512, "hidden": 256, "max_len": 128}, "max_pairs": None, "max_tokens": 16000,
+            "lr": 1e-3, "schedule": "constant", "warmup": 0, "max_updates": 300},
+    "small": {"model": {"dim": 512, "hidden": 256, "max_len": 128}, "max_tokens": 16000, "update_freq": 1,
+              "lr": 1e-3, "schedule": "constant", "warmup": 0, "max_updates": 2000},
+    "paper": {"model": {"dim": 1024, "hidden": 512, "max_len": 1024, "dropout": 0.3}, "vocab_size": 20000,
+              "max_tokens": 40000, "update_freq": 1, "lr": 1e-3, "schedule": "constant", "warmup": 0,
+              "max_updates": 20000},
+}
+
+
+# The multilingual NMT (Schwenk & Douze 2017): trained on every pair at once by default (pair "all"); Adam at
+# a fixed lr (the paper: initial lr 0.01, lowered when dev perplexity stalls), gradients clipped at 2 (the
+# paper's value). "paper" has its embedding/BiLSTM sizes and dropout, and LASER's 2048-unit decoder (the 2017
+# paper does not give its decoder's size). These replace the BGT values of the same preset.
+NMT_PRESETS = {
+    "tiny": {"model": {"dim": 64, "hidden": 64, "dec_hidden": 128, "dropout": 0.0, "max_len": 64}, "lr": 3e-3,
+             "schedule": "constant", "warmup": 0, "clip_norm": 2.0},
+    "cpu": {"model": {"dim": 256, "hidden": 256, "dec_hidden": 512, "dropout": 0.1, "max_len": 128},
+            "vocab_size": 16000, "max_pairs": None, "max_tokens": 6000, "lr": 2e-3, "schedule": "constant",
+            "warmup": 0, "clip_norm": 2.0, "max_updates": 1000, "valid_every": 250, "save_every": 50},
+    "small": {"model": {"dim": 384, "hidden": 512, "dec_hidden": 1024, "dropout": 0.1, "max_len": 128},
+              "vocab_size": 20000, "max_tokens": 16000, "update_freq": 1, "lr": 1e-3, "schedule": "constant",
+              "warmup": 0, "clip_norm": 2.0, "max_updates": 5000},
+    "paper": {"model": {"dim": 384, "hidden": 512, "dec_hidden": 2048, "dropout": 0.2, "max_len": 1024},
+              "vocab_size": 20000, "max_sentence_len": 100, "max_tokens": 10000, "update_freq": 1, "lr": 1e-3,
+              "schedule": "constant", "warmup": 0, "clip_norm": 2.0, "max_updates": 50000},
+}
+
+
+@dataclass
+class TrainConfig:
+    model: str = "bgt"
+    pair: str = "en-fr"  # or "all" (every pair; the multilingual NMT only)
+    preset: str = "tiny"
+    vocab_size: int = 8000
+    overrides: dict = field(default_factory=dict)  # model config fields (d_model, enc_layers, decoder_latent, ...)
+    max_pairs: int | None = None  # a seeded sample of the training pairs (None: all)
+    max_valid_pairs: int | None = 2000
+    max_sentence_len: int = 64  # sentencepiece ids per side, EOS included (longer ones are truncated)
+    max_tokens: int = 8000  # per micro-batch: max(len_en, len_xx) × pairs
+    update_freq: int = 1  # micro-batches accumulated per update (per process)
+    lr: float = 5e-4
+    schedule: str = "inverse_sqrt"  # or "constant"
+    warmup: int = 4000
+    warmup_init_lr: float = 1e-7
+    betas: tuple[float, float] = (0.9, 0.98)
+    eps: float = 1e-8
+    weight_decay: float = 1e-4
+    clip_norm: float = 25.0
+    max_updates: int = 1000
+    max_seconds: float | None = None  # stop (with a checkpoint) once this session of the run took this long
+    kl_x0: int | None = None  # KL weight min(1, update / kl_x0); None: kl_ramp × max_updates at the run's start
+    kl_ramp: float = 3.0  # β ends at 1 / kl_ramp (3: near 0.3, as in the paper's run; docs/method.md#kl)
+    seed: int = 1
+    amp: str = "auto"  # "auto": bf16 autocast on CUDA, none on CPU; "bf16"; "off"
+    log_every: int = 1
+    valid_every: int = 1000
+    eval_every: int | None = None  # STS-B dev of the English-reading views (None: valid_every; 0: never)
+    save_every: int = 1000
+    keep_checkpoints: int = 2
+
+    def __post_init__(self):
+        check_name("model", self.model, MODELS)
+        check_name("language pair", self.pair, (*PAIRS, "all"))
+        if self.pair == "all" and self.model != "nmt":
+            raise WorkbenchError(f"only the multilingual NMT trains on all pairs at once; give {self.model} one "
+                                 f"pair: {', '.join(PAIRS)}")
+        check_name("preset", self.preset, PRESETS)
+        check_name("amp mode", self.amp, ("auto", "bf16", "off"))
+        check_name("lr schedule", self.schedule, ("inverse_sqrt", "constant"))
+        self.betas = tuple(self.betas)
+        wrong = [f"{name} must be {rule} (got {getattr(self, name)!r})" for name, rule, ok in _CHECKS
+                 if getattr(self, name) is not None and not ok(getattr(self, name))]
+        if wrong:
+            raise WorkbenchError("invalid training config: " + "; ".join(wrong))
+        if self.eval_every is None:
+            self.eval_every = self.valid_every
+
+    @property
+    def kl_x0_at_start(self) -> int:
+        """The KL ramp's x0 a new run fixes (kept by every resume of it, whatever ``max_updates`` becomes)."""
+        return self.kl_x0 or max(1, round(self.kl_ramp * self.max_updates))
+
+    @classmethod
+    def from_preset(cls, preset: str, **changes) -> "TrainConfig":
+        """The preset's values for the model, then ``changes`` (``None`` values are ignored). The NMT's pair
+        defaults to ``"all"``."""
+        check_name("preset", preset, PRESETS)
+        model = changes.get("model")
+        table = PARAPHRASTIC_PRESETS if model in paraphrastic.SETTINGS else NMT_PRESETS if model == "nmt" else {}
+        if model == "nmt" and changes.get("pair") is None:
+            changes["pair"] = "all"
+        values = {**PRESETS[preset], **table.get(preset, {})}
+        overrides = {**values.pop("model"), **(changes.pop("overrides", None) or {})}
+        values.update({k: v for k, v in changes.items() if v is not None})
+        return cls(preset=preset, overrides=overrides, **values)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> "TrainConfig":
+        """A TOML or JSON file of TrainConfig fields; ``preset`` (default tiny) supplies what it leaves out."""
+        path = Path(path)
+        if path.suffix == ".toml":
+            try:
+                data = tomllib.loads(path.read_text(encoding="utf-8"))
+            except UnicodeDecodeError:
+                raise WorkbenchError(f"{path} is not UTF-8 text; save it as UTF-8") from None
+            except tomllib.TOMLDecodeError as err:
+                raise WorkbenchError(f"{path}: cannot parse it as TOML ({err})") from None
+        else:
+            data = read_json(path)
+        if not isinstance(data, dict):
+            raise WorkbenchError(f"{path}: a training config is a table of settings, not {type(data).__name__}")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise WorkbenchError(f"{path}: unknown training config keys {unknown}; valid: {', '.join(sorted(known))}")
+        return cls.from_preset(data.pop("preset", "tiny"), **data)
+
+    @property
+    def languages(self) -> tuple[str, ...]:
+        """English, then the foreign language(s) of the run's pair(s)."""
+        return ("en", *(language_of(p) for p in pairs_of(self.pair)))
+
+    def model_config(self, tokenizer: Tokenizer) -> BGTConfig | ParaphrasticConfig | NMTConfig:
+        config_class = ARCHITECTURES[self.model][1]
+        extra = {"kl_x0": self.kl_x0_at_start} if config_class is BGTConfig else {}
+        if config_class is NMTConfig:
+            extra = {"tag_ids": tuple(tokenizer.tag_id(lang) for lang in self.languages)}
+        known = {f.name for f in fields(config_class)}
+        unknown = sorted(set(self.overrides) - known)
+        if unknown:
+            raise WorkbenchError(f"model settings {unknown} do not apply to {self.model}; valid: "
+                                 f"{', '.join(sorted(known))}")
+        try:
+            return config_class(vocab_size=tokenizer.vocab_size, languages=self.languages,
+                                setting=self.model, pad_id=tokenizer.pad_id, eos_id=tokenizer.eos_id, **extra,
+                                **self.overrides)
+        except ValueError as err:
+            raise WorkbenchError(f"bad model settings for {self.model}: {err}") from None
+
+
+def _count(low: int):
+    return lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= low
+
+
+def _number(low: float, high: float = math.inf, open_low: bool = False):
+    return lambda v: (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                      and (v > low if open_low else v >= low) and v <= high)
+
+
+# What each numeric TrainConfig field accepts (checked when a config is built: presets, files, CLI flags).
+_CHECKS = [(name, "an integer ≥ 1", _count(1)) for name in (
+               "vocab_size", "max_tokens", "update_freq", "max_updates", "log_every", "valid_every", "save_every",
+               "keep_checkpoints", "max_valid_pairs", "kl_x0")] + [
+           ("max_sentence_len", "an integer ≥ 2 (EOS included)", _count(2)),
+           ("max_pairs", "an integer ≥ 0 (0: all pairs)", _count(0)),
+           ("eval_every", "an integer ≥ 0 (0: never)", _count(0)), ("warmup", "an integer ≥ 0", _count(0)),
+           ("seed", "an integer ≥ 0", _count(0)), ("lr", "a number > 0", _number(0, open_low=True)),
+           ("warmup_init_lr", "a number ≥ 0", _number(0)), ("eps", "a number > 0", _number(0, open_low=True)),
+           ("weight_decay", "a number ≥ 0", _number(0)), ("clip_norm", "a number > 0", _number(0, open_low=True)),
+           ("kl_ramp", "a number > 0", _number(0, open_low=True)),
+           ("max_seconds", "a number > 0", _number(0, open_low=True)),
+           ("betas", "two numbers in [0, 1)", lambda v: len(v) == 2 and all(_number(0, 0.999999)(b) for b in v))]
+
+
+# TrainConfig fields that decide which batches come next and how the weights move: a resume must keep them
+# (the run length, logging and checkpoint cadence may change; the KL ramp is fixed when the run starts).
+RESUME_FIELDS = ("model", "pair", "vocab_size", "overrides", "max_pairs", "max_valid_pairs", "max_sentence_len",
+                 "max_tokens", "update_freq", "lr", "schedule", "warmup", "warmup_init_lr", "betas", "eps",
+                 "weight_decay", "clip_norm", "seed", "amp")
