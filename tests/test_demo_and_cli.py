@@ -23,6 +23,11 @@ def test_demo_end_to_end_on_reduced_sizes(tmp_path):
     sts = df[(df.metric == "pearson") & (df.dataset == "all")]
     assert set(sts.task) == {"STS16"} and len(sts) == 3
     assert (tmp_path / "demo" / "results.csv").is_file()
+    # the style-transfer lines: the card's evaluation beside held-out examples
+    from workbench.cards import card
+    closer = next(v for m, v in card("bgt-en-fr")["style_transfer"].items() if m.startswith("closer_to_source"))
+    assert "Style transfer with bgt-en-fr" in html and f"in {closer[0]}% of pairs" in html
+    assert html.count("<tr><td>") >= 3
 
 
 def test_first_run_line_names_what_is_still_to_build():

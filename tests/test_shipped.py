@@ -82,3 +82,26 @@ def test_unknown_model_name_lists_what_is_shipped():
         wb.load("bgt-en-xx")
     with pytest.raises(wb.errors.WorkbenchError, match="shipped: .*bgt-en-fr"):
         card("bgt-en-xx")
+
+
+def test_every_shipped_model_records_the_recipe_the_retraining_script_runs(capsys):
+    from dataclasses import asdict
+    from pathlib import Path
+
+    from workbench.recipes import TrainConfig
+    from workbench.zoo import retrain_plan
+    plan = retrain_plan().set_index("name")
+    assert sorted(plan.index) == shipped()
+    for name in shipped():
+        config = json.loads((trained_dir() / name / "config.json").read_text())
+        recipe = TrainConfig.from_file(trained_dir() / name / "config.json")  # what `train --config` runs
+        recorded = {**config["train"], "betas": tuple(config["train"]["betas"])}  # older records lack newer fields
+        assert {key: asdict(recipe)[key] for key in recorded} == recorded
+        assert recipe.model == config["model"]["setting"]
+        record = config["training"]
+        assert plan.loc[name, "updates"] == record.get("run_updates", record["updates"])
+        assert plan.loc[name, "keep_decoders"] == bool(config.get("decoders"))
+    script = (Path(__file__).resolve().parent.parent / "scripts" / "train_shipped").read_text()
+    assert "workbench models retrain --force" in script
+    assert cli.main(["models", "retrain", "--dry-run", "--only", "sp-en-fr"]) == 0
+    assert "sp-en-fr" in capsys.readouterr().out

@@ -6,6 +6,7 @@ second run takes seconds; ``results.csv`` is rewritten after every step, so an i
 """
 from __future__ import annotations
 
+import html
 import logging
 import time
 from pathlib import Path
@@ -92,6 +93,38 @@ def compare(pairs: tuple[str, ...] = ("en-fr",), sizes: dict[str, int] = CARD_SI
     return df
 
 
+def style_transfer_note(name: str = "bgt-en-fr", n_examples: int = 3) -> str:
+    """HTML: the style-transfer model's transfer evaluation (from its card: 200 fixed held-out pairs) beside
+    ``n_examples`` transfers of fixed held-out pairs (beam 5), so the examples are read with the numbers."""
+    from .cards import card
+    from .evaluation.style_transfer import transfer_pairs
+    from .generation import transfer_table
+    from .modelfolder import load
+    scores = card(name).get("style_transfer")
+    if not scores:
+        return ""
+    closer = next(v for m, v in scores.items() if m.startswith("closer_to_source"))
+    form = scores["form_follows_style"]
+    table = transfer_table(load(name), transfer_pairs(n_examples), beam=5)
+    rows = "".join(f"<tr><td>{html.escape(r.source)}</td><td>{html.escape(r.style)}</td>"
+                   f"<td>{html.escape(r.output)}</td></tr>" for r in table.itertuples())
+    return (f"<h2>Style transfer with {html.escape(name)}</h2><p>Meaning from the source (semantic latent), form "
+            f"from the style sentence (English language latent). On 200 fixed held-out pairs (its card; "
+            f"<code>workbench transfer --eval</code>): the output is closer in meaning to the source than to the "
+            f"style sentence in {closer[0]}% of pairs [{closer[1]}–{closer[2]}], and its form (length, "
+            f"punctuation, first word) follows the style sentence in {form[0]}% [{form[1]}–{form[2]}]: "
+            f"{_verdict(closer[0], form[0])} (<code>trained/README.md</code>).</p>"
+            f"<table><tr><th>source</th><th>style</th><th>output</th></tr>{rows}</table>")
+
+
+def _verdict(closer: float, form: float) -> str:
+    if closer >= 60 and form >= 60:
+        return "it keeps the source's meaning and takes the style's form"
+    if closer >= 60:
+        return "it keeps the source's meaning but mostly not the style's form"
+    return "it mostly follows the style sentence, not the source's meaning"
+
+
 def run_demo(out_dir: str | Path = "reports/demo", pairs: tuple[str, ...] = ("en-fr",),
              sizes: dict[str, int] = CARD_SIZES, years: tuple[int, ...] = tuple(STS_DATASETS),
              tasks: tuple[str, ...] = TABLE3_TASKS, show_progress: bool = True) -> Path:
@@ -107,4 +140,6 @@ def run_demo(out_dir: str | Path = "reports/demo", pairs: tuple[str, ...] = ("en
              f"selectivity against a control task); STS {min(years)}–{max(years)} from <code>eval/sts</code> "
              f"(STS13 without SMT). Wall time {time.perf_counter() - start:.0f} s. "
              "<code>workbench reproduce</code> puts these next to the paper's numbers.</p>")
+    if "en-fr" in pairs:
+        notes += style_transfer_note()
     return report(df, out_dir / "report.html", title="BGT workbench demo", notes_html=notes)

@@ -27,7 +27,8 @@ from .cards import CARD_SIZES, write_card
 from .data import sha256_of
 from .errors import WorkbenchError, check_name
 from .modelfolder import (
-    checkpoint_update, file_digests, latest_checkpoint, learning_curve, read_metrics, swap_folder, verify_files)
+    checkpoint_update, file_digests, latest_checkpoint, learning_curve, read_metrics, shipped, swap_folder,
+    verify_files)
 from .paths import read_json, trained_dir
 
 WITH_DECODERS = ("bgt-en-fr",)  # the style-transfer model (paper §5.3 uses the en–fr model)
@@ -212,3 +213,55 @@ def import_shards(package: str | Path, name: str | None = None, root: str | Path
                     curve, sizes, show_progress, force, transfer_pairs)
 
 
+
+
+def retrain_plan(names: list[str] | None = None, root: str | Path | None = None) -> pd.DataFrame:
+    """How to make each shipped model (default: all) again from scratch, one row each: the recipe recorded in its
+    ``config.json`` (``train``; ``workbench train --config trained/NAME/config.json`` reads it), run for as many
+    updates as its run went, exported from the same checkpoint with or without decoders as shipped, and the
+    hours its training took (the card's record, on the hardware it names). A model that was trained in phases
+    (``--init-from`` with other settings) is retrained with its last phase's settings from the start."""
+    root = Path(root) if root else trained_dir()
+    shipped_names = shipped(root)
+    unknown = sorted(set(names or ()) - set(shipped_names))
+    if unknown:
+        raise WorkbenchError(f"not shipped: {', '.join(unknown)}; shipped: {', '.join(shipped_names) or 'none'}")
+    rows = []
+    for name in names or shipped_names:
+        config = read_json(root / name / "config.json")
+        if "train" not in config:
+            raise WorkbenchError(f"{root / name / 'config.json'} records no training recipe ('train')")
+        record = config["training"]
+        rows.append({"name": name, "config": str(root / name / "config.json"), "model": config["train"]["model"],
+                     "updates": int(record.get("run_updates", record["updates"])),
+                     "checkpoint": "best" if str(record.get("checkpoint", "")).startswith("best") else "latest",
+                     "keep_decoders": bool(config.get("decoders", False)),
+                     "hours": round(record["train_seconds"] / 3600, 2), "hardware": record["hardware"]})
+    return pd.DataFrame(rows)
+
+
+def retrain(plan: pd.DataFrame, runs: str | Path = "runs/shipped", force: bool = False) -> list[Path]:
+    """Train and export every row of :func:`retrain_plan`, resumably: a finished run (``DONE``) is not trained
+    again, an interrupted one resumes from its last checkpoint; each export replaces the shipped model only with
+    ``force``. Returns the model folders."""
+    from .recipes import TrainConfig
+    from .train import Trainer, train_wmf
+    root, done = trained_dir(), []
+    if not force:
+        present = [name for name in plan["name"] if (root / name / "card.json").is_file()]
+        if present:
+            raise WorkbenchError(f"{', '.join(present)} are shipped already; --force replaces them with the "
+                                 "retrained models (each once its new card is measured)")
+    for row in plan.itertuples():
+        run = Path(runs) / row.name
+        cfg = TrainConfig.from_file(row.config)
+        if not (run / "DONE").is_file():
+            if cfg.model == "wmf":
+                shutil.rmtree(run, ignore_errors=True)
+                train_wmf(cfg, run)
+            else:
+                cfg = TrainConfig(**{**cfg.__dict__, "max_updates": row.updates, "max_seconds": None})
+                Trainer(cfg, run, resume=(run / "latest").is_file()).run()
+            (run / "DONE").write_text("trained\n")
+        done.append(export(run, row.name, keep_decoders=row.keep_decoders, checkpoint=row.checkpoint, force=force))
+    return done

@@ -26,6 +26,12 @@ def _models_arguments(p: argparse.ArgumentParser) -> None:
                    help="keep the decoders (default: only for bgt-en-fr, the style-transfer model)")
     q.add_argument("--checkpoint", choices=("best", "latest"), default="best",
                    help="best: the run's best semantic STS-B dev (best/), where it has one; latest: its last")
+    q = msub.add_parser("retrain", help="train shipped models again from scratch with their recorded recipes "
+                                        "(config.json) and export them (scripts/train_shipped)")
+    q.add_argument("--only", nargs="+", metavar="NAME", help="these shipped models (default: all)")
+    q.add_argument("--runs", default="runs/shipped", help="where the runs go (runs/shipped; resumable)")
+    q.add_argument("--dry-run", action="store_true", help="print the plan and the hours it took, train nothing")
+    q.add_argument("--force", action="store_true", help="replace the shipped models with the retrained ones")
     q = msub.add_parser("import", help="rebuild trained/NAME from a model package (scripts/gpu_campaign's shards), "
                                        "checking every file's sha256, and measure it for its card")
     q.add_argument("package", help="package folder (manifest.json, model-*.safetensors, spm.model)")
@@ -37,7 +43,17 @@ def _models_arguments(p: argparse.ArgumentParser) -> None:
 def _models(args) -> None:
     from ..cards import card
     from ..modelfolder import shipped
-    from ..zoo import export, import_shards
+    from ..zoo import export, import_shards, retrain, retrain_plan
+    if args.action == "retrain":
+        plan = retrain_plan(args.only)
+        print(plan.drop(columns=["config"]).to_string(index=False))
+        print(f"{len(plan)} models, {plan['hours'].sum():.1f} hours of training as recorded (each on the hardware "
+              "its row names); each retrains with: workbench train --config trained/NAME/config.json "
+              "--max-updates UPDATES, then models export --checkpoint CHECKPOINT", flush=True)
+        if not args.dry_run:
+            for path in retrain(plan, args.runs, force=args.force):
+                print(f"shipped: {path.resolve()}")
+        return
     if args.action in ("export", "import"):
         path = (export(args.run, name=args.name, keep_decoders=args.keep_decoders, checkpoint=args.checkpoint,
                        force=args.force)
@@ -57,7 +73,7 @@ def _models(args) -> None:
 
 
 MODELS_COMMAND = Command(
-    "models", "list the shipped models, or export a training run into trained/",
+    "models", "list the shipped models, export a training run into trained/, or retrain them",
     _models_arguments, _models)
 
 
