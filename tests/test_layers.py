@@ -89,7 +89,9 @@ def test_expected_layer_weighs_each_layer_by_what_it_adds():
     assert expected_layer([0, 1, 2], [0.4, 0.6, 0.8]) == pytest.approx(1.5)  # equal gains at 1 and 2
     assert expected_layer([2, 0, 1], [0.8, 0.4, 0.6]) == pytest.approx(1.5)  # order of the input does not matter
     assert np.isnan(expected_layer([0, 1, 2], [0.6, 0.6, 0.6]))
-    assert np.isnan(expected_layer([0, 1], [0.7, 0.6]))  # a loss overall: no distribution to weigh by
+    assert np.isnan(expected_layer([0, 1], [0.7, 0.6]))  # nothing gained anywhere
+    assert expected_layer([0, 1, 2, 3], [0.5, 0.8, 0.4, 0.5]) == pytest.approx(1.5)  # (1·0.3 + 3·0.1) / 0.4
+    assert 0 <= expected_layer([0, 1, 2, 3], [0.49, 0.52, 0.45, 0.72]) <= 3
 
 
 def test_cli_sweeps_layers_and_refuses_conflicting_options(capsys):

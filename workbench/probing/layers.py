@@ -5,7 +5,8 @@ or a Transformer view of our models: ``load("bgt-en-fr").encoder("semantic")``),
 once for all layers (one forward pass, one cache entry per layer), and returns the tidy probing rows with a
 ``layer`` column. :func:`layer_profile` summarises each task by its peak layer and Tenney's expected layer: the
 mean layer weighted by the accuracy each layer adds over the one below, E[l] = Σ l·Δ(l) / Σ Δ(l) with
-Δ(l) = acc(l) − acc(l − 1) — where along the network the property is picked up, rather than where it is best.
+Δ(l) = max(0, acc(l) − acc(l − 1)) — where along the network the property is picked up, rather than where it is
+best.
 """
 from __future__ import annotations
 
@@ -65,12 +66,13 @@ def probe_layers(encoder: Encoder, tasks: str | Sequence[str], layers: str | Seq
 
 
 def expected_layer(layers: Sequence[int], accuracies: Sequence[float]) -> float:
-    """Tenney et al.'s expected layer over consecutive layers 0…L: Σ l·Δ(l) / Σ Δ(l), Δ(l) = acc(l) − acc(l−1)
-    (NaN when the layers add nothing overall: the weights would not be a distribution)."""
+    """Tenney et al.'s expected layer over consecutive layers 0…L: Σ l·Δ(l) / Σ Δ(l) with
+    Δ(l) = max(0, acc(l) − acc(l−1)). Only gains count: with losses in the sum the weights are no distribution and
+    the "expected" layer can fall outside 0…L (NaN when no layer adds anything)."""
     order = np.argsort(layers)
     layer, accuracy = np.asarray(layers)[order], np.asarray(accuracies, dtype=float)[order]
-    gains = np.diff(accuracy)
-    if gains.sum() <= 0:
+    gains = np.clip(np.diff(accuracy), 0, None)
+    if not gains.any():
         return float("nan")
     return float((layer[1:] * gains).sum() / gains.sum())
 
