@@ -196,3 +196,13 @@ def test_layer_explorer_redraws_for_the_chosen_tasks(semantic):
     assert all(trace.fill is None for trace in app.figure.data)  # no CI band for selectivity
     app.tasks.value = ()
     assert not app.figure.data
+
+
+def test_a_model_card_declares_the_languages_an_hf_encoder_reads(tmp_path):
+    from workbench.huggingface import _declared_languages
+    (tmp_path / "README.md").write_text("---\nlanguage:\n- en\n- fr\nlicense: mit\ntags:\n- multilingual\n---\n# x\n")
+    assert _declared_languages(tmp_path) == ("en", "fr")
+    (tmp_path / "README.md").write_text("---\nlanguage: multilingual\n---\n")
+    assert _declared_languages(tmp_path) is None  # no codes: it says nothing the checks could use
+    (tmp_path / "README.md").unlink()
+    assert _declared_languages(tmp_path) is None

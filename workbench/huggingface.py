@@ -85,10 +85,10 @@ def _declared_languages(folder: Path) -> tuple[str, ...] | None:
     front = re.match(r"---\n(.*?)\n---", text, re.S)
     if not front:
         return None
-    block = re.search(r"^language:\s*(.*?)(?=^\S|\Z)", front.group(1), re.M | re.S)
+    block = re.search(r"^language:[ \t]*(.*?)(?=^[^\s-]|\Z)", front.group(1), re.M | re.S)  # up to the next key
     if not block:
         return None
-    codes = re.findall(r"[a-z]{2,3}(?![\w-])", block.group(1))
+    codes = re.findall(r"(?<![\w-])[a-z]{2,3}(?![\w-])", block.group(1))
     return tuple(dict.fromkeys(codes)) or None
 
 
@@ -140,9 +140,11 @@ class HFEncoder(NamedEncoder):
                                                                 use_safetensors=True).to(device).eval()
         except (OSError, ValueError) as err:
             raise WorkbenchError(f"cannot load a Hugging Face encoder from {folder}: {err}") from None
-        finally:
+        finally:  # the user's own setting back
             if previous is None:
                 os.environ.pop("HF_HUB_OFFLINE", None)
+            else:
+                os.environ["HF_HUB_OFFLINE"] = previous
         config = self.model.config
         self.n_layers = int(getattr(config, "num_hidden_layers"))
         if not isinstance(layer, int) or isinstance(layer, bool) or not -self.n_layers - 1 <= layer <= self.n_layers:
