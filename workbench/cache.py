@@ -138,8 +138,8 @@ class CachedEncoder:
                 self._write(path, check_embeddings(self.encoder, embeddings, len(sentences)))
 
     def holds(self, sentences: Sequence[str]) -> bool:
-        """Whether a valid entry for ``sentences`` is stored."""
-        return self._read(self.path_for(sentences), len(sentences)) is not None
+        """Whether an entry for ``sentences`` is stored (checked when it is read: a damaged one is recomputed)."""
+        return self.path_for(sentences).is_file()
 
     def _read(self, path: Path, n: int) -> np.ndarray | None:
         if not path.is_file():

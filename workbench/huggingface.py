@@ -10,6 +10,7 @@ the sentence-transformers library gives. Needs the ``hf`` extra (``pip install -
 """
 from __future__ import annotations
 
+import copy
 import hashlib
 import os
 import re
@@ -147,10 +148,6 @@ class HFEncoder(NamedEncoder):
                 os.environ["HF_HUB_OFFLINE"] = previous
         config = self.model.config
         self.n_layers = int(getattr(config, "num_hidden_layers"))
-        if not isinstance(layer, int) or isinstance(layer, bool) or not -self.n_layers - 1 <= layer <= self.n_layers:
-            raise WorkbenchError(f"layer {layer!r} does not exist in {folder.name}: it has layers 0 (embeddings) to "
-                                 f"{self.n_layers}, or -1 to -{self.n_layers + 1} counting from the top")
-        self.layer = layer % (self.n_layers + 1)
         self.folder, self.device = folder, device
         self.max_len = min(x for x in (max_len, st_len, getattr(self.tokenizer, "model_max_length", None),
                                        getattr(config, "max_position_embeddings", None), 100_000)
@@ -158,23 +155,23 @@ class HFEncoder(NamedEncoder):
         self.dim = int(config.hidden_size)
         self.languages = _declared_languages(folder)
         self.base_name = (name or f"hf:{_display_name(folder)}") + (":cls" if pooling == "cls" else "")
-        self.name = f"{self.base_name}@{self.layer}"
         self.files_digest = _folder_digest(folder)
-        self.fingerprint = self._fingerprint(self.layer)
+        self._read_at(layer)
 
-    def _fingerprint(self, layer: int) -> str:
-        parts = (self.files_digest, str(layer), self.pool, str(self.normalise), str(self.max_len))
-        return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+    def _read_at(self, layer: int) -> None:
+        """Point this encoder at ``layer``: its number from 0, its name and its fingerprint."""
+        if not isinstance(layer, int) or isinstance(layer, bool) or not -self.n_layers - 1 <= layer <= self.n_layers:
+            raise WorkbenchError(f"layer {layer!r} does not exist in {self.folder.name}: it has layers 0 (embeddings) "
+                                 f"to {self.n_layers}, or -1 to -{self.n_layers + 1} counting from the top")
+        self.layer = layer % (self.n_layers + 1)
+        self.name = f"{self.base_name}@{self.layer}"
+        parts = (self.files_digest, str(self.layer), self.pool, str(self.normalise), str(self.max_len))
+        self.fingerprint = hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
     def at_layer(self, layer: int) -> "HFEncoder":
-        """The same model at another layer (sharing the loaded weights)."""
-        other = object.__new__(HFEncoder)
-        other.__dict__.update(self.__dict__)
-        if not -self.n_layers - 1 <= layer <= self.n_layers:
-            raise WorkbenchError(f"layer {layer} does not exist: 0 to {self.n_layers}")
-        other.layer = layer % (self.n_layers + 1)
-        other.name = f"{self.base_name}@{other.layer}"
-        other.fingerprint = other._fingerprint(other.layer)
+        """The same model at another layer (sharing the loaded weights; the files are not hashed again)."""
+        other = copy.copy(self)
+        other._read_at(layer)
         return other
 
     @property

@@ -1,7 +1,8 @@
 """Where data, caches and models live: the one place that decides.
 
-- data (read-only inputs): ``$WORKBENCH_DATA``, else ``../shared/data`` beside the repository, else
-  ``<user cache>/bgt-workbench/data`` (where :mod:`workbench.data.download` puts what it fetches);
+- data (read-only inputs): ``$WORKBENCH_DATA``, else the ``data`` folder of a ``shared`` folder next to the
+  repository's own folder, else ``<user cache>/bgt-workbench/data`` (where :mod:`workbench.data.download` puts
+  what it fetches); what the data folder holds: docs/formats.md#locations;
 - home (everything the workbench builds: tokenizers, splits, probing sets, embedding cache):
   ``$WORKBENCH_HOME``, else ``<user cache>/bgt-workbench`` — never inside the git tree;
 - trained models shipped with the project: ``<repo>/trained``.

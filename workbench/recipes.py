@@ -162,8 +162,6 @@ class TrainConfig:
         model folder's ``config.json``: the recipe that made it (``workbench train --config trained/NAME/config.json``
         trains it again from scratch)."""
         path = Path(path)
-        if path.name == "config.json" and isinstance(read_json(path), dict) and "train" in read_json(path):
-            return cls.from_recorded(read_json(path)["train"], path)  # a model folder: the recipe it was made with
         if path.suffix == ".toml":
             try:
                 data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -173,6 +171,8 @@ class TrainConfig:
                 raise WorkbenchError(f"{path}: cannot parse it as TOML ({err})") from None
         else:
             data = read_json(path)
+            if path.name == "config.json" and isinstance(data, dict) and "train" in data:
+                return cls.from_recorded(data["train"], path)  # a model folder: the recipe it was made with
         if not isinstance(data, dict):
             raise WorkbenchError(f"{path}: a training config is a table of settings, not {type(data).__name__}")
         known = {f.name for f in fields(cls)}

@@ -121,9 +121,7 @@ def train_wmf(cfg: TrainConfig, run_dir: str | Path, show_progress: bool = True)
     start = time.perf_counter()
     model = WMF(WMFConfig(languages=("en", language_of(cfg.pair)), seed=cfg.seed, **settings))
     model.fit([en for en, _ in pairs], [xx for _, xx in pairs], show_progress=show_progress)
-    model.save(run_dir)
-    meta = read_json(run_dir / "config.json")  # the recipe goes with the model, as a Trainer run's does
-    atomic_write(run_dir / "config.json", json.dumps({**meta, "train": asdict(cfg)}))
+    model.save(run_dir, train=asdict(cfg))  # the recipe goes with the model, as a Trainer run's does
     result = {"model": "wmf", "preset": cfg.preset, "pairs": len(pairs), "iterations": len(model.history),
               "loss": model.history[-1], "seconds": time.perf_counter() - start}
     atomic_write(run_dir / "metrics.jsonl", json.dumps(result) + "\n")

@@ -136,9 +136,12 @@ class NetworkEncoder(NamedEncoder):
     def _read_at(self, layer: int) -> None:
         self.layer = _check_layer(self.module, layer, self.base_name)
         self.name = self.base_name if layer == -1 else f"{self.base_name}@{layer}"
-        self.dim = self.module.output_dim if layer == -1 else self.module.cfg.d_model
+        self.dim = self._dim(layer)
         self.fingerprint = (self.weights if layer == -1  # as before layers existed: cached entries stay valid
                             else hashlib.sha256(f"{self.weights}|layer {layer}".encode()).hexdigest())
+
+    def _dim(self, layer: int) -> int:
+        return self.module.output_dim if layer == -1 else self.module.cfg.d_model
 
     @property
     def layers(self) -> tuple[int, ...]:
@@ -175,8 +178,7 @@ class NetworkEncoder(NamedEncoder):
         lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
         flat = np.fromiter(chain.from_iterable(ids), dtype=np.int64, count=int(lengths.sum()))
         starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]) if len(ids) else lengths
-        out = {layer: np.empty((len(ids), self.module.output_dim if layer == -1 else self.module.cfg.d_model),
-                               dtype=np.float32) for layer in layers}
+        out = {layer: np.empty((len(ids), self._dim(layer)), dtype=np.float32) for layer in layers}
         device = next(self.module.parameters()).device
         self.module.eval()
         for index in tqdm(_length_sorted_batches(lengths, batch_size), desc=f"encode {self.name}",

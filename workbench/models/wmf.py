@@ -176,7 +176,9 @@ class WMF:
         check_name("encoder view", view, ("semantic", *self.cfg.languages))
         return WMFEncoder(self, view)
 
-    def save(self, folder: str | Path) -> Path:
+    def save(self, folder: str | Path, train: dict | None = None) -> Path:
+        """Factors and idf as safetensors, the config, vocabularies and fit history as JSON (``train``: the
+        recipe that made it, kept beside them)."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         tensors = {f"factor.{lang}": np.ascontiguousarray(f) for lang, f in self.factors.items()}
@@ -186,7 +188,8 @@ class WMF:
         (folder / "config.json").write_text(json.dumps({"model": {**asdict(self.cfg), "setting": "wmf"},
                                                         "vocabulary": vocab, "history": self.history,
                                                         "files_sha256": {"model.safetensors": sha256_of(
-                                                            folder / "model.safetensors")}}))
+                                                            folder / "model.safetensors")},
+                                                        **({"train": train} if train else {})}))
         return folder
 
     @classmethod
