@@ -210,6 +210,22 @@ def test_max_seconds_stops_with_a_checkpoint_that_resumes(tmp_path, tiny_tokeniz
     assert resumed.state["update"] == record["update"] and resumed.run()["update"] == record["update"] + 2
 
 
+def test_a_bare_resume_continues_with_the_recipe_the_run_records(tmp_path, tiny_tokenizer, capsys):
+    from workbench.cli import main
+    from workbench.modelfolder import latest_checkpoint, read_config
+    run = tmp_path / "run"
+    cfg = TrainConfig.from_preset("tiny", lr=2e-3, max_pairs=1000, max_valid_pairs=100, max_updates=2, save_every=2,
+                                  valid_every=2, eval_every=0)
+    Trainer(cfg, run, show_progress=False).run()
+    assert main(["train", "--out", str(run), "--resume", "--max-updates", "3"]) == 0  # not the tiny preset's lr
+    recorded = read_config(latest_checkpoint(run))["train"]
+    assert (recorded["lr"], recorded["max_pairs"], recorded["max_updates"]) == (2e-3, 1000, 3)
+    assert (run / "latest").read_text() == "update-3"
+    assert main(["train", "--out", str(run), "--resume", "--preset", "cpu", "--max-updates", "4"]) == 2
+    assert "--preset cpu (the run has tiny) would change it" in capsys.readouterr().err
+    assert (run / "latest").read_text() == "update-3"
+
+
 def test_sigterm_stops_after_the_update_in_progress_with_a_checkpoint(tmp_path, tiny_tokenizer):
     config = write_config(tmp_path / "long.toml", max_updates=100_000, save_every=100_000, valid_every=100_000)
     run = tmp_path / "run"

@@ -101,15 +101,15 @@ CURVE_COMMAND = Command(
 
 
 def _train_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", choices=MODELS, default="bgt")
+    p.add_argument("--model", choices=MODELS, help="architecture (default bgt)")
     p.add_argument("--pair", choices=[*PAIRS, "all"],
                    help="language pair (default en-fr; nmt: all, every pair through one encoder)")
-    p.add_argument("--preset", choices=list(PRESETS), default="tiny",
-                   help="tiny (CI, <1 min CPU), cpu (what trained/ holds: minutes on 2 cores), small (the GPU "
-                        "recipe), paper")
+    p.add_argument("--preset", choices=list(PRESETS),
+                   help="tiny (default; CI, <1 min CPU), cpu (what trained/ holds), small (the GPU recipe), paper")
     p.add_argument("--config", help="TOML/JSON file of training settings (instead of --model/--pair/--preset)")
     p.add_argument("--out", help="run directory (runs/MODEL-PAIR-PRESET)")
-    p.add_argument("--resume", action="store_true", help="continue the run in --out from its latest checkpoint")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the run in --out from its latest checkpoint, with the recipe it records")
     p.add_argument("--init-from", metavar="MODEL",
                    help="start a new run from a trained model of the same settings (a name in trained/ or a folder): "
                         "its weights, update count and curve go on, the optimizer starts afresh (when the run "
@@ -121,6 +121,28 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int)
 
 
+def _recorded_recipe(args) -> Path | None:
+    """What a bare ``--resume --out RUN`` continues with: the recipe RUN's latest checkpoint records, so a resume
+    cannot silently switch to the default preset. --model/--pair/--preset beside it must agree with the record."""
+    if not (args.resume and args.out):
+        return None
+    from ..modelfolder import latest_checkpoint, read_config
+    try:
+        folder = latest_checkpoint(args.out)
+    except WorkbenchError:
+        return None  # no run there: the Trainer says so with the options that start one
+    recorded = read_config(folder).get("train")
+    if not isinstance(recorded, dict):
+        return None  # a checkpoint from before recipes were recorded: the flags decide, as they did
+    given = {"model": args.model, "pair": args.pair, "preset": args.preset}
+    clash = [f"--{k} {v} (the run has {recorded.get(k)})" for k, v in given.items()
+             if v is not None and v != recorded.get(k)]
+    if clash:
+        raise WorkbenchError(f"--resume continues {args.out} with the recipe it records; {', '.join(clash)} would "
+                             "change it: drop those options, or start a new run in another --out")
+    return folder / "config.json"
+
+
 def _train(args) -> None:
     from ..recipes import TrainConfig
     from ..train import Trainer
@@ -128,11 +150,12 @@ def _train(args) -> None:
         raise WorkbenchError(f"--resume continues the run in --out; --init-from {args.init_from} starts a new run "
                              "from a trained model: give one of them")
     changes = {"max_updates": args.max_updates, "max_seconds": args.max_seconds, "seed": args.seed}
-    if args.config:
-        cfg = TrainConfig.from_file(args.config)
+    recipe = args.config or _recorded_recipe(args)
+    if recipe:
+        cfg = TrainConfig.from_file(recipe)
         cfg = TrainConfig(**{**cfg.__dict__, **{k: v for k, v in changes.items() if v is not None}})
     else:
-        cfg = TrainConfig.from_preset(args.preset, model=args.model, pair=args.pair, **changes)
+        cfg = TrainConfig.from_preset(args.preset or "tiny", model=args.model or "bgt", pair=args.pair, **changes)
     out = Path(args.out or f"runs/{cfg.model}-{cfg.pair}-{cfg.preset}")
     if cfg.model == "wmf":
         from ..train import train_wmf
