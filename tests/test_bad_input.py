@@ -242,7 +242,7 @@ CLI_CASES = [  # (argv with {tmp} for the test's folder, a fragment of the one-l
     ("probe --model bgt-en-fr --encoder en --task gender_fr",
      "task 'gender_fr' is in 'fr' but encoder 'bgt-en-fr:en' reads en"),
     ("probe --model bgt-en-fr --encoder en --task language_id_en_fr",
-     "holds en and fr sentences but encoder 'bgt-en-fr:en' reads en: probe an encoder shared by both languages"),
+     "holds en and fr sentences but encoder 'bgt-en-fr:en' reads en: use an encoder that reads all of them"),
     ("probe --model bgt-en-fr --given de --task length", "unknown encoder view 'de'; valid: en, fr, semantic"),
     ("probe --encoder random-sp-average --given en --task length", "--given names a view of --model"),
     ("probe --encoder random-sp-average --task length --out {tmp}/no/x.csv",

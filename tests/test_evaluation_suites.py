@@ -76,7 +76,8 @@ def test_language_checks_and_suites_on_real_data(small_tokenizer):
     with pytest.raises(WorkbenchError, match="STS17 track 'ar-ar' is in 'ar' but encoder 'random-sp-average' "
                                              "reads en, tr"):
         evaluate_sts17(en_tr, tracks=["ar-ar"])
-    with pytest.raises(WorkbenchError, match="Tatoeba fr-en"):
+    with pytest.raises(WorkbenchError, match="Tatoeba fr-en holds en and fr sentences but encoder "
+                                             "'random-sp-average' reads en, tr: use an encoder that reads all"):
         evaluate_tatoeba(en_tr, languages=["fr"])
     df = evaluate(en_tr, "all")
     assert set(df.task) == {"STS12", "STS13", "STS14", "STS15", "STS16", "STS12-16", "Hard STS", "STS17",

@@ -278,8 +278,8 @@ def test_language_identity_uses_one_side_of_each_pair_and_needs_a_shared_encoder
     assert card.languages == ("en", "fr")
     from workbench.modelfolder import load
     bgt = load("bgt-en-fr")
-    with pytest.raises(WorkbenchError, match="holds en and fr sentences but encoder 'bgt-en-fr:en' reads en: probe "
-                                             "an encoder shared by both languages"):
+    with pytest.raises(WorkbenchError, match="holds en and fr sentences but encoder 'bgt-en-fr:en' reads en: use "
+                                             "an encoder that reads all of them"):
         probe(bgt.encoder("en"), "language_id_en_fr", sizes=SMALL)
 
 

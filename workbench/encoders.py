@@ -50,25 +50,28 @@ def check_embeddings(encoder: Encoder, embeddings: object, n: int) -> np.ndarray
     return embeddings
 
 
-def check_language(encoder: Encoder, language: str, what: str) -> None:
-    """Raise if ``encoder`` declares the languages it reads and ``language`` is not one of them."""
-    languages = getattr(encoder, "languages", None)
-    if languages is not None and language not in languages:
-        raise WorkbenchError(f"{what} is in {language!r} but encoder {encoder.name!r} reads "
-                             f"{', '.join(languages)}")
+def unread(encoder: Encoder, languages: Sequence[str]) -> list[str]:
+    """Which of ``languages`` ``encoder`` cannot read: none when it does not declare its languages (an encoder
+    that does not say is trusted to read what it is given)."""
+    reads = getattr(encoder, "languages", None)
+    return [] if reads is None else [lang for lang in dict.fromkeys(languages) if lang not in reads]
 
 
-def readable(encoder: Encoder, languages: Sequence[str], what: str, strict: bool) -> bool:
-    """Whether ``encoder`` reads all ``languages``; if not, raise (``strict``) or log a warning and say no."""
-    try:
-        for language in languages:
-            check_language(encoder, language, what)
-    except WorkbenchError as err:
-        if strict:
-            raise
-        log.warning("skipped: %s", err)
-        return False
-    return True
+def check_reads(encoder: Encoder, languages: Sequence[str], what: str, strict: bool = True) -> bool:
+    """Whether ``encoder`` reads every language of ``what`` (the one place this is decided); if not, raise a
+    message naming both sides (``strict``) or log it as a skip and say no."""
+    if not unread(encoder, languages):
+        return True
+    languages = list(dict.fromkeys(languages))
+    holds = (f"is in {languages[0]!r}" if len(languages) == 1 else
+             f"holds {' and '.join(languages)} sentences")
+    message = f"{what} {holds} but encoder {encoder.name!r} reads {', '.join(encoder.languages) or 'nothing'}"
+    if len(languages) > 1:
+        message += ": use an encoder that reads all of them (e.g. BGT's semantic view), not a language encoder"
+    if strict:
+        raise WorkbenchError(message)
+    log.warning("skipped: %s", message)
+    return False
 
 
 def random_transformer(tokenizer: Tokenizer, cfg: TransformerConfig | None = None, seed: int = 0,

@@ -12,7 +12,7 @@ import pandas as pd
 from ..cache import cached, remember
 from ..data import sha256_of
 from ..data.sts import STS_DATASETS, TATOEBA_CODES, load_sts, load_tatoeba
-from ..encoders import Encoder, check_embeddings, readable
+from ..encoders import Encoder, check_embeddings, check_reads, unread
 from ..errors import WorkbenchError, check_name
 from ..paths import data_dir
 from .retrieval import retrieval_errors
@@ -41,14 +41,13 @@ def tatoeba_languages(encoder: Encoder, languages=None) -> list[str]:
     """The Tatoeba languages to evaluate ``encoder`` on (see :func:`evaluate_tatoeba`); a clear error when it
     cannot read one named, or (``languages=None``) reads no English–foreign pair at all."""
     if languages is None:
-        reads = getattr(encoder, "languages", None)
-        languages = [lang for lang in TATOEBA_CODES if reads is None or {"en", lang} <= set(reads)]
+        languages = [lang for lang in TATOEBA_CODES if not unread(encoder, ("en", lang))]
         if not languages:
             raise WorkbenchError(f"Tatoeba pairs English with {', '.join(TATOEBA_CODES)}, but encoder "
-                                 f"{encoder.name!r} reads {', '.join(reads) or 'nothing'}: nothing to evaluate "
-                                 "(use a shared encoder, e.g. BGT's semantic view)")
+                                 f"{encoder.name!r} reads {', '.join(encoder.languages) or 'nothing'}: nothing to "
+                                 "evaluate (use a shared encoder, e.g. BGT's semantic view)")
     for language in languages:
-        readable(encoder, ("en", language), f"Tatoeba {language}-en", strict=True)
+        check_reads(encoder, ("en", language), f"Tatoeba {language}-en")
     return list(languages)
 
 

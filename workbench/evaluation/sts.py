@@ -12,7 +12,7 @@ import pandas as pd
 from scipy.stats import pearsonr, spearmanr
 
 from ..data.sts import HARD_STS, STS_DATASETS, load_sts, load_sts17, load_sts_hard
-from ..encoders import Encoder, check_embeddings, check_language, readable
+from ..encoders import Encoder, check_embeddings, check_reads
 
 PAPER_STS17_TRACKS = ("es-es", "ar-ar", "en-es", "en-ar", "en-tr")  # Figure 4
 
@@ -58,7 +58,7 @@ def evaluate_sts(encoder: Encoder, years: Sequence[int] = tuple(STS_DATASETS),
     year (and, for several years, ``task="STS12-16"``) one row per aggregation in :data:`AGGREGATIONS`:
     ``dataset="all"`` is the unweighted mean (the paper's; over years, the mean of the year means),
     ``"all (wmean)"`` the pair-weighted mean, ``"all (pooled)"`` the correlation over all pairs pooled."""
-    check_language(encoder, "en", "STS")
+    check_reads(encoder, ("en",), "STS")
     data = {year: load_sts(year) for year in years}
     sentences = [s for sets in data.values() for f in sets.values() for s in (*f["sentence1"], *f["sentence2"])]
     lookup = embed_unique(encoder, sentences, show_progress)
@@ -92,7 +92,7 @@ def evaluate_sts(encoder: Encoder, years: Sequence[int] = tuple(STS_DATASETS),
 
 def evaluate_hard_sts(encoder: Encoder, show_progress: bool = False) -> pd.DataFrame:
     """Pearson/Spearman on the paper authors' Hard STS files (Hard+ = ``hard-pos``, Hard− = ``hard-neg``)."""
-    check_language(encoder, "en", "Hard STS")
+    check_reads(encoder, ("en",), "Hard STS")
     data = {kind: load_sts_hard(kind) for kind in HARD_STS}
     lookup = embed_unique(encoder, [s for f in data.values() for s in (*f["sentence1"], *f["sentence2"])],
                           show_progress)
@@ -112,7 +112,7 @@ def evaluate_sts17(encoder: Encoder, tracks: Sequence[str] | None = None,
     rows = []
     for track in tracks or PAPER_STS17_TRACKS:
         frame, lang1, lang2 = load_sts17(track)
-        if not readable(encoder, (lang1, lang2), f"STS17 track {track!r}", strict=tracks is not None):
+        if not check_reads(encoder, (lang1, lang2), f"STS17 track {track!r}", strict=tracks is not None):
             continue
         lookup = embed_unique(encoder, [*frame["sentence1"], *frame["sentence2"]], show_progress)
         rows += [{"encoder": encoder.name, "task": "STS17", "dataset": track, "metric": metric, "value": value,

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..cache import cached, remember
-from ..encoders import Encoder, check_embeddings, check_language
+from ..encoders import Encoder, check_embeddings, check_reads
 from ..errors import WorkbenchError, check_name
 from ..data.corpora import PAIRS, normalise
 from .build import ProbingDataset, build_task, translations
@@ -216,7 +216,7 @@ def _check_transfer(card, encoder, transfer: str, given) -> None:
         raise WorkbenchError(f"task {card.name!r}'s label does not survive translation, so it cannot transfer; "
                              f"tasks that do: {', '.join(valid)}")
     check_name("transfer language", transfer, [pair.split("-")[1] for pair in PAIRS])
-    check_language(encoder, transfer, f"transfer to {transfer!r}")
+    check_reads(encoder, (transfer,), f"transfer to {transfer!r}")
 
 
 def _transfer(clf, encoder, frame: pd.DataFrame, X: np.ndarray, language: str) -> dict:

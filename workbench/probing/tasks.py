@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from ..encoders import check_language
+from ..encoders import check_reads, unread
 from ..errors import UnknownNameError, WorkbenchError
 from ..paths import REPO_ROOT
 
@@ -38,13 +38,7 @@ class TaskCard:
 
     def check_encoder(self, encoder) -> None:
         """Refuse, before any work, an encoder that cannot read every language of the task."""
-        reads = getattr(encoder, "languages", None)
-        if len(self.languages) > 1 and reads is not None and not set(self.languages) <= set(reads):
-            raise WorkbenchError(f"task {self.name!r} holds {' and '.join(self.languages)} sentences but encoder "
-                                 f"{encoder.name!r} reads {', '.join(reads)}: probe an encoder shared by both "
-                                 "languages (e.g. BGT's semantic view), not a language encoder")
-        for language in self.languages:
-            check_language(encoder, language, f"task {self.name!r}")
+        check_reads(encoder, self.languages, f"task {self.name!r}")
 
     @classmethod
     def from_file(cls, path: str | Path) -> "TaskCard":
@@ -95,8 +89,7 @@ def task_names() -> list[str]:
 
 def readable_tasks(encoder) -> list[str]:
     """The tasks whose every language ``encoder`` reads (all of them for an encoder that does not say)."""
-    reads = getattr(encoder, "languages", None)
-    return [name for name, card in _cards().items() if reads is None or set(card.languages) <= set(reads)]
+    return [name for name, card in _cards().items() if not unread(encoder, card.languages)]
 
 
 def get_task(name: str) -> TaskCard:
