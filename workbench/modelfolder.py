@@ -5,6 +5,7 @@ and :func:`load`, which turns any of them into a ready model.
   config, the training config, the sha256 of the tokenizer, of the training data and of every other file of the
   folder), ``model.safetensors``, ``spm.model`` and, except ``best/``, ``trainer_state.safetensors`` + ``.json``
   (optimizer moments, RNG state, data position; no pickle).
+  :func:`write_checkpoint` writes one and :func:`read_trainer_state` reads the trainer's part back.
 - A **run** (``runs/NAME/``) holds ``metrics.jsonl`` (one JSON object per line, see :func:`read_metrics`),
   ``checkpoints/``, ``latest`` (the name of its newest checkpoint, ``update-N``) and ``best/``.
 - A **shipped model** (``trained/NAME/``) holds float16 ``model.safetensors``, ``spm.model``, ``config.json``
@@ -32,7 +33,7 @@ from .data import sha256_of
 from .data.tokenizer import Tokenizer
 from .errors import WorkbenchError
 from .models import build_model
-from .paths import read_json, trained_dir
+from .paths import atomic_write, read_json, trained_dir
 
 log = logging.getLogger(__name__)
 
@@ -133,6 +134,50 @@ def latest_checkpoint(path: str | Path) -> Path:
                                  f"(checkpoints/update-N); the run folder is damaged")
         return path / "checkpoints" / pointer
     raise WorkbenchError(f"{path} is neither a checkpoint (no model.safetensors) nor a run directory (no latest)")
+
+
+def write_checkpoint(run_dir: Path, model: torch.nn.Module, tokenizer: Tokenizer, meta: dict,
+                     optimizer: torch.optim.Optimizer, state: dict, keep: int) -> Path:
+    """Write ``checkpoints/update-N`` (N = ``state["update"]``) atomically with the weights, ``meta`` in its
+    config.json, the optimizer moments and the RNG states, point ``latest`` at it and remove all but the newest
+    ``keep`` checkpoints."""
+    folder = run_dir / "checkpoints" / f"update-{state['update']}"
+    tmp = folder.with_name(f".{folder.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    tensors, opt_json = {}, {"param_groups": optimizer.state_dict()["param_groups"], "state_keys": {}}
+    for index, values in optimizer.state_dict()["state"].items():
+        for key, value in values.items():
+            tensors[f"optimizer.{index}.{key}"] = value.detach().cpu().contiguous()
+        opt_json["state_keys"][str(index)] = sorted(values)
+    tensors["rng.torch"] = torch.get_rng_state()
+    if torch.cuda.is_available():
+        for i, rng in enumerate(torch.cuda.get_rng_state_all()):
+            tensors[f"rng.cuda.{i}"] = rng
+    save_file(tensors, str(tmp / "trainer_state.safetensors"))
+    (tmp / "trainer_state.json").write_text(json.dumps({**state, "optimizer": opt_json}, indent=2))
+    write_weights(tmp, model, tokenizer, meta)  # digests all four files
+    swap_folder(tmp, folder)
+    atomic_write(run_dir / "latest", folder.name)
+    kept = sorted((run_dir / "checkpoints").glob("update-*"), key=lambda p: int(p.name.split("-")[1]))
+    for old in kept[: -keep]:
+        shutil.rmtree(old, ignore_errors=True)
+    return folder
+
+
+def read_trainer_state(folder: Path, device: torch.device) -> tuple[dict, dict, dict]:
+    """A checkpoint's trainer state (update, data position, ...), optimizer state dict (on ``device``) and RNG
+    states (``torch``, ``cuda``: a list). The caller has verified the folder's files."""
+    tensors = load_file(str(folder / "trainer_state.safetensors"))
+    state = read_json(folder / "trainer_state.json")
+    opt = state.pop("optimizer")
+    state.pop("files_sha256", None)  # checkpoints written before config.json covered the trainer state
+    optimizer = {"state": {int(i): {k: tensors[f"optimizer.{i}.{k}"].to(device) for k in keys}
+                           for i, keys in opt["state_keys"].items()},
+                 "param_groups": opt["param_groups"]}
+    rng = {"torch": tensors["rng.torch"],
+           "cuda": [tensors[k] for k in sorted(k for k in tensors if k.startswith("rng.cuda."))]}
+    return state, optimizer, rng
 
 
 def checkpoint_update(folder: Path) -> int:

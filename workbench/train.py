@@ -3,7 +3,8 @@ batches, accumulation, AdamW + inverse-sqrt (or constant) learning rate, clippin
 under ``torchrun``, JSONL metrics, STS-B dev model selection, atomic checkpoints and exact resume; and
 :func:`train_wmf`, which fits WMF by ALS instead.
 
-A run folder (its layout: :mod:`workbench.modelfolder`) gets one ``metrics.jsonl`` line per update with the pairs
+What a run reads and the batches of each update come from :mod:`workbench.data.training`; a run folder (its
+layout and checkpoint format: :mod:`workbench.modelfolder`) gets one ``metrics.jsonl`` line per update with the pairs
 seen and the summed update time; validation loss and STS-B dev Pearson of every English-reading view on the lines
 where they were measured, and an ``update 0`` line for the network at initialisation. ``best/`` keeps the weights
 with the best semantic STS-B dev so far: checkpoints are chosen by STS-B dev, as the paper's authors do, not by
@@ -15,7 +16,6 @@ checkpoint. One process owns a run folder at a time (a lock file, :data:`LOCK`).
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import math
@@ -31,18 +31,19 @@ import numpy as np
 import pandas as pd
 import torch
 from filelock import FileLock, Timeout
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 from tqdm.auto import tqdm
 
-from .data.batching import collate, token_batches
-from .data.corpora import language_of, load_splits, pairs_of
+from .data.batching import collate
+from .data.corpora import language_of, load_splits
 from .data.sts import load_stsb
-from .data.tokenizer import Tokenizer, pair_tokenizer
+from .data.tokenizer import pair_tokenizer
+from .data.training import TrainingData
 from .errors import WorkbenchError
 from .evaluation.sts import embed_unique, score_pairs
 from .modelfolder import (
     CURVE_COLUMNS, checkpoint_update, latest_checkpoint, learning_curve, model_path, read_config, read_metrics,
-    swap_folder, verify_files, write_weights)
+    read_trainer_state, swap_folder, verify_files, write_checkpoint, write_weights)
 from .models import ARCHITECTURES, bgt, build_model
 from .paths import atomic_write, read_json
 from .recipes import RESUME_FIELDS, WMF_PRESETS, TrainConfig
@@ -71,37 +72,6 @@ def learning_rate(update: int, cfg: TrainConfig) -> float:
     if update < cfg.warmup:
         return cfg.warmup_init_lr + (cfg.lr - cfg.warmup_init_lr) * update / cfg.warmup
     return cfg.lr * math.sqrt(cfg.warmup / max(update, 1))
-
-
-# --- checkpoints ---------------------------------------------------------------------------------------------
-
-
-def save_checkpoint(run_dir: Path, model: torch.nn.Module, tokenizer: Tokenizer, cfg: TrainConfig,
-                    optimizer: torch.optim.Optimizer, state: dict, data_digest: str) -> Path:
-    """Write ``checkpoints/update-N`` atomically and point ``latest`` at it; older ones beyond
-    ``keep_checkpoints`` are removed."""
-    folder = run_dir / "checkpoints" / f"update-{state['update']}"
-    tmp = folder.with_name(f".{folder.name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    tensors, opt_json = {}, {"param_groups": optimizer.state_dict()["param_groups"], "state_keys": {}}
-    for index, values in optimizer.state_dict()["state"].items():
-        for key, value in values.items():
-            tensors[f"optimizer.{index}.{key}"] = value.detach().cpu().contiguous()
-        opt_json["state_keys"][str(index)] = sorted(values)
-    tensors["rng.torch"] = torch.get_rng_state()
-    if torch.cuda.is_available():
-        for i, rng in enumerate(torch.cuda.get_rng_state_all()):
-            tensors[f"rng.cuda.{i}"] = rng
-    save_file(tensors, str(tmp / "trainer_state.safetensors"))
-    (tmp / "trainer_state.json").write_text(json.dumps({**state, "optimizer": opt_json}, indent=2))
-    write_weights(tmp, model, tokenizer, {"train": asdict(cfg), "data_sha256": data_digest})  # digests all four
-    swap_folder(tmp, folder)
-    atomic_write(run_dir / "latest", folder.name)
-    kept = sorted((run_dir / "checkpoints").glob("update-*"), key=lambda p: int(p.name.split("-")[1]))
-    for old in kept[: -cfg.keep_checkpoints]:
-        shutil.rmtree(old, ignore_errors=True)
-    return folder
 
 
 def train_wmf(cfg: TrainConfig, run_dir: str | Path, show_progress: bool = True) -> dict:
@@ -136,16 +106,6 @@ def _distributed() -> tuple[int, int]:
     if world > 1 and not torch.distributed.is_initialized():
         torch.distributed.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
     return (torch.distributed.get_rank(), world) if world > 1 else (0, 1)
-
-
-def _tokenised(pairs, tokenizer: Tokenizer, max_len: int, tagged: bool) -> tuple[list[list[int]], list[list[int]]]:
-    """Ids of the (en, xx, language) triples' two sides; ``tagged``: xx ids start with their language tag."""
-    en = tokenizer.encode([en for en, _, _ in pairs], max_len=max_len)
-    xx = tokenizer.encode([xx for _, xx, _ in pairs], max_len=max_len)
-    if tagged:
-        tags = {lang: tokenizer.tag_id(lang) for lang in {lang for _, _, lang in pairs}}
-        xx = [[tags[lang]] + ids for (_, _, lang), ids in zip(pairs, xx)]
-    return en, xx
 
 
 class Trainer:
@@ -207,7 +167,9 @@ class Trainer:
         # a resume of a run that was itself initialised wins over init_from
         start = latest_checkpoint(model_path(init_from)) if init_from is not None and checkpoint is None else None
         self.tokenizer = pair_tokenizer(cfg.pair, cfg.vocab_size, language_tags=cfg.model == "nmt")
-        self._prepare_data()
+        self.data = TrainingData(cfg.pair, self.tokenizer, max_pairs=cfg.max_pairs,
+                                 max_valid_pairs=cfg.max_valid_pairs, max_sentence_len=cfg.max_sentence_len,
+                                 max_tokens=cfg.max_tokens, seed=cfg.seed, tagged=cfg.model == "nmt")
         if checkpoint is not None:
             self._check_resumable(checkpoint)
         if start is not None:
@@ -244,8 +206,8 @@ class Trainer:
             now["overrides"] = _without_regularisers(now["overrides"])
         changed = [f"{name} {saved[name]!r} -> {now[name]!r}" for name in RESUME_FIELDS
                    if name in saved and saved[name] != now[name]]
-        if meta.get("data_sha256", self.data_digest) != self.data_digest:
-            changed.append(f"training data (sha256 {meta['data_sha256'][:12]} -> {self.data_digest[:12]})")
+        if meta.get("data_sha256", self.data.digest) != self.data.digest:
+            changed.append(f"training data (sha256 {meta['data_sha256'][:12]} -> {self.data.digest[:12]})")
         if "data_sha256" not in meta:
             log.warning("%s predates training-data digests: the data cannot be checked on this resume", folder)
         saved_x0 = meta["model"].get("kl_x0")
@@ -269,21 +231,14 @@ class Trainer:
             raise WorkbenchError(f"{folder} has model config {saved}, which differs from the requested "
                                  f"{self.model.cfg}")
         self.model.load_state_dict(load_file(str(folder / "model.safetensors"), device=str(self.device)))
-        tensors = load_file(str(folder / "trainer_state.safetensors"))
-        state = read_json(folder / "trainer_state.json")
-        opt = state.pop("optimizer")
-        state.pop("files_sha256", None)  # checkpoints written before config.json covered the trainer state
+        state, optimizer, rng = read_trainer_state(folder, self.device)
         if state.get("world", self.world) != self.world:
             raise WorkbenchError(f"{folder} was trained by {state['world']} process(es), not {self.world}: an "
                                  "update's batches depend on it; resume with the same number of processes")
-        opt_state = {int(i): {k: tensors[f"optimizer.{i}.{k}"].to(self.device) for k in keys}
-                     for i, keys in opt["state_keys"].items()}
-        self.optimizer.load_state_dict({"state": opt_state, "param_groups": opt["param_groups"]})
-        torch.set_rng_state(tensors["rng.torch"])
-        if torch.cuda.is_available():
-            cuda = [tensors[k] for k in sorted(k for k in tensors if k.startswith("rng.cuda."))]
-            if cuda:
-                torch.cuda.set_rng_state_all(cuda)
+        self.optimizer.load_state_dict(optimizer)
+        torch.set_rng_state(rng["torch"])
+        if torch.cuda.is_available() and rng["cuda"]:
+            torch.cuda.set_rng_state_all(rng["cuda"])
         kept = self._truncate_metrics(state["update"])
         steps = [line for line in kept if "tokens_per_s" in line]  # checkpoints written before these were kept
         state.setdefault("pairs_seen", sum(line.get("sentences", 0) for line in steps))
@@ -349,51 +304,9 @@ class Trainer:
             atomic_write(path, "".join(json.dumps(line) + "\n" for line in kept))
         return kept
 
-    def _prepare_data(self) -> None:
-        cfg = self.cfg
-        pairs = pairs_of(cfg.pair)
-        train, valid = [], []
-        for pair in pairs:  # (en, xx, language) triples; with several pairs the validation pairs are shared out
-            splits, language = load_splits(pair), language_of(pair)
-            train += [(en, xx, language) for en, xx in splits["train"]]
-            valid += [(en, xx, language) for en, xx in splits["valid"][: (cfg.max_valid_pairs or 10 ** 9)
-                                                                           // len(pairs)]]
-        if cfg.max_pairs and cfg.max_pairs < len(train):
-            pick = np.random.default_rng(cfg.seed).choice(len(train), cfg.max_pairs, replace=False)
-            train = [train[i] for i in sorted(pick)]
-        digest = hashlib.sha256()
-        for part in (train, valid):
-            digest.update("\n".join("\t".join(triple) for triple in part).encode())
-            digest.update(b"\0")
-        self.data_digest = digest.hexdigest()
-        tagged = cfg.model == "nmt"
-        self.train_ids = _tokenised(train, self.tokenizer, cfg.max_sentence_len, tagged)
-        self.valid_ids = _tokenised(valid, self.tokenizer, cfg.max_sentence_len, tagged)
-        self.n_train = len(train)
-
-    def _epoch_batches(self, epoch: int) -> list[np.ndarray]:
-        """The epoch's micro-batches (deterministic in seed and epoch; computed once per epoch)."""
-        if getattr(self, "_batches", (None,))[0] != epoch:
-            en, xx = self.train_ids
-            self._batches = (epoch, token_batches([len(s) for s in en], [len(s) for s in xx], self.cfg.max_tokens,
-                                                  self.cfg.seed, epoch))
-        return self._batches[1]
-
     def _next_update_batches(self) -> list[np.ndarray]:
-        """The micro-batches of the next update for every process (update_freq × world), advancing the
-        data position; an epoch's leftover that cannot fill an update is skipped."""
-        need = self.cfg.update_freq * self.world
-        while True:
-            batches = self._epoch_batches(self.state["epoch"])
-            start = self.state["position"]
-            if start + need <= len(batches):
-                self.state["position"] = start + need
-                return batches[start:start + need]
-            if len(batches) < need:
-                raise WorkbenchError(f"an epoch has {len(batches)} micro-batches, fewer than the {need} one update "
-                                     "needs; lower max_tokens or update_freq")
-            self.state["epoch"] += 1
-            self.state["position"] = 0
+        """The micro-batches of the next update for every process (update_freq × world)."""
+        return self.data.next_update(self.state, self.cfg.update_freq * self.world)
 
     def _autocast(self):
         use = self.cfg.amp == "bf16" or (self.cfg.amp == "auto" and self.device.type == "cuda")
@@ -404,7 +317,7 @@ class Trainer:
         batches = self._next_update_batches()
         n_sentences = sum(len(b) for b in batches)  # the gradient is divided by all pairs in the update
         mine = batches[self.rank::self.world]
-        en_ids, xx_ids = self.train_ids
+        en_ids, xx_ids = self.data.train
         self.model.train()
         totals = torch.zeros(len(SUMMED), dtype=torch.float64)
         sem_side = getattr(self.model.cfg, "sem_side", "example")
@@ -446,9 +359,9 @@ class Trainer:
     def validate(self) -> float:
         """Validation loss per sentence pair (same terms and KL weight as training; eval mode)."""
         self.model.eval()
-        en, xx = self.valid_ids
+        en, xx = self.data.valid
         total, n = 0.0, 0
-        for index in token_batches([len(s) for s in en], [len(s) for s in xx], self.cfg.max_tokens, 0, 0):
+        for index in self.data.valid_batches():
             batch = collate(en, xx, index)
             with self._autocast():
                 out = self.model(batch.en.to(self.device), batch.xx.to(self.device), batch.sem_en,
@@ -474,7 +387,7 @@ class Trainer:
         self.state["best"] = {"update": self.state["update"], "stsb_dev": score}
         tmp = self.run_dir / ".best.tmp"
         shutil.rmtree(tmp, ignore_errors=True)
-        write_weights(tmp, self.model, self.tokenizer, {"train": asdict(self.cfg), "data_sha256": self.data_digest,
+        write_weights(tmp, self.model, self.tokenizer, {"train": asdict(self.cfg), "data_sha256": self.data.digest,
                                                          "update": self.state["update"], "stsb_dev": scores})
         swap_folder(tmp, self.run_dir / "best")
 
@@ -514,7 +427,7 @@ class Trainer:
             self.run_dir.mkdir(parents=True, exist_ok=True)
             n_params = sum(p.numel() for p in self.model.parameters())
             log.info("%s on %s: %.1fM parameters, %d training pairs, device %s, %d process(es)", cfg.model,
-                     cfg.pair, n_params / 1e6, self.n_train, self.device, self.world)
+                     cfg.pair, n_params / 1e6, len(self.data), self.device, self.world)
         if self.state["update"] == 0 and cfg.eval_every:  # the network at initialisation: the curves' reference
             record = {"update": 0, "pairs_seen": 0, "train_seconds": 0.0}
             self._measure(record)
@@ -560,8 +473,9 @@ class Trainer:
                 bar.update()
                 bar.set_postfix(loss=f"{record['loss']:.3f}")
                 if (update % cfg.save_every == 0 or update == cfg.max_updates or stopped) and self.rank == 0:
-                    save_checkpoint(self.run_dir, self.model, self.tokenizer, cfg, self.optimizer, self.state,
-                                    self.data_digest)
+                    write_checkpoint(self.run_dir, self.model, self.tokenizer,
+                                     {"train": asdict(cfg), "data_sha256": self.data.digest}, self.optimizer,
+                                     self.state, cfg.keep_checkpoints)
                 if stopped:
                     log.warning("stopped at update %d (%s); continue with --resume", update, stopped)
                     break
