@@ -6,7 +6,6 @@ from workbench.paper import (
     language_gaps,
     our_table3,
     paper_table,
-    reproduce,
     table3_cells,
     tatoeba_table,
     training_budgets,
@@ -14,6 +13,7 @@ from workbench.paper import (
     vocabulary_overlap,
 )
 from workbench.cards import card
+from workbench.reproduction import reproduce
 from workbench.modelfolder import shipped
 
 

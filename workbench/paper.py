@@ -1,27 +1,20 @@
-"""Our shipped models next to the BGT paper's numbers: Table 2, Table 3, Figures 3 and 4,
-the pattern checks that matter at our scale, the language-distance trend, and style-transfer examples.
-
-:func:`reproduce` writes ``reports/reproduction.html``. Our numbers come from the shipped models' cards (which the
-tests recompute from the weights) or, with ``recompute=True``, are measured afresh.
+"""The BGT paper's numbers (Tables 2-4, Figures 3 and 4) and ours in the same shape: Table 3 from the shipped
+models' cards, the cells whose winner we match, the semantic − language gaps per language, the training budgets
+and Tatoeba. Pandas tables, no presentation: :mod:`workbench.reproduction` turns them into the report.
 """
 from __future__ import annotations
 
-import html
 import io
-import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import torch
 
-from .cards import CARD_SIZES, TABLE3_MODELS, card, measure, summarise_views
+from .cards import TABLE3_MODELS, card
 from .data.corpora import load_splits
 from .data.tokenizer import Tokenizer
 from .errors import WorkbenchError
-from .figures import export_figures, figure_html, gap_figure, page, pair_figure, table3_figure
 from .modelfolder import shipped
-from .paths import REPO_ROOT, trained_dir
+from .paths import trained_dir
 
 LANGUAGES = ("fr", "es", "ar", "tr", "ja")
 TASKS = {"sts": "STS", "subj_num": "SubjNum", "obj_num": "ObjNum", "tree_depth": "Depth", "top_const": "TopConst",
@@ -183,7 +176,7 @@ def unequal_budgets(budgets: pd.DataFrame) -> dict[str, str]:
             for model, part in budgets.groupby("model", sort=False) if part["updates"].nunique() > 1}
 
 
-def _sts_rows(cards: dict[str, dict], model_names: dict[str, str]) -> pd.DataFrame:
+def sts_rows(cards: dict[str, dict], model_names: dict[str, str]) -> pd.DataFrame:
     """Figure-3-shaped rows (STS per year, average, Hard STS) for the semantic views of the named models."""
     rows = []
     for label, name in model_names.items():
@@ -213,304 +206,8 @@ def tatoeba_table(cards: dict[str, dict]) -> pd.DataFrame:
     return df[["model", *pairs, "mean"]] if rows else df
 
 
-def _side_by_side(ours: pd.DataFrame, paper: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+def side_by_side(ours: pd.DataFrame, paper: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """Our columns each followed by the paper's ``<column> (paper)``, rows matched on ``keys``."""
     merged = ours.merge(paper, on=keys, how="left", suffixes=("", " (paper)"))
     columns = keys + [c for col in paper.columns if col not in keys for c in (col, f"{col} (paper)") if c in merged]
     return merged[columns]
-
-
-def _table(df: pd.DataFrame) -> str:
-    return df.to_html(index=False, float_format=lambda v: f"{v:.1f}", na_rep="–", border=0)
-
-
-def _check(ok: bool, text: str) -> str:
-    return f'<li class="{"ok" if ok else "miss"}">{"✔" if ok else "✘"} {html.escape(text)}</li>'
-
-
-def _uriel_section(gaps: pd.DataFrame, paper_gaps: pd.DataFrame, figures: dict, data: dict) -> str:
-    """The language-distance section's measured half: URIEL+ distances, the gaps against syntactic distance and
-    their rank correlations (ours and the paper's numbers)."""
-    from .distance import METRIC, gap_correlations, language_distances, missing_features
-    distances = language_distances(list(dict.fromkeys(gaps["language"])))
-    syntactic = distances[distances["kind"] == "syntactic"].set_index("language")["distance"]
-    figures["language_gap_syntactic"] = (gap_figure(gaps.assign(distance=gaps["language"].map(syntactic)),
-                                                    "Ours: semantic − en, against URIEL+ syntactic distance",
-                                                    x="distance"), gaps)
-    data["uriel_distances"] = distances.pivot(index="language", columns="kind", values="distance").reset_index()
-    rho = gap_correlations(gaps, distances).merge(gap_correlations(paper_gaps, distances), on=["task", "kind", "n"],
-                                                  suffixes=("", "_paper"))
-    data["gap_correlations"] = rho
-    lacking = missing_features("ar") if "ar" in syntactic.index else []
-    return ("<h3>Measured distance (URIEL+)</h3><p>Typological distances from English (the <code>urielplus</code> "
-            f"knowledge base; {html.escape(METRIC)}). Standard Arabic (<code>arb</code>) lacks {len(lacking)} of "
-            f"103 syntactic features ({html.escape(', '.join(lacking[:8]))}{', …' if len(lacking) > 8 else ''}). "
-            "Spearman's rho of each semantic − en gap with each distance, with its exact permutation p-value: "
-            "<b>five languages can show very little</b> (the smallest two-sided p is 1/60; 15 tests).</p>"
-            + "".join(df.to_html(index=False, float_format=lambda v: f"{v:.3f}", border=0)
-                      for df in (data["uriel_distances"], rho)))
-
-
-def _disentanglement_section(pairs: list[str], figures: dict, data: dict) -> str:
-    """Per pair, for each shared view (BGT and BILINGUALTRANS semantic): language-ID accuracy, and what erasing
-    language identity (LEACE) costs STS12–16 and Tatoeba."""
-    from .probing.erase import erasure_effects
-    from .modelfolder import load
-    frames = []
-    for pair in pairs:
-        language = pair.split("-")[1]
-        encoders = [load(f"{m}-{pair}").encoder("semantic") for m in TABLE3_MODELS if f"{m}-{pair}" in shipped()]
-        frames.append(erasure_effects(encoders, [f"language_id_en_{language}"], sizes=CARD_SIZES,
-                                      tatoeba=[language], show_progress=False).assign(pair=pair))
-    effects = data["disentanglement"] = pd.concat(frames, ignore_index=True)
-    figures["language_id"] = (pair_figure(effects, "language_id", "before", "Language identity of the shared "
-                                          "encoders (50 = language-agnostic)", "accuracy × 100"), effects)
-    figures["erase_language_sts"] = (pair_figure(effects, "STS", "change", "STS12–16 change when language "
-                                                 "identity is erased (LEACE)", "Pearson × 100 change"), effects)
-    return ("<h2>Disentanglement — is meaning separated from language?</h2><p>Per pair, each shared encoder's "
-            "accuracy on <code>language_id_en_xx</code> (one sentence of each held-out translation pair; 50% = no "
-            "linearly readable language), then the same encoder with language identity erased by LEACE: if "
-            "meaning is language-free, STS barely moves and the Tatoeba error does not rise. Probing at "
-            f"{CARD_SIZES['train']}/{CARD_SIZES['valid']}/{CARD_SIZES['test']}.</p>"
-            + effects.pivot_table(index=["pair", "encoder"], columns="metric", values=["before", "after"],
-                                  sort=False).to_html(float_format=lambda v: f"{v:.2f}", border=0, na_rep="–"))
-
-
-def _introduction(cards: dict) -> str:
-    """What our models are and how far they are from the paper's."""
-    bgt = cards["bgt-en-fr"]
-    return (f"<p>Our models: {len(cards)} shipped in <code>trained/</code> ({html.escape(bgt['preset'] or '')} "
-            f"preset; {html.escape(bgt['training']['hardware'])}; see each <code>card.md</code>). The paper trained "
-            f"on 1M (Figure 3) or full OpenSubtitles (Table 3) pairs with 20k updates of 25k tokens; ours saw "
-            f"{bgt['training']['pairs_seen']:,} pairs. Compare patterns, not absolute values. Probing at "
-            f"{CARD_SIZES['train']}/{CARD_SIZES['valid']}/{CARD_SIZES['test']} sentences (the paper: "
-            "100k/10k/10k); TreeDepth/TopConst are dependency-based analogues.</p>")
-
-
-def _table2_section(bgt, cards: dict, data: dict) -> str:
-    """Table 2: STS by encoder of BGT en–fr, with a randomly initialised network of the same configuration."""
-    from .evaluation import evaluate
-    from .models import build_model
-    parts = []
-    torch.manual_seed(0)
-    random_model = build_model(bgt.cfg.to_dict()).eval()
-    random_encoder = random_model.encoder("semantic", tokenizer=bgt.tokenizer)
-    random_view = summarise_views(pd.concat([evaluate(random_encoder, suite) for suite in ("sts", "hard_sts")])
-                           .assign(view="semantic", fingerprint=random_encoder.fingerprint))["semantic"]
-    table2 = pd.DataFrame([{"encoder": enc, **view["sts"], "hard+": view["hard_sts"]["hard+"],
-                            "hard-": view["hard_sts"]["hard-"]}
-                           for enc, view in (("random", random_view), ("en", cards["bgt-en-fr"]["views"]["en"]),
-                                             ("semantic", cards["bgt-en-fr"]["views"]["semantic"]))])
-    data["table2"] = _side_by_side(table2.drop(columns=["STS12-16"]), paper_table("table2"), ["encoder"])
-    sem, en, rnd = (table2.set_index("encoder").loc[e, "STS12-16"] for e in ("semantic", "en", "random"))
-    parts.append("<h2>Table 2 — STS by encoder of BGT (en–fr)</h2>" + _table(data["table2"]) + "<ul>"
-                 + _check(sem > en, f"semantic encoder above the English language encoder on STS12–16 "
-                                    f"({sem:.1f} vs {en:.1f}; paper 73.1 vs 52.8)")
-                 + _check(sem > rnd, f"semantic encoder above a random-init encoder ({sem:.1f} vs {rnd:.1f}; "
-                                     "paper 73.1 vs 48.1)") + "</ul>")
-    return "".join(parts)
-
-
-def _table3_section(cards: dict, figures: dict, data: dict) -> tuple[str, pd.DataFrame]:
-    """Table 3 (probing per language) and the share of cells whose winner matches the paper's."""
-    parts = []
-    ours = our_table3(cards)
-    cells = table3_cells(ours)
-    data["table3"] = ours
-    data["table3_cells"] = cells
-    fraction = cells["match"].mean() if len(cells) else float("nan")
-    labelled = ours.assign(row=ours["lang"] + " / " + ours["role"].map(ROLES)).set_index("row")
-    figures["table3"] = (table3_figure(labelled.drop(columns=["lang", "role"]), "Our Table 3 (× 100)"), ours)
-    parts.append(f"<h2>Table 3 — probing, per language</h2><p><b>Winner matches the paper in "
-                 f"{cells['match'].sum()} of {len(cells)} cells ({100 * fraction:.0f}%; goal ≥ 80%).</b> "
-                 "A cell is one (language, task); its winner is the encoder with the highest number among those "
-                 "the paper reports for it.</p>" + _table(_side_by_side(ours, paper_table("table3"), ["lang", "role"]))
-                 + "<h3>Cell by cell</h3>" + cells.to_html(index=False, border=0,
-                                                           formatters={"match": lambda m: "✔" if m else "✘"}))
-    by_task = cells.groupby("task")["match"].mean().mul(100).round(0)
-    parts.append("<p>Matched cells per task (%): " + ", ".join(f"{t} {v:.0f}" for t, v in by_task.items())
-                 + ". Reasons a cell can disagree here: the paper's own margins are often a point or two "
-                   "(PunctFirst, Depth), within our probes' confidence intervals at 1,000 test sentences; "
-                   "Depth/TopConst are dependency-based analogues; and our models are small and briefly trained "
-                   "(see the cards), far from the paper's 20k updates of 25k tokens.</p>")
-    return "".join(parts), ours
-
-
-def _distance_section(ours: pd.DataFrame, cards: dict, figures: dict, data: dict) -> str:
-    """The semantic − language-encoder gaps against the languages' distance from English."""
-    parts = []
-    distance = {lang: vocabulary_overlap(f"en-{lang}") for lang in LANGUAGES if f"bgt-en-{lang}" in cards}
-    gaps = language_gaps(ours, distance)
-    paper_gaps = language_gaps(paper_table("table3"), distance)
-    figures["language_gap"] = (gap_figure(gaps, "Ours: semantic − en language encoder"), gaps)
-    figures["language_gap_paper"] = (gap_figure(paper_gaps, "Paper: semantic − en language encoder"), paper_gaps)
-    data["training_budgets"] = training_budgets(cards)
-    unequal = unequal_budgets(data["training_budgets"])
-    order = ", ".join(f"{lang} ({distance[lang]:.2f})" for lang in sorted(distance, key=distance.get, reverse=True))
-    word = gaps[gaps["task"] == "Word"].set_index("language")["gap"]
-    trend = word.corr(pd.Series(distance)) if len(word) > 2 else float("nan")
-    paper_word = paper_gaps[paper_gaps["task"] == "Word"].set_index("language")["gap"]
-    paper_trend = paper_word.corr(pd.Series(distance)) if len(paper_word) > 2 else float("nan")
-    parts.append("<h2>Language distance</h2><p>Distance measure: Jaccard overlap of the sentencepiece pieces "
-                 f"English and the other language use (closest first): {html.escape(order)}. The paper ties "
-                 "WordContent to shared vocabulary: the semantic encoder's WordContent advantage over the "
-                 "language encoder should shrink (turn negative) as the languages share fewer pieces.</p><ul>"
-                 + _check(np.sign(trend) == np.sign(paper_trend),
-                          f"WordContent gap vs overlap: Pearson {trend:+.2f} ours, {paper_trend:+.2f} with the "
-                          "paper's numbers on our distance order")
-                 + _check(not unequal, "every pair's models had the same number of updates" if not unequal else
-                          "the pairs' models had different numbers of updates, so differences between pairs are "
-                          "partly training, not distance: " + "; ".join(f"{m} {u}" for m, u in unequal.items()))
-                 + "</ul>")
-    parts.append(_uriel_section(gaps, paper_gaps, figures, data))
-    return "".join(parts)
-
-
-def _figure3_section(cards: dict, data: dict) -> str:
-    """Figure 3: STS and Hard STS of the en–fr models, and the paper's orderings."""
-    parts = []
-    labels = {m: f"{m}-en-fr" for m in ("sp", "bilstm", "english_ae", "english_vae", "english_trans",
-                                           "bilingual_trans", "bgt_no_langvars", "bgt_no_prior", "bgt")}
-    labels["b-wmf"] = "wmf-en-fr"
-    labels["nmt / LASER"] = "nmt-all"
-    fig3 = _sts_rows(cards, labels)
-    data["figure3"] = _side_by_side(fig3, paper_table("figure3"), ["model"])
-    both = fig3.merge(paper_table("figure3"), on="model", suffixes=("", "_paper"))
-    rank = both["STS12-16"].corr(both["STS12-16_paper"], method="spearman") if len(both) > 2 else float("nan")
-    bgt_row = fig3.set_index("model")["STS12-16"]
-    parts.append("<h2>Figure 3 — STS and Hard STS, en–fr models</h2><p>The row <i>nmt / LASER</i> is our "
-                 "multilingual NMT encoder (all five pairs) beside the paper's LASER, its much larger "
-                 "descendant.</p>" + _table(data["figure3"]) + "<ul>"
-                 + _check(bgt_row.get("bgt", -1) >= bgt_row.get("bilingual_trans", np.inf),
-                          f"BGT ≥ BILINGUALTRANS on STS12–16 ({bgt_row.get('bgt', np.nan):.1f} vs "
-                          f"{bgt_row.get('bilingual_trans', np.nan):.1f}; paper 73.1 vs 71.4)")
-                 + _check(all(bgt_row.get("bgt", -1) > bgt_row.get(m, np.inf) for m in ("english_ae", "english_vae")),
-                          "BGT above the English autoencoders (paper: 73.1 vs 65.7/65.9)")
-                 + _check(rank > 0.5, f"rank agreement of the models' STS averages with the paper: Spearman "
-                                      f"{rank:.2f} over {len(both)} models") + "</ul>")
-    return "".join(parts)
-
-
-def _tatoeba_section(cards: dict, data: dict) -> str:
-    """Tatoeba similarity search (Schwenk & Douze 2017's protocol) for every shipped model that has it."""
-    parts = []
-    data["tatoeba"] = tatoeba_table(cards)
-    if len(data["tatoeba"]):
-        parts.append("<h2>Tatoeba similarity search — error rate (%), both directions</h2><p>For each of "
-                     "1,000 sentences, is its nearest neighbour (cosine) among the other language's 1,000 its "
-                     "translation? The multilingual NMT reads all five languages with one encoder; the other "
-                     "models read their own pair. Schwenk &amp; Douze (2017) report 0.9–1.2% average error for "
-                     "their BiLSTM-max NMT encoder on the UN dev set (4,000 sentences, 6 languages, ~8M "
-                     "training sentences per language) — another corpus, so a reference point, not a target. "
-                     "Our training pairs exclude every LASER Tatoeba test sentence.</p>" + _table(data["tatoeba"]))
-    return "".join(parts)
-
-
-def _figure4_section(cards: dict, data: dict) -> str:
-    """Figure 4: STS17 with the pair's BGT and BILINGUALTRANS, and the NMT encoder that reads every track."""
-    from .evaluation import evaluate
-    from .modelfolder import load
-    parts = []
-
-    def sts17(name: str) -> pd.Series:
-        result = evaluate(load(name).encoder("semantic"), "sts17")
-        return result[result["metric"] == "pearson"].set_index("dataset")["value"]
-
-    rows = []
-    for model in ("bilingual_trans", "bgt"):
-        rows.append({"model": model, **{track: sts17(f"{model}-{pair}").get(track, np.nan)
-                                        for track, pair in TRACK_PAIR.items() if f"{model}-{pair}" in cards}})
-    if "nmt-all" in cards:
-        rows.append({"model": "nmt / LASER", **sts17("nmt-all").reindex(list(TRACK_PAIR)).to_dict()})
-    data["figure4"] = _side_by_side(pd.DataFrame(rows), paper_table("figure4"), ["model"])
-    fig4 = pd.DataFrame(rows).set_index("model")
-    wins = [t for t in TRACK_PAIR if t in fig4 and fig4.loc["bgt", t] >= fig4.loc["bilingual_trans", t]]
-    parts.append("<h2>Figure 4 — SemEval 2017 (semantic encoder of the track's pair; the NMT's one encoder "
-                 "reads all)</h2>"
-                 + _table(data["figure4"]) + "<ul>"
-                 + _check(len(wins) > fig4.shape[1] / 2, f"BGT ≥ BILINGUALTRANS on {len(wins)} of "
-                          f"{fig4.shape[1]} tracks ({', '.join(wins)}; paper: all 5)") + "</ul>")
-    return "".join(parts)
-
-
-def _table4_section(bgt, cards: dict, transfer_examples: int, data: dict) -> str:
-    """Table 4: style transfer with the en–fr BGT on held-out sentences, its transfer evaluation and the latent ablation."""
-    from .generation import latent_ablation, transfer_table
-    parts = []
-    test = [en for en, _ in load_splits("en-fr")["test"] if 4 <= len(en.split()) <= 12]
-    rng = np.random.default_rng(0)
-    picks = rng.choice(len(test), size=2 * transfer_examples, replace=False)
-    sources, styles = [test[i] for i in picks[:transfer_examples]], [test[i] for i in picks[transfer_examples:]]
-    table4 = transfer_table(bgt, pd.DataFrame({"source": sources, "style": styles}), beam=5)
-    data["style_transfer"] = table4
-    kept, borrowed = table4["from_source"].str.len().gt(0).sum(), table4["from_style"].str.len().gt(0).sum()
-    parts.append("<h2>Table 4 — style transfer (meaning from Source via z_sem, style via z_en, beam 5)</h2>"
-                 + table4.to_html(index=False, border=0) + "<ul>"
-                 + _check(kept > len(table4) / 2, f"{kept} of {len(table4)} outputs keep a content word of "
-                                                  f"the source ({borrowed} take one from the style sentence)")
-                 + "</ul>")
-    scores = cards["bgt-en-fr"].get("style_transfer")
-    if scores:  # measured on 200 held-out pairs when the model was exported (its card)
-        evaluation = pd.DataFrame([(m, *(v if isinstance(v, list) else [v, None, None])) for m, v in scores.items()],
-                                  columns=["metric", "value", "ci_low", "ci_high"])
-        data["transfer_evaluation"] = evaluation
-        closer = next(v[0] for m, v in scores.items() if m.startswith("closer_to_source"))
-        parts.append("<h3>The transfer evaluation: 200 fixed held-out pairs, beam 5 (% of pairs, bootstrap 95% "
-                     "CI; from the model card, <code>workbench transfer --eval</code>)</h3>"
-                     + evaluation.to_html(index=False, border=0, na_rep="–") + "<ul>"
-                     + _check(closer >= 60, f"outputs closer in meaning to the source than to the style "
-                                            f"sentence: {closer}% (target ≥ 60%)")
-                     + _check(scores["form_follows_style"][0] >= 60, f"form (length bin, punctuation, first "
-                              f"word) follows the style sentence: {scores['form_follows_style'][0]}% (≥ 60%)")
-                     + "</ul>")
-    # Why it works or not: which latent carries each source's content (the prior mean stands in for the other).
-    ablation = latent_ablation(bgt, sources, beam=5)
-    data["latent_ablation"] = ablation
-    keeps = ablation.assign(k=ablation["kept"].str.len().gt(0)).groupby("latents")["k"].sum()
-    parts.append("<h3>Which latent carries the content? Each source decoded from its own latents, one of them "
-                 "set to the prior mean (zero)</h3>"
-                 + ablation.to_html(index=False, border=0) + "<ul>"
-                 + _check(keeps["semantic only"] > keeps["language only"],
-                          f"z_sem alone keeps a content word of the sentence in {keeps['semantic only']} of "
-                          f"{len(sources)}, z_en alone in {keeps['language only']} (style transfer needs the "
-                          "content in z_sem, not in z_en)")
-                 + "</ul>")
-    return "".join(parts)
-
-
-def reproduce(out: str | Path = REPO_ROOT / "reports" / "reproduction.html", recompute: bool = False,
-              transfer_examples: int = 5, show_progress: bool = True,
-              disentangle: tuple[str, ...] | None = None) -> Path:
-    """Write the reproduction report (HTML + the numbers as CSV, figures as PNG/PDF where Chromium exists).
-    ``disentangle``: the pairs of the disentanglement section (default: every pair with both shared models;
-    it probes and re-evaluates, a minute or two per pair on 2 cores; ``()`` leaves it out)."""
-    from .modelfolder import load
-    start = time.perf_counter()
-    out = Path(out)
-    names = shipped()
-    if "bgt-en-fr" not in names:
-        raise WorkbenchError(f"the reproduction needs the shipped bgt-en-fr model; shipped: {', '.join(names) or 'none'}")
-    cards = {name: card(name) for name in names}
-    if recompute:
-        for name in names:
-            cards[name]["views"] = summarise_views(measure(load(name), show_progress=show_progress))
-    figures, data = {}, {}
-    bgt = load("bgt-en-fr")
-    table3, ours = _table3_section(cards, figures, data)
-    if disentangle is None:
-        disentangle = tuple(p for p in (f"en-{lang}" for lang in LANGUAGES)
-                            if all(f"{m}-{p}" in cards for m in TABLE3_MODELS))
-    sections = [_introduction(cards), _table2_section(bgt, cards, data), table3,
-                _distance_section(ours, cards, figures, data),
-                _disentanglement_section(list(disentangle), figures, data) if disentangle else "",
-                _figure3_section(cards, data), _tatoeba_section(cards, data), _figure4_section(cards, data),
-                _table4_section(bgt, cards, transfer_examples, data)]
-    problems = export_figures(figures, out.parent, stem=out.stem)
-    for name, frame in data.items():
-        frame.to_csv(out.parent / f"{out.stem}-{name}.csv", index=False)
-    warnings = "".join(f'<p class="warn">{html.escape(p)}</p>' for p in problems)
-    sections.insert(1, warnings + figure_html({k: f for k, (f, _) in figures.items()}))
-    sections.append(f"<p>Built in {time.perf_counter() - start:.0f} s by <code>workbench reproduce</code>.</p>")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(page("BGT reproduction: our shipped models vs the paper", "".join(sections)), encoding="utf-8")
-    return out

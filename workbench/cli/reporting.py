@@ -44,7 +44,7 @@ def _reproduce_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _reproduce(args) -> None:
-    from ..paper import reproduce
+    from ..reproduction import reproduce
     path = reproduce(args.out, recompute=args.recompute, disentangle=() if args.no_disentanglement else None)
     print(f"report: {Path(path).resolve()}")
 
