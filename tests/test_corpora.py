@@ -33,7 +33,7 @@ def test_unknown_pair_lists_valid_ones():
 
 
 def test_real_counts_match_sources():
-    # shared/data/parallel/SOURCES.md, final pair counts after the evaluation-overlap pass
+    # the counts the data folder's parallel/SOURCES.md gives (after the evaluation-overlap pass)
     assert len(corpora.read_pairs(corpora.corpus_path("en-tr"))) == 51_259
     assert len(corpora.read_pairs(corpora.corpus_path("en-ar"))) == 37_278
 
