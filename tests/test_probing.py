@@ -337,3 +337,88 @@ def test_language_identity_separates_surface_from_meaning():
 
     translation_invariant = OneVectorPerMeaning("one-vector-per-meaning", None, dim=64)
     assert abs(probe(translation_invariant, dataset, control=False).accuracy - 0.5) < 0.07
+
+
+def test_split_by_word_puts_every_word_in_one_split_and_meets_the_sizes():
+    rng = np.random.default_rng(0)
+    candidates = [(label, f"sentence {w} {i} {label}", f"W{w}" if i % 2 else f"w{w}")  # the case is ignored
+                  for w in range(120) for i in range(int(rng.integers(1, 15)))
+                  for label in (("A", "B") if w % 3 == 0 else ("A",) if w % 3 == 1 else ("B",))]
+    data = build.select(candidates, {"train": 600, "valid": 100, "test": 100}, None, seed=0, balanced=True,
+                        lexical=True)
+    assert data.assign(w=data["word"].str.lower()).groupby("w")["split"].nunique().max() == 1
+    counts = data.groupby(["split", "label"]).size()
+    for tag, size in (("tr", 300), ("va", 50), ("te", 50)):  # per label: half of each split
+        assert abs(counts[tag]["A"] - size) <= 0.05 * size and abs(counts[tag]["B"] - size) <= 0.05 * size
+    random = build.select(candidates, {"train": 600, "valid": 100, "test": 100}, None, seed=0, balanced=True)
+    assert random.assign(w=random["word"].str.lower()).groupby("w")["split"].nunique().max() > 1
+
+
+def test_a_lexically_split_task_holds_out_its_words_and_results_say_seen_and_unseen():
+    from dataclasses import replace
+    from workbench.modelfolder import load
+    lexical = build.build_task("subj_num", sizes=SMALL)
+    assert get_task("subj_num").lexical_split and lexical.manifest["split"] == "lexical"
+    data = lexical.data.assign(w=lexical.data["word"].str.lower())
+    assert data.groupby("w")["split"].nunique().max() == 1 and data["w"].nunique() > 100
+    for tag, size in zip(("tr", "va", "te"), SMALL.values()):
+        labels = data[data["split"] == tag]["label"].value_counts()
+        assert abs(labels.sum() - size) <= 0.02 * size and labels.max() - labels.min() <= 2
+    leaky = build.build_task(replace(get_task("subj_num"), lexical_split=False, digest="subj_num-random-split"),
+                             sizes=SMALL)
+    assert leaky.manifest["split"] == "random"
+    encoder = load("bgt-en-fr").encoder("en")
+    seen = probe(encoder, leaky, control=False)
+    assert 0 < seen.n_seen < seen.n_test  # a random split shares many subject heads between train and test
+    n_unseen = seen.n_test - seen.n_seen
+    assert (seen.seen_accuracy * seen.n_seen + seen.unseen_accuracy * n_unseen) / seen.n_test == \
+        pytest.approx(seen.accuracy)
+    rows = seen.to_frame().set_index("metric")
+    assert rows.loc["accuracy_seen_word", "n"] == seen.n_seen and rows.loc["accuracy_unseen_word", "n"] == n_unseen
+    unseen = probe(encoder, lexical, control=False)
+    assert unseen.n_seen == 0 and unseen.seen_accuracy is None and unseen.unseen_accuracy == unseen.accuracy
+    assert "label word unseen in training" in str(unseen)
+
+
+def test_a_task_read_from_no_word_reports_no_seen_or_unseen_accuracy(length_task):
+    assert length_task.data["word"].eq("").all()
+    result = probe(FeatureEncoder("length-no-word", lambda s: len(s)), length_task, control=False)
+    assert result.n_seen is None and result.seen_accuracy is None and result.unseen_accuracy is None
+    assert not result.to_frame()["metric"].str.contains("seen_word").any()
+
+
+def test_seeds_report_the_mean_the_spread_and_the_ci_of_the_mean(length_task):
+    noisy = FeatureEncoder("noisy-length-seeds", lambda s: len(preprocess(s).split()) + np.random.default_rng(
+        zlib.crc32(s.encode())).normal(0, 3))
+    runs = [probe(noisy, length_task, classifier="mlp", control=False, seed=s) for s in (5, 6, 7)]
+    pooled = probe(noisy, length_task, classifier="mlp", control=False, seed=5, seeds=3)
+    accuracies = [r.accuracy for r in runs]
+    assert pooled.seeds == 3 and pooled.accuracy == pytest.approx(np.mean(accuracies))
+    assert pooled.seed_std == pytest.approx(np.std(accuracies, ddof=1)) and pooled.seed_std > 0
+    assert pooled.ci_low < pooled.accuracy < pooled.ci_high
+    assert pooled.to_frame().set_index("metric").loc["seed_std", "value"] == pooled.seed_std
+    logistic = probe(noisy, length_task, control=False, seeds=2)  # zero-initialised, full batch: no seed spread
+    assert logistic.seed_std == 0 and logistic.accuracy == probe(noisy, length_task, control=False).accuracy
+    with pytest.raises(WorkbenchError, match=r"seeds must be a whole number ≥ 1 \(got 0\)"):
+        probe(noisy, length_task, seeds=0)
+
+
+@pytest.mark.parametrize("task, caveat", [("length", "keys on first words with"),
+                                          ("gender_fr", "keys on label words with 4 effective types"),
+                                          ("word_content", "the task relabelled"), ("subj_num", "")])
+def test_a_control_is_called_uninformative_from_its_word_types_alone(task, caveat):
+    from workbench.probing.control import uninformative
+    reason = uninformative(build.build_task(task, sizes=SMALL).data)
+    assert caveat in reason and bool(reason) == bool(caveat)
+
+
+def test_an_uninformative_control_is_named_in_the_result_and_hatched_in_the_figure(length_task):
+    from workbench.figures import selectivity_figure
+    result = probe(FirstWordEncoder("first-word-caveat"), length_task)
+    assert "uninformative: the control keys on first words" in str(result)
+    rows = result.to_frame().set_index("metric")
+    assert rows.loc["selectivity", "note"] == result.control_caveat != "" and rows.loc["accuracy", "note"] == ""
+    fair = rows.reset_index().assign(encoder="other", note="")
+    figure = selectivity_figure(pd.concat([rows.reset_index(), fair]))
+    hatched = {bar.name: bar.marker.pattern.shape for bar in figure.data}
+    assert hatched == {"first-word-caveat": ("/",), "other": ("",)} and "hatched" in figure.layout.title.text

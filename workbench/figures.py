@@ -21,7 +21,8 @@ from .paths import atomic_write
 log = logging.getLogger(__name__)
 
 RESULT_COLUMNS = ("encoder", "task", "dataset", "metric", "value", "ci_low", "ci_high", "n")
-SHARE_METRICS = ("accuracy", "majority", "control_accuracy", "given_accuracy", "transfer_accuracy")  # in [0, 1]
+SHARE_METRICS = ("accuracy", "majority", "control_accuracy", "given_accuracy", "transfer_accuracy",
+                 "accuracy_seen_word", "accuracy_unseen_word")  # in [0, 1]
 
 
 def tidy(df: pd.DataFrame) -> pd.DataFrame:
@@ -90,14 +91,23 @@ def probe_figure(df: pd.DataFrame) -> go.Figure:
 
 
 def selectivity_figure(df: pd.DataFrame) -> go.Figure:
-    """Grouped bars of selectivity (task minus control-task accuracy, ×100) per task and encoder."""
+    """Grouped bars of selectivity (task minus control-task accuracy, ×100) per task and encoder; a cell whose
+    control is uninformative (a ``note`` says why) is hatched and faded, with the reason on hover."""
     rows = tidy(df)
-    rows = rows[rows["metric"] == "selectivity"]
+    rows = rows[rows["metric"] == "selectivity"].reset_index(drop=True)
+    notes = rows["note"].fillna("").astype(str) if "note" in rows else pd.Series("", index=rows.index)
     fig = go.Figure()
     for encoder, part in rows.groupby("encoder", sort=False):
-        fig.add_bar(name=encoder, x=part["task"], y=100 * part["value"])
-    fig.update_layout(barmode="group", title="Selectivity: accuracy minus control-task accuracy (Hewitt & Liang)",
-                      yaxis_title="selectivity × 100", xaxis_title="task", template="plotly_white")
+        caveat = notes[part.index]
+        fig.add_bar(name=encoder, x=part["task"], y=100 * part["value"],
+                    hovertext=[f"uninformative: {note}" if note else "" for note in caveat],
+                    marker=dict(pattern_shape=["/" if note else "" for note in caveat],
+                                opacity=[0.35 if note else 1.0 for note in caveat]))
+    title = "Selectivity: accuracy minus control-task accuracy (Hewitt & Liang)"
+    if notes.astype(bool).any():
+        title += "<br><sup>hatched: the control cannot separate property from memory there (hover for why)</sup>"
+    fig.update_layout(barmode="group", title=title, yaxis_title="selectivity × 100", xaxis_title="task",
+                      template="plotly_white")
     return fig
 
 

@@ -55,9 +55,10 @@ class ProbingDataset:
 
 
 def select(candidates: Sequence[tuple[str, str, str]], sizes: dict[str, int], max_per_label: int | None,
-           seed: int = 0, task: str = "", balanced: bool = False) -> pd.DataFrame:
+           seed: int = 0, task: str = "", balanced: bool = False, lexical: bool = False) -> pd.DataFrame:
     """Cap labels (at ``max_per_label``, and with ``balanced`` at the rarest label's count), shuffle and split
-    each label proportionally into the requested (or scaled) sizes."""
+    each label proportionally into the requested (or scaled) sizes. ``lexical``: whole label words go to one
+    split each (:func:`split_by_word`), so no test word was seen in training."""
     by_label: dict[str, list[tuple[str, str]]] = defaultdict(list)
     seen = set()
     for label, sentence, word in candidates:  # one example per sentence
@@ -70,9 +71,8 @@ def select(candidates: Sequence[tuple[str, str, str]], sizes: dict[str, int], ma
         cap = min(cap or len(seen), *(len(items) for items in by_label.values()))
     for label in sorted(by_label):
         rng.shuffle(by_label[label])
-        if cap:
-            del by_label[label][cap:]
-    total = sum(len(v) for v in by_label.values())
+    counts = {label: min(len(items), cap or len(items)) for label, items in by_label.items()}
+    total = sum(counts.values())
     wanted = sum(sizes.values())
     if total == 0:
         raise WorkbenchError(f"task {task!r}: the builder produced no examples from the pool")
@@ -82,19 +82,51 @@ def select(candidates: Sequence[tuple[str, str, str]], sizes: dict[str, int], ma
                     task, total, wanted, scale)
     take = min(total, wanted)
     frac = {k: v / wanted for k, v in sizes.items()}
-    rows = []
+    targets = {}
     for label in sorted(by_label):
-        items = by_label[label]
-        n_label = round(len(items) * take / total)
+        n_label = round(counts[label] * take / total)
         n_va, n_te = round(n_label * frac["valid"]), round(n_label * frac["test"])
-        n_tr = n_label - n_va - n_te
-        for tag, chunk in zip(SPLIT_NAMES, (items[:n_tr], items[n_tr:n_tr + n_va], items[n_tr + n_va:n_label])):
-            rows += [(tag, label, s, word) for s, word in chunk]
+        targets[label] = dict(zip(SPLIT_NAMES, (n_label - n_va - n_te, n_va, n_te)))
+    if lexical:
+        rows = split_by_word(by_label, targets, rng)
+    else:
+        rows = []
+        for label in sorted(by_label):
+            items, start = by_label[label], 0
+            for tag in SPLIT_NAMES:
+                rows += [(tag, label, s, word) for s, word in items[start:start + targets[label][tag]]]
+                start += targets[label][tag]
     data = pd.DataFrame(rows, columns=COLUMNS)
     order = rng.permutation(len(data))
     data = data.iloc[order]
     data["_rank"] = data["split"].map({t: i for i, t in enumerate(SPLIT_NAMES)})
     return data.sort_values("_rank", kind="stable").drop(columns="_rank").reset_index(drop=True)
+
+
+def split_by_word(by_label: dict[str, list[tuple[str, str]]], targets: dict[str, dict[str, int]],
+                  rng: np.random.Generator) -> list[tuple[str, str, str, str]]:
+    """SentEval's lexically disjoint split: every label word (lower-cased) goes, with all its sentences, to one
+    split. Words are taken in random order, each into the split that still lacks the largest share of its
+    target for the word's labels; sentences beyond what that split still needs are left out. The splits reach
+    their targets when the pool has enough words to spare, else they come out smaller."""
+    words: dict[str, dict[str, list[tuple[str, str]]]] = defaultdict(lambda: defaultdict(list))
+    for label in sorted(by_label):
+        for sentence, word in by_label[label]:
+            words[word.lower()][label].append((sentence, word))
+    need = {tag: {label: targets[label][tag] for label in targets} for tag in SPLIT_NAMES}
+    size = {tag: max(1, sum(need[tag].values())) for tag in SPLIT_NAMES}
+    rows = []
+    for key in rng.permutation(sorted(words)):
+        labels = words[key]
+        lacking = {tag: sum(need[tag][label] for label in labels) / size[tag] for tag in SPLIT_NAMES}
+        tag = max(SPLIT_NAMES, key=lambda t: lacking[t])
+        if lacking[tag] == 0:
+            continue
+        for label, items in labels.items():
+            chosen = items[:need[tag][label]]
+            need[tag][label] -= len(chosen)
+            rows += [(tag, label, sentence, word) for sentence, word in chosen]
+    return rows
 
 
 def check_sizes(sizes: dict[str, int]) -> dict[str, int]:
@@ -187,14 +219,16 @@ def build_task(task: str | TaskCard, sizes: dict[str, int] | None = None, pool: 
         sentences = _tokenised_pool(card.language, config) if pool is None else tokenise_many(pool)
         candidates = [(label, detokenise(s), word) for label, s, word in make(sentences, card.language, **params)]
     log.info("built task %s from %d pool items", card.name, len(sentences))
-    data = select(candidates, sizes, card.max_per_label, seed, card.name, card.balanced)
+    data = select(candidates, sizes, card.max_per_label, seed, card.name, card.balanced, card.lexical_split)
     unknown = sorted(set(data["label"]) - set(card.labels)) if card.labels else []
     if unknown:
         raise WorkbenchError(f"task {card.name!r}: builder produced labels {unknown} not in the card's label set")
     manifest = {"task": card.name, "spec": spec, "n_pool": len(sentences), "requested_sizes": sizes,
                 "sizes": {t: int((data["split"] == t).sum()) for t in SPLIT_NAMES},
                 "label_counts": {t: dict(sorted(Counter(data.loc[data["split"] == t, "label"]).items()))
-                                 for t in SPLIT_NAMES}}
+                                 for t in SPLIT_NAMES},
+                "split": "lexical" if card.lexical_split else "random",
+                "word_types": {t: data.loc[data["split"] == t, "word"].str.lower().nunique() for t in SPLIT_NAMES}}
     folder.mkdir(parents=True, exist_ok=True)
     text = "".join(f"{r.split}\t{r.label}\t{r.sentence}\t{r.word}\n" for r in data.itertuples())
     manifest["sha256"] = hashlib.sha256(text.encode()).hexdigest()

@@ -21,9 +21,12 @@ Two controls:
 
 For WordContent and PunctFirst the label *is* a word's identity, so the control asks for the same memory as the
 task and selectivity is near zero by construction: read their accuracy against the majority baseline instead.
+:func:`uninformative` says, from the data alone, when a control cannot separate property from memory, and why;
+results carry the reason and figures grey such cells (docs/probing.md#controls).
 """
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Sequence
 
@@ -52,6 +55,31 @@ def control_words(data, kind: str = "word") -> tuple[list[str], str]:
     if kind == "word" and words and all(words):
         return [w.lower() for w in words], "word"
     return [_first(tokens) for tokens in preprocess_many(list(data["sentence"]))], "first_word"
+
+
+FEW_TYPES = 100  # effective word types below which memorising the control's words is easy by construction
+
+
+def uninformative(data, kind: str = "word") -> str:
+    """Why the control of ``data`` cannot tell a property from word memory ("" when it can): its word types are
+    few (exp of their entropy over the training split below :data:`FEW_TYPES`: Gender's four articles,
+    PunctFirst's marks, the first words Length and PunctNum fall back to, where ten types cover about half of the
+    examples), or hardly more than the task's labels (the control is the task relabelled: WordContent)."""
+    words, used = control_words(data, kind)
+    train = [w for w, tag in zip(words, data["split"]) if tag == "tr"]
+    counts = Counter(train)
+    shares = [n / len(train) for n in counts.values()]
+    effective = math.exp(-sum(p * math.log(p) for p in shares))
+    n_labels = data["label"].nunique()
+    what = "first words" if used == "first_word" else "label words"
+    if effective < FEW_TYPES:
+        top = sum(sorted(counts.values(), reverse=True)[:10]) / len(train)
+        return (f"the control keys on {what} with {effective:.0f} effective types (the 10 most frequent cover "
+                f"{100 * top:.0f}% of the examples): memorising them is easy by construction")
+    if len(counts) <= 2 * n_labels:
+        return (f"the control's {len(counts)} {what} are hardly more than the task's {n_labels} labels: it is "
+                "the task relabelled, so selectivity is near zero by construction")
+    return ""
 
 
 def control_labels(word_types: Sequence[str], labels: Sequence[str], seed: int = 0) -> np.ndarray:

@@ -22,11 +22,11 @@ from ..errors import WorkbenchError, check_name
 from ..data.corpora import PAIRS, normalise
 from .build import ProbingDataset, build_task, translations
 from .classifiers import CLASSIFIERS
-from .control import CONTROLS, control_labels, control_words
+from .control import CONTROLS, control_labels, control_words, uninformative
 from .mdl import online_codelength
 from .tasks import get_task, task_names
 
-PROBE_VERSION = 6  # bump when a change alters results, so cached ones are recomputed
+PROBE_VERSION = 7  # bump when a change alters results, so cached ones are recomputed
 
 
 @dataclass
@@ -45,6 +45,7 @@ class ProbeResult:
     mdl_bits: float | None = None
     compression: float | None = None
     control: str | None = None  # the control task used: "word" (the label word) or "first_word"
+    control_caveat: str = ""  # why that control cannot separate property from memory here ("": it can)
     correct: str = field(default="", repr=False)  # per test example, "1" where the probe was right
     given: str | None = None  # conditional probe: the view this encoder's gain is measured beyond
     given_accuracy: float | None = None  # the probe on that view alone
@@ -54,6 +55,11 @@ class ProbeResult:
     transfer_accuracy: float | None = None  # the English-trained probe on those translations
     transfer_english_accuracy: float | None = None  # the same probe on the same test sentences in English
     n_transfer: int | None = None
+    seen_accuracy: float | None = None  # on test sentences whose label word occurs in the training split
+    unseen_accuracy: float | None = None  # ... and on those whose label word does not (Holmes's split)
+    n_seen: int | None = None
+    seeds: int = 1  # probes fitted (seed, seed + 1, ...); the numbers are their means
+    seed_std: float | None = None  # the accuracy's standard deviation over those seeds (ddof 1)
 
     @property
     def gain(self) -> float | None:
@@ -73,25 +79,40 @@ class ProbeResult:
         return None if self.control_accuracy is None else self.accuracy - self.control_accuracy
 
     def to_frame(self) -> pd.DataFrame:
-        """Tidy rows (encoder, task, classifier, metric, value, ci_low, ci_high, n)."""
+        """Tidy rows (encoder, task, classifier, metric, value, ci_low, ci_high, n, note: on the selectivity row,
+        why the control is uninformative where it is)."""
         metrics = {"accuracy": (self.accuracy, self.ci_low, self.ci_high), "majority": (self.majority,),
                    "control_accuracy": (self.control_accuracy,), "selectivity": (self.selectivity,),
                    "mdl_bits": (self.mdl_bits,), "compression": (self.compression,),
                    "given_accuracy": (self.given_accuracy,),
                    "conditional_gain": (self.gain, self.gain_ci_low, self.gain_ci_high),
-                   "transfer_accuracy": (self.transfer_accuracy,), "transfer_ratio": (self.transfer_ratio,)}
+                   "transfer_accuracy": (self.transfer_accuracy,), "transfer_ratio": (self.transfer_ratio,),
+                   "accuracy_seen_word": (self.seen_accuracy,), "accuracy_unseen_word": (self.unseen_accuracy,),
+                   "seed_std": (self.seed_std,)}
+        counts = {"accuracy_seen_word": self.n_seen,
+                  "accuracy_unseen_word": None if self.n_seen is None else self.n_test - self.n_seen}
         rows = [{"encoder": self.encoder, "task": self.task, "classifier": self.classifier, "metric": metric,
                  "value": values[0], "ci_low": values[1] if len(values) > 1 else np.nan,
                  "ci_high": values[2] if len(values) > 2 else np.nan,
-                 "n": self.n_transfer if metric.startswith("transfer") else self.n_test}
+                 "n": self.n_transfer if metric.startswith("transfer") else counts.get(metric) or self.n_test,
+                 "note": self.control_caveat if metric == "selectivity" else ""}
                 for metric, values in metrics.items() if values[0] is not None]
         return pd.DataFrame(rows)
 
     def __str__(self) -> str:
         text = (f"{self.task} / {self.encoder} ({self.classifier}): accuracy {100 * self.accuracy:.1f} "
                 f"[{100 * self.ci_low:.1f}, {100 * self.ci_high:.1f}], majority {100 * self.majority:.1f}")
+        if self.seed_std is not None:
+            text += f", mean of {self.seeds} seeds (sd {100 * self.seed_std:.2f})"
+        if self.unseen_accuracy is not None:
+            text += (f", label word unseen in training {100 * self.unseen_accuracy:.1f} "
+                     f"(n={self.n_test - self.n_seen})")
+        if self.seen_accuracy is not None:
+            text += f", seen {100 * self.seen_accuracy:.1f} (n={self.n_seen})"
         if self.selectivity is not None:
             text += f", selectivity {100 * self.selectivity:+.1f} ({self.control.replace('_', ' ')} control)"
+            if self.control_caveat:
+                text += f" — uninformative: {self.control_caveat}"
         if self.gain is not None:
             text += (f", gain over {self.given} alone {100 * self.gain:+.1f} [{100 * self.gain_ci_low:+.1f}, "
                      f"{100 * self.gain_ci_high:+.1f}]")
@@ -113,7 +134,7 @@ def bootstrap_ci(correct: np.ndarray, n_boot: int = 1000, seed: int = 0) -> tupl
 
 def probe(encoder: Encoder, task: str | ProbingDataset, classifier: str = "logreg", seed: int = 0,
           control: bool | str = True, mdl: bool = False, cache: bool = True, refit: bool = False,
-          given: Encoder | None = None, transfer: str | None = None, **build_options) -> ProbeResult:
+          given: Encoder | None = None, transfer: str | None = None, seeds: int = 1, **build_options) -> ProbeResult:
     """Train a probe for ``task`` on ``encoder``'s embeddings and report its test accuracy.
 
     ``task`` is a task name (built on demand; ``build_options`` such as ``sizes`` go to :func:`build_task`) or
@@ -127,8 +148,21 @@ def probe(encoder: Encoder, task: str | ProbingDataset, classifier: str = "logre
     probe on the French translations of the test sentences that have one (labels from the English side), beside
     its accuracy on the same sentences in English. A stored result for the same encoder, data and options is
     returned as it is unless ``refit``; ``cache=False`` bypasses the embedding and result caches.
+    ``seeds=k`` fits k probes (seeds ``seed`` … ``seed + k − 1``: initialisation, batch order, control labels)
+    and reports their mean, the seed standard deviation and the bootstrap CI of the mean (docs/probing.md#seeds;
+    the logistic probe is zero-initialised and full-batch, so its seeds agree but for the control task's).
+    Where the task's examples carry a label word, the test accuracy is also given on sentences whose word was
+    seen in training and on those whose word was not.
     """
     control = check_options(classifier, control, mdl)
+    if not isinstance(seeds, int) or isinstance(seeds, bool) or seeds < 1:
+        raise WorkbenchError(f"seeds must be a whole number ≥ 1 (got {seeds!r})")
+    if seeds > 1:
+        if given is not None:
+            raise WorkbenchError("seeds= averages plain probes; a conditional probe (given=) takes one seed")
+        options = {"classifier": classifier, "control": control, "mdl": mdl, "cache": cache, "refit": refit,
+                   "transfer": transfer, **build_options}
+        return over_seeds([probe(encoder, task, seed=seed + i, **options) for i in range(seeds)])
     card = task.card if isinstance(task, ProbingDataset) else get_task(task)
     card.check_encoder(encoder)  # before building anything
     if given is not None:
@@ -244,6 +278,7 @@ def _run_probe(encoder, dataset, splits, classifier, seed, control, mdl, transfe
     correct = (clf.predict(X["te"]) == y["te"]).astype(float)
     majority_label = pd.Series(y["tr"]).value_counts().idxmax()
     low, high = bootstrap_ci(correct, seed=seed)
+    seen = _seen_word(splits)
     chosen = {"l2": clf.l2_, **({"hidden": clf.hidden_, "dropout": clf.dropout_} if classifier == "mlp" else {})}
     result = ProbeResult(encoder=encoder.name, task=dataset.card.name, classifier=classifier,
                          accuracy=float(correct.mean()), ci_low=low, ci_high=high,
@@ -251,6 +286,10 @@ def _run_probe(encoder, dataset, splits, classifier, seed, control, mdl, transfe
                          majority=float((y["te"] == majority_label).mean()), control_accuracy=None,
                          n_train=len(y["tr"]), n_test=len(y["te"]),
                          hyperparameters=", ".join(f"{k}={v:g}" for k, v in chosen.items()) + f" (of {_grid(clf)})")
+    if seen is not None:
+        result.n_seen = int(seen.sum())
+        result.seen_accuracy = float(correct[seen].mean()) if seen.any() else None
+        result.unseen_accuracy = float(correct[~seen].mean()) if (~seen).any() else None
     if control:  # the same probe, with the hyper-parameters chosen for the task (Hewitt & Liang 2019)
         word_types, result.control = control_words(dataset.data, control)
         fake = control_labels(word_types, list(dataset.data["label"]), seed=seed)
@@ -259,6 +298,7 @@ def _run_probe(encoder, dataset, splits, classifier, seed, control, mdl, transfe
                                                  if classifier == "mlp" else {})}
         control_clf = _classifier(classifier, seed, **chosen_grid).fit(X["tr"], fake["tr"], X["va"], fake["va"])
         result.control_accuracy = float((control_clf.predict(X["te"]) == fake["te"]).mean())
+        result.control_caveat = uninformative(dataset.data, control)
     if transfer:
         for key, value in _transfer(clf, encoder, splits["te"], X["te"], transfer).items():
             setattr(result, key, value)
@@ -267,6 +307,34 @@ def _run_probe(encoder, dataset, splits, classifier, seed, control, mdl, transfe
                                   seed=seed)
         result.mdl_bits, result.compression = codes["online_bits"], codes["compression"]
     return result
+
+
+def _seen_word(splits: dict[str, pd.DataFrame]) -> np.ndarray | None:
+    """Per test example, whether its label word (lower-cased) occurs in the training split; None for a task
+    whose examples carry no word."""
+    test = splits["te"]["word"].str.lower().to_numpy() if "word" in splits["te"] else []
+    if len(test) == 0 or not all(test):
+        return None
+    return np.isin(test, splits["tr"]["word"].str.lower().unique())
+
+
+def over_seeds(runs: Sequence[ProbeResult]) -> ProbeResult:
+    """One result from the same probe fitted with several seeds: means, the accuracy's seed standard deviation,
+    and the bootstrap CI of the mean accuracy (over test examples, each scored by its mean over seeds)."""
+    first = runs[0]
+    correct = np.mean([[c == "1" for c in run.correct] for run in runs], axis=0)
+    low, high = bootstrap_ci(correct)
+
+    def mean(name):
+        values = [getattr(run, name) for run in runs]
+        return None if values[0] is None else float(np.mean(values))
+
+    averaged = {name: mean(name) for name in ("accuracy", "control_accuracy", "mdl_bits", "compression",
+                                              "transfer_accuracy", "transfer_english_accuracy", "seen_accuracy",
+                                              "unseen_accuracy")}
+    return ProbeResult(**{**asdict(first), **averaged, "ci_low": low, "ci_high": high, "correct": "",
+                          "seeds": len(runs), "seed_std": float(np.std([r.accuracy for r in runs], ddof=1)),
+                          "hyperparameters": " | ".join(dict.fromkeys(r.hyperparameters for r in runs))})
 
 
 def probe_all(encoders: Sequence[Encoder], tasks: Sequence[str], **options) -> pd.DataFrame:

@@ -25,6 +25,7 @@ class TaskCard:
     params: dict = field(default_factory=dict)
     max_per_label: int | None = None
     balanced: bool = False  # cap every label at the rarest label's count
+    lexical_split: bool = False  # each label word (its lower-cased form) in one split only: docs/probing.md#splits
     description: str = ""
     analogue: str = ""
     citation: str = ""
@@ -58,15 +59,16 @@ class TaskCard:
         sizes = data["sizes"]
         if set(sizes) != {"train", "valid", "test"} or any(not isinstance(v, int) or v <= 0 for v in sizes.values()):
             raise WorkbenchError(f"{path}: [sizes] must give positive integers for train, valid and test")
-        known = set(required) | {"params", "max_per_label", "balanced", "description", "analogue", "citation",
-                                 "transfers"}
+        known = set(required) | {"params", "max_per_label", "balanced", "lexical_split", "description", "analogue",
+                                 "citation", "transfers"}
         unknown = sorted(set(data) - known)
         if unknown:
             raise WorkbenchError(f"{path}: unknown keys {', '.join(unknown)}; valid: {', '.join(sorted(known))}")
         return cls(name=data["name"], title=data["title"], language=data["language"], builder=data["builder"],
                    labels=() if data["labels"] == "derived" else tuple(str(x) for x in data["labels"]),
                    sizes=dict(sizes), params=dict(data.get("params", {})), max_per_label=data.get("max_per_label"),
-                   balanced=bool(data.get("balanced", False)), description=data.get("description", ""),
+                   balanced=bool(data.get("balanced", False)), lexical_split=bool(data.get("lexical_split", False)),
+                   description=data.get("description", ""),
                    analogue=data.get("analogue", ""), citation=data.get("citation", ""),
                    transfers=data.get("transfers", ""),
                    digest=hashlib.sha256(raw).hexdigest())
