@@ -89,6 +89,16 @@ def select(candidates: Sequence[tuple[str, str, str]], sizes: dict[str, int], ma
         targets[label] = dict(zip(SPLIT_NAMES, (n_label - n_va - n_te, n_va, n_te)))
     if lexical:
         rows = split_by_word(by_label, targets, rng)
+        if balanced:  # whole words rarely fill every label's share exactly: trim each split to its rarest label
+            counts = Counter((tag, label) for tag, label, _, _ in rows)
+            keep = {tag: min(counts[tag, label] for label in by_label) for tag in SPLIT_NAMES}
+            taken: Counter = Counter()
+            trimmed = []
+            for row in rows:
+                taken[row[:2]] += 1
+                if taken[row[:2]] <= keep[row[0]]:
+                    trimmed.append(row)
+            rows = trimmed
     else:
         rows = []
         for label in sorted(by_label):
