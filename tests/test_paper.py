@@ -37,6 +37,15 @@ def test_winner_matching_counts_agreeing_cells():
     cells = table3_cells(swapped).set_index(["lang", "task"])
     assert not cells.loc[("fr", "Len"), "match"] and cells.loc[("fr", "Len"), "our_winner"] == "Semantic"
     assert cells["match"].sum() == len(cells) - 5
+    close = paper.copy()  # fr: 1 point apart is within the noise of 1000 test sentences, 10 points is not
+    fr = close["lang"] == "fr"
+    close.loc[fr & (close["role"] == "semantic"), ["Len", "Word"]] = [80.0, 80.0]
+    close.loc[fr & (close["role"] == "en"), ["Len", "Word"]] = [79.0, 70.0]
+    close.loc[fr & (close["role"] == "bilingual_trans"), ["Len", "Word"]] = [50.0, 50.0]
+    cells = table3_cells(close, n_test=1000).set_index(["lang", "task"])
+    assert cells.loc[("fr", "Len"), "tie"] and not cells.loc[("fr", "Word"), "tie"]
+    assert not cells.loc[("fr", "STS"), "tie"]  # correlations: no tie rule
+    assert not table3_cells(close, n_test=100_000).set_index(["lang", "task"]).loc[("fr", "Len"), "tie"]
 
 
 def test_gaps_follow_the_distance_order():

@@ -9,7 +9,7 @@ import io
 import numpy as np
 import pandas as pd
 
-from .cards import TABLE3_MODELS, card
+from .cards import CARD_SIZES, TABLE3_MODELS, card
 from .data.corpora import load_splits
 from .data.tokenizer import Tokenizer
 from .errors import WorkbenchError
@@ -111,10 +111,12 @@ def our_table3(cards: dict[str, dict] | None = None) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=paper.columns)
 
 
-def table3_cells(ours: pd.DataFrame) -> pd.DataFrame:
+def table3_cells(ours: pd.DataFrame, n_test: int = CARD_SIZES["test"]) -> pd.DataFrame:
     """Per (language, task): the encoder with the highest number in the paper and in ours, and whether they
     agree. Gender compares the semantic, BILINGUALTRANS and fr/es language encoders; the rest the three
-    English-reading ones."""
+    English-reading ones. ``tie``: our winner leads the runner-up by less than the 95% interval of the
+    difference of two accuracies on ``n_test`` sentences each (treated as independent, which overstates the
+    noise of views scored on the same sentences: a conservative call; probing columns only)."""
     paper = paper_table("table3")
     cells = []
     for lang in ours["lang"].unique():
@@ -125,8 +127,11 @@ def table3_cells(ours: pd.DataFrame) -> pd.DataFrame:
             if len(roles) < 2:
                 continue
             win_paper, win_ours = theirs[roles].idxmax(), mine[roles].idxmax()
+            first, second = sorted(mine[roles] / 100, reverse=True)[:2]
+            noise = 1.96 * np.sqrt((first * (1 - first) + second * (1 - second)) / n_test)
             cells.append({"lang": lang, "task": column, "paper_winner": ROLES[win_paper],
                           "our_winner": ROLES[win_ours], "match": win_paper == win_ours,
+                          "tie": column != TASKS["sts"] and first - second < noise,
                           "paper": " / ".join(f"{theirs[r]:.1f}" for r in roles),
                           "ours": " / ".join(f"{mine[r]:.1f}" for r in roles),
                           "encoders": " / ".join(ROLES[r] for r in roles)})

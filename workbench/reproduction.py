@@ -130,9 +130,12 @@ def _table3_section(cards: dict, figures: dict, data: dict) -> tuple[str, pd.Dat
     parts.append(f"<h2>Table 3 — probing, per language</h2><p><b>Winner matches the paper in "
                  f"{cells['match'].sum()} of {len(cells)} cells ({100 * fraction:.0f}%; goal ≥ 80%).</b> "
                  "A cell is one (language, task); its winner is the encoder with the highest number among those "
-                 "the paper reports for it.</p>" + _table(side_by_side(ours, paper_table("table3"), ["lang", "role"]))
+                 f"the paper reports for it. {int(cells['tie'].sum())} of our probing winners lead by less than the "
+                 "noise of two accuracies on the test set (<i>tie</i>: a 95% interval, conservative), so their "
+                 "order is not a finding.</p>" + _table(side_by_side(ours, paper_table("table3"), ["lang", "role"]))
                  + "<h3>Cell by cell</h3>" + cells.to_html(index=False, border=0,
-                                                           formatters={"match": lambda m: "✔" if m else "✘"}))
+                                                           formatters={"match": lambda m: "✔" if m else "✘",
+                                                                       "tie": lambda t: "tie" if t else ""}))
     by_task = cells.groupby("task")["match"].mean().mul(100).round(0)
     parts.append("<p>Matched cells per task (%): " + ", ".join(f"{t} {v:.0f}" for t, v in by_task.items())
                  + ". Reasons a cell can disagree here: the paper's own margins are often a point or two "
