@@ -266,6 +266,9 @@ CLI_CASES = [  # (argv with {tmp} for the test's folder, a fragment of the one-l
     ("evaluate --model bgt-en-fr --suite sts --against random-sp-average --n-boot 0",
      "n_boot must be a whole number ≥ 100 resamples (got 0)"),
     ("evaluate --model bgt-en-fr --suite sts --against random-sp-average --n-boot -3", "n_boot must be"),
+    ("evaluate --model bgt-en-fr --suite tatoeba --against random-sp-average",
+     "--against tests STS 2012-16 and Hard STS; --suite tatoeba has no paired test (valid with --against: sts, "
+     "hard_sts, all)"),
     ("evaluate --model bgt-en-fr --suite sts --out {tmp}/exists.csv", "--out {tmp}/exists.csv exists"),
     ("evaluate --model bgt-en-fr --suite sts --out {tmp}/no/x.csv", "folder {tmp}/no does not exist"),
     ("evaluate --model {tmp}/emptyrun", "{tmp}/emptyrun is neither a checkpoint"),

@@ -114,6 +114,20 @@ def test_compare_sts_between_encoders(small_tokenizer):
     assert df.difference.iloc[-1] == pytest.approx(by_year.value.iloc[-1] - by_year_other.value.iloc[-1])
 
 
+def test_compare_hard_sts_tests_each_hard_set_on_its_own_pairs(small_tokenizer):
+    from workbench.data.tokenizer import Tokenizer
+    from workbench.evaluation import compare_hard_sts, evaluate_hard_sts
+    tokenizer = Tokenizer(small_tokenizer.model_file, ("en", "tr"))
+    a, b = RandomEmbeddingAverage(tokenizer), RandomEmbeddingAverage(tokenizer, seed=1, name="other-seed")
+    df = compare_hard_sts(a, b, n_boot=200).set_index("task")
+    assert list(df.index) == ["hard+", "hard-"]
+    scores = [evaluate_hard_sts(cached(e)).query("metric == 'pearson'").set_index("dataset")["value"] for e in (a, b)]
+    for task in ("hard+", "hard-"):
+        assert df.loc[task, "difference"] == pytest.approx(scores[0][task] - scores[1][task])
+        assert df.loc[task, "ci_low"] <= df.loc[task, "difference"] <= df.loc[task, "ci_high"]
+    assert (compare_hard_sts(a, a, n_boot=200)["difference"] == 0).all()
+
+
 def test_compare_sts_draws_each_years_resamples_independently(small_tokenizer, monkeypatch):
     import workbench.evaluation as evaluation
     from workbench.data.tokenizer import Tokenizer

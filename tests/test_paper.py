@@ -6,6 +6,7 @@ from workbench.paper import (
     language_gaps,
     our_table3,
     paper_table,
+    figure3_orderings,
     table3_cells,
     tatoeba_table,
     training_budgets,
@@ -46,6 +47,19 @@ def test_winner_matching_counts_agreeing_cells():
     assert cells.loc[("fr", "Len"), "tie"] and not cells.loc[("fr", "Word"), "tie"]
     assert not cells.loc[("fr", "STS"), "tie"]  # correlations: no tie rule
     assert not table3_cells(close, n_test=100_000).set_index(["lang", "task"]).loc[("fr", "Len"), "tie"]
+
+
+def test_figure3_orderings_are_reproduced_reversed_or_within_noise():
+    # the paper: BGT 73.1 vs english_ae 65.7 and bgt_no_prior 71.6 on STS12-16; hard- 46.6 vs 36.0
+    ours = pd.DataFrame([("english_ae", "STS12-16", 5.0, 2.0, 8.0), ("bgt_no_prior", "STS12-16", -3.0, -5.0, -1.0),
+                         ("english_ae", "hard-", 1.0, -2.0, 4.0), ("laser", "STS12-16", 1.0, 0.5, 1.5)],
+                        columns=["model", "measure", "difference", "ci_low", "ci_high"])
+    verdicts = figure3_orderings(ours).set_index(["model", "measure"])
+    assert verdicts.loc[("english_ae", "STS12-16"), "verdict"] == "reproduced"
+    assert verdicts.loc[("english_ae", "STS12-16"), "paper"] == pytest.approx(7.4)
+    assert verdicts.loc[("bgt_no_prior", "STS12-16"), "verdict"] == "reversed"
+    assert verdicts.loc[("english_ae", "hard-"), "verdict"] == "within noise"
+    assert len(verdicts) == 3  # a model the paper's figure does not have is left out
 
 
 def test_gaps_follow_the_distance_order():
@@ -100,6 +114,9 @@ def test_reproduce_writes_the_report(tmp_path):
     for heading in ("Table 2", "Table 3", "Figure 3", "Figure 4", "Table 4", "Language distance", "Tatoeba"):
         assert heading in text
     assert "Winner matches the paper in" in text and 'id="fig-table3"' in text
+    orderings = pd.read_csv(tmp_path / "reproduction-figure3_orderings.csv")
+    assert set(orderings["verdict"]) <= {"reproduced", "reversed", "within noise"} and len(orderings) == 3 * 10
+    assert "The paper's orderings, tested" in text
     cells = pd.read_csv(tmp_path / "reproduction-table3_cells.csv")
     assert len(cells) == 5 * 9 + 2 and cells["match"].dtype == bool
     transfers = pd.read_csv(tmp_path / "reproduction-style_transfer.csv")

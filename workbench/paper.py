@@ -193,6 +193,30 @@ def sts_rows(cards: dict[str, dict], model_names: dict[str, str]) -> pd.DataFram
     return pd.DataFrame(rows)
 
 
+FIGURE3_MEASURES = ("STS12-16", "hard+", "hard-")
+
+
+def figure3_orderings(differences: pd.DataFrame) -> pd.DataFrame:
+    """Each of the paper's Figure 3 orderings (BGT against one model on one measure) judged by our paired
+    bootstrap: ``differences`` has rows ``model, measure, difference, ci_low, ci_high`` (ours, BGT minus the
+    model, × 100). Verdict: *reproduced* when our CI excludes 0 on the paper's side, *reversed* when it
+    excludes 0 on the other, *within noise* when it holds 0."""
+    paper = paper_table("figure3").set_index("model")
+    rows = []
+    for row in differences.itertuples():
+        if row.model not in paper.index or row.measure not in paper.columns:
+            continue
+        theirs = float(paper.loc["bgt", row.measure] - paper.loc[row.model, row.measure])
+        if row.ci_low > 0 or row.ci_high < 0:
+            verdict = "reproduced" if (row.difference > 0) == (theirs > 0) else "reversed"
+        else:
+            verdict = "within noise"
+        rows.append({"model": row.model, "measure": row.measure, "paper": round(theirs, 1),
+                     "ours": round(row.difference, 1), "ci_low": round(row.ci_low, 1),
+                     "ci_high": round(row.ci_high, 1), "verdict": verdict})
+    return pd.DataFrame(rows, columns=["model", "measure", "paper", "ours", "ci_low", "ci_high", "verdict"])
+
+
 def tatoeba_table(cards: dict[str, dict]) -> pd.DataFrame:
     """One row per shipped model with Tatoeba numbers for its semantic view: ``xx→en`` and ``en→xx`` error
     (%) per language, and their mean."""

@@ -199,7 +199,8 @@ def _evaluate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", help="also write the tidy results as CSV")
     p.add_argument("--force", action="store_true", help="replace --out if it exists")
     p.add_argument("--against", choices=list(NAMED_ENCODERS),
-                   help="paired bootstrap test on STS 2012-16 against this encoder")
+                   help="paired bootstrap test against this encoder on STS 2012-16 (--suite sts), Hard STS "
+                        "(--suite hard_sts) or both (--suite all)")
     p.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples (2000)")
 
 
@@ -208,6 +209,9 @@ def _evaluate(args) -> None:
     from ..evaluation.significance import check_n_boot
     if args.against:
         check_n_boot(args.n_boot)  # before the first evaluation
+        if args.suite not in PAIRED:
+            raise WorkbenchError(f"--against tests STS 2012-16 and Hard STS; --suite {args.suite} has no paired "
+                                 f"test (valid with --against: {', '.join(PAIRED)})")
     df = evaluate(chosen_encoder(args), args.suite, show_progress=True)
     shown = df[df["metric"].isin(["pearson", "error xx->en", "error en->xx"])]
     print(shown.pivot_table(index=["task", "dataset"], columns="metric", values="value", sort=False)
@@ -216,10 +220,16 @@ def _evaluate(args) -> None:
         from ..figures import spreadsheet_safe
         spreadsheet_safe(df).to_csv(args.out, index=False)
     if args.against:
-        from ..evaluation import compare_sts
-        comparison = compare_sts(chosen_encoder(args), chosen_encoder(args, args.against), n_boot=args.n_boot)
-        print(f"\npaired bootstrap on STS ({args.n_boot} resamples), {comparison.a[0]} minus {comparison.b[0]}:")
+        from ..evaluation import compare_hard_sts, compare_sts
+        a, b = chosen_encoder(args), chosen_encoder(args, args.against)
+        tests = [test for suite, test in (("sts", compare_sts), ("hard_sts", compare_hard_sts))
+                 if args.suite in (suite, "all")]
+        comparison = pd.concat([test(a, b, n_boot=args.n_boot) for test in tests], ignore_index=True)
+        print(f"\npaired bootstrap ({args.n_boot} resamples), {comparison.a[0]} minus {comparison.b[0]}:")
         print(comparison.drop(columns=["a", "b", "n_boot"]).round(4).to_string(index=False))
+
+
+PAIRED = ("sts", "hard_sts", "all")  # the suites --against can test
 
 
 EVALUATE_COMMAND = Command(

@@ -11,7 +11,7 @@ import pandas as pd
 
 from ..cache import cached, remember
 from ..data import sha256_of
-from ..data.sts import STS_DATASETS, TATOEBA_CODES, load_sts, load_tatoeba
+from ..data.sts import STS_DATASETS, TATOEBA_CODES, load_sts, load_sts_hard, load_tatoeba
 from ..encoders import Encoder, check_embeddings, check_reads, unread
 from ..errors import WorkbenchError, check_name
 from ..paths import data_dir
@@ -117,18 +117,24 @@ def evaluate(encoder: Encoder, suite: str = "sts", show_progress: bool = False, 
     return pd.concat(frames, ignore_index=True)
 
 
+def _paired_similarities(encoders: dict[str, Encoder], frames: list[pd.DataFrame]) -> dict[str, np.ndarray]:
+    """Each encoder's cosine similarity of every pair of ``frames``, in order (one embedding per sentence)."""
+    sentences = [s for f in frames for s in (*f["sentence1"], *f["sentence2"])]
+    sims = {}
+    for key, encoder in encoders.items():
+        lookup = embed_unique(cached(encoder), sentences)
+        sims[key] = np.concatenate([cosine(np.stack([lookup[s] for s in f["sentence1"]]),
+                                           np.stack([lookup[s] for s in f["sentence2"]])) for f in frames])
+    return sims
+
+
 def compare_sts(encoder_a: Encoder, encoder_b: Encoder, years=tuple(STS_DATASETS), n_boot: int = 2000,
                 seed: int = 0) -> pd.DataFrame:
     """Paired bootstrap of ``encoder_a`` against ``encoder_b`` on STS 2012–16: per year (statistic = mean
     Pearson over the year's datasets) and over all years; rows ``task, difference, ci_low, ci_high, p_value``."""
     data = {year: load_sts(year) for year in years}
     frames = [(f"STS{year % 100}", name, frame) for year, sets in data.items() for name, frame in sets.items()]
-    sentences = [s for _, _, f in frames for s in (*f["sentence1"], *f["sentence2"])]
-    sims = {}
-    for key, encoder in (("a", encoder_a), ("b", encoder_b)):
-        lookup = embed_unique(cached(encoder), sentences)
-        sims[key] = np.concatenate([cosine(np.stack([lookup[s] for s in f["sentence1"]]),
-                                           np.stack([lookup[s] for s in f["sentence2"]])) for _, _, f in frames])
+    sims = _paired_similarities({"a": encoder_a, "b": encoder_b}, [f for _, _, f in frames])
     gold = np.concatenate([f["score"].to_numpy() for _, _, f in frames])
     task = np.concatenate([[t] * len(f) for t, _, f in frames])
     dataset = np.concatenate([[f"{t}/{n}"] * len(f) for t, n, f in frames])
@@ -143,4 +149,19 @@ def compare_sts(encoder_a: Encoder, encoder_b: Encoder, years=tuple(STS_DATASETS
             float(np.mean([o for o, _ in per_year.values()])), np.mean([d for _, d in per_year.values()], axis=0))
     rows = [{"a": encoder_a.name, "b": encoder_b.name, "task": name, **vars(result)}
             for name, result in results.items()]
+    return pd.DataFrame(rows)
+
+
+def compare_hard_sts(encoder_a: Encoder, encoder_b: Encoder, n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """Paired bootstrap of ``encoder_a`` against ``encoder_b`` on Hard STS, Hard+ and Hard− each on its own
+    pairs; rows as :func:`compare_sts`'s, ``task`` ``hard+`` / ``hard-``."""
+    check_reads(encoder_a, ("en",), "Hard STS")
+    check_reads(encoder_b, ("en",), "Hard STS")
+    rows = []
+    for kind, name in (("hard-pos", "hard+"), ("hard-neg", "hard-")):
+        frame = load_sts_hard(kind)
+        sims = _paired_similarities({"a": encoder_a, "b": encoder_b}, [frame])
+        result = summarise(*bootstrap_differences(frame["score"].to_numpy(), sims["a"], sims["b"], None, n_boot,
+                                                  seed))
+        rows.append({"a": encoder_a.name, "b": encoder_b.name, "task": name, **vars(result)})
     return pd.DataFrame(rows)
