@@ -38,7 +38,7 @@ def test_latent_ablation_decodes_from_each_latent_with_the_other_at_the_prior_me
     both = table[table["latents"] == "both"]
     assert list(both["output"]) == transfer(model, sentences, sentences, beam=1, max_len=30)
     z_sem = torch.as_tensor(model.encoder("semantic").encode(sentences))
-    alone = model.generate(z_sem, torch.zeros(2, model.cfg.latent_dim), decoder="en", max_len=30)
+    alone = model.generate(z_sem, torch.zeros(2, model.cfg.language_dim), decoder="en", max_len=30)
     assert list(table[table["latents"] == "semantic only"]["output"]) == [
         detokenise(model.tokenizer.decode(ids)) for ids in alone]
     for _, row in table.iterrows():

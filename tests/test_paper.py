@@ -7,6 +7,7 @@ from workbench.paper import (
     our_table3,
     paper_table,
     figure3_orderings,
+    table2_expected,
     table3_cells,
     tatoeba_table,
     training_budgets,
@@ -60,6 +61,7 @@ def test_figure3_orderings_are_reproduced_reversed_or_within_noise():
     assert verdicts.loc[("bgt_no_prior", "STS12-16"), "verdict"] == "reversed"
     assert verdicts.loc[("english_ae", "hard-"), "verdict"] == "within noise"
     assert len(verdicts) == 3  # a model the paper's figure does not have is left out
+    assert table2_expected() == pytest.approx({"random": 48.14, "en": 52.8, "semantic": 73.14})
 
 
 def test_gaps_follow_the_distance_order():
@@ -117,6 +119,9 @@ def test_reproduce_writes_the_report(tmp_path):
     orderings = pd.read_csv(tmp_path / "reproduction-figure3_orderings.csv")
     assert set(orderings["verdict"]) <= {"reproduced", "reversed", "within noise"} and len(orderings) == 3 * 10
     assert "The paper's orderings, tested" in text
+    table2 = pd.read_csv(tmp_path / "reproduction-table2_orderings.csv")
+    assert len(table2) == 10 and set(table2["semantic minus"]) == {"en", "random"}
+    assert set(table2["verdict"]) <= {"reproduced", "reversed", "within noise"}
     cells = pd.read_csv(tmp_path / "reproduction-table3_cells.csv")
     assert len(cells) == 5 * 9 + 2 and cells["match"].dtype == bool
     transfers = pd.read_csv(tmp_path / "reproduction-style_transfer.csv")

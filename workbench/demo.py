@@ -99,12 +99,19 @@ def style_transfer_note(name: str = "bgt-en-fr", n_examples: int = 3) -> str:
     from .cards import card
     from .evaluation.style_transfer import transfer_pairs
     from .generation import transfer_table
-    from .modelfolder import load
+    from .modelfolder import load, shipped
     scores = card(name).get("style_transfer")
     if not scores:
         return ""
     closer = next(v for m, v in scores.items() if m.startswith("closer_to_source"))
     form = scores["form_follows_style"]
+    others = []
+    for other in shipped():
+        measured = card(other).get("style_transfer") if other != name else None
+        if measured:
+            near = next(v for m, v in measured.items() if m.startswith("closer_to_source"))
+            others.append(f"{html.escape(other)}: closer to the source {near[0]}%, form follows the style "
+                          f"{measured['form_follows_style'][0]}%")
     table = transfer_table(load(name), transfer_pairs(n_examples), beam=5)
     rows = "".join(f"<tr><td>{html.escape(r.source)}</td><td>{html.escape(r.style)}</td>"
                    f"<td>{html.escape(r.output)}</td></tr>" for r in table.itertuples())
@@ -113,7 +120,8 @@ def style_transfer_note(name: str = "bgt-en-fr", n_examples: int = 3) -> str:
             f"<code>workbench transfer --eval</code>): the output is closer in meaning to the source than to the "
             f"style sentence in {closer[0]}% of pairs [{closer[1]}–{closer[2]}], and its form (length, "
             f"punctuation, first word) follows the style sentence in {form[0]}% [{form[1]}–{form[2]}]: "
-            f"{_verdict(closer[0], form[0])} (<code>trained/README.md</code>).</p>"
+            f"{_verdict(closer[0], form[0])} (<code>trained/README.md</code>)."
+            + (f" Beside it: {'; '.join(others)}." if others else "") + "</p>"
             f"<table><tr><th>source</th><th>style</th><th>output</th></tr>{rows}</table>")
 
 

@@ -196,24 +196,33 @@ def sts_rows(cards: dict[str, dict], model_names: dict[str, str]) -> pd.DataFram
 FIGURE3_MEASURES = ("STS12-16", "hard+", "hard-")
 
 
+def verdict(ci_low: float, ci_high: float, paper_difference: float) -> str:
+    """A paper's ordering judged by our CI of the same difference: *reproduced* when the CI excludes 0 on the
+    paper's side, *reversed* when it excludes 0 on the other, *within noise* when it holds 0."""
+    if ci_low <= 0 <= ci_high:
+        return "within noise"
+    return "reproduced" if (ci_low > 0) == (paper_difference > 0) else "reversed"
+
+
+def table2_expected() -> dict[str, float]:
+    """The paper's Table 2 STS12–16 averages (en–fr): semantic, en and random."""
+    table = paper_table("table2").set_index("encoder")
+    return table[[f"STS{y}" for y in range(12, 17)]].mean(axis=1).to_dict()
+
+
 def figure3_orderings(differences: pd.DataFrame) -> pd.DataFrame:
     """Each of the paper's Figure 3 orderings (BGT against one model on one measure) judged by our paired
     bootstrap: ``differences`` has rows ``model, measure, difference, ci_low, ci_high`` (ours, BGT minus the
-    model, × 100). Verdict: *reproduced* when our CI excludes 0 on the paper's side, *reversed* when it
-    excludes 0 on the other, *within noise* when it holds 0."""
+    model, × 100); the verdict is :func:`verdict`'s."""
     paper = paper_table("figure3").set_index("model")
     rows = []
     for row in differences.itertuples():
         if row.model not in paper.index or row.measure not in paper.columns:
             continue
         theirs = float(paper.loc["bgt", row.measure] - paper.loc[row.model, row.measure])
-        if row.ci_low > 0 or row.ci_high < 0:
-            verdict = "reproduced" if (row.difference > 0) == (theirs > 0) else "reversed"
-        else:
-            verdict = "within noise"
         rows.append({"model": row.model, "measure": row.measure, "paper": round(theirs, 1),
                      "ours": round(row.difference, 1), "ci_low": round(row.ci_low, 1),
-                     "ci_high": round(row.ci_high, 1), "verdict": verdict})
+                     "ci_high": round(row.ci_high, 1), "verdict": verdict(row.ci_low, row.ci_high, theirs)})
     return pd.DataFrame(rows, columns=["model", "measure", "paper", "ours", "ci_low", "ci_high", "verdict"])
 
 
