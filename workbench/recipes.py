@@ -32,7 +32,7 @@ PRESETS = {
              "vocab_size": 1000, "max_pairs": 3000, "max_sentence_len": 32, "max_tokens": 1024, "update_freq": 1,
              "lr": 1e-3, "warmup": 10, "max_updates": 40, "kl_ramp": 1.0, "valid_every": 20, "save_every": 20,
              "max_valid_pairs": 300},
-    # The CPU recipe chosen at equal CPU time (trained/README.md): 4k pieces, lr 3e-3, every training pair, the
+    # The CPU recipe chosen at equal CPU time (trained/HISTORY.md): 4k pieces, lr 3e-3, every training pair, the
     # KL ramp over 1,000 updates, STS-B dev every 100 updates; 4,400 updates take about 1.4 h on 2 CPU cores.
     "cpu": {"model": {"d_model": 128, "ffn_dim": 256, "n_heads": 4, "enc_layers": 2, "latent_dim": 128,
                       "dropout": 0.1, "max_len": 64},
