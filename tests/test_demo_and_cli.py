@@ -134,6 +134,11 @@ def test_probes_list_and_build_then_probe_table(capsys, tmp_path):
     assert "selectivity" in out and "length" in out
     df = pd.read_csv(tmp_path / "p.csv")
     assert set(df.metric) == {"accuracy", "majority", "control_accuracy", "selectivity"}
+    note = df.set_index("metric").loc["selectivity", "note"]
+    assert "uninformative" not in str(note) and "keys on first words" in str(note)  # Length's first-word control
+    assert cli.main(["probe", "--encoder", "random-sp-average", "--task", "length", "--classifier", "mlp",
+                     "--no-control", "--seeds", "2", *small]) == 0
+    assert "seed_std" in capsys.readouterr().out
     assert cli.main(["probe", "--task", "length", "--train-size", "600"]) == 2
     assert "give all of --train-size" in capsys.readouterr().err
 

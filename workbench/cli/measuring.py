@@ -52,6 +52,9 @@ def _probe_arguments(p: argparse.ArgumentParser) -> None:
                                                    "beyond this view of the same model (e.g. --encoder semantic "
                                                    "--given en)")
     p.add_argument("--mdl", action="store_true", help="also the MDL online codelength (logreg)")
+    p.add_argument("--seeds", type=int, default=1,
+                   help="fit the probe with this many seeds and report the mean and the seed sd (default 1; the "
+                        "logistic probe is seed-free, the MLP is not)")
     p.add_argument("--layers", nargs="+", metavar="LAYER",
                    help="probe at each of these layers of the encoder (numbers, or 'all'): one row per task and "
                         "layer, with the peak and expected layer per task")
@@ -66,6 +69,10 @@ def _probe(args) -> None:
     from ..probing.probe import check_options, probe
     from ..modelfolder import load
     check_options(args.classifier, not args.no_control and args.control, args.mdl)  # before the encoder is built
+    if args.seeds < 1:
+        raise WorkbenchError(f"--seeds must be a whole number ≥ 1 (got {args.seeds})")
+    if args.seeds > 1 and (args.given or args.layers):
+        raise WorkbenchError("--seeds averages plain probes of one encoder: drop --given / --layers, or --seeds")
     sizes = probing_sizes(args)
     if args.given and not args.model:
         raise WorkbenchError("--given names a view of --model; give --model too")
@@ -82,7 +89,7 @@ def _probe(args) -> None:
     rows = []
     for task in tqdm(args.task, desc="probing", unit="task", disable=len(args.task) == 1):
         result = probe(encoder, task, classifier=args.classifier, control=not args.no_control and args.control,
-                       mdl=args.mdl, sizes=sizes, given=given, transfer=args.transfer)
+                       mdl=args.mdl, sizes=sizes, given=given, transfer=args.transfer, seeds=args.seeds)
         rows.append(result.to_frame())
     df = pd.concat(rows, ignore_index=True)
     table = df.pivot_table(index="task", columns="metric", values="value", sort=False)
