@@ -117,7 +117,8 @@ def test_reproduce_writes_the_report(tmp_path):
         assert heading in text
     assert "Winner matches the paper in" in text and 'id="fig-table3"' in text
     orderings = pd.read_csv(tmp_path / "reproduction-figure3_orderings.csv")
-    assert set(orderings["verdict"]) <= {"reproduced", "reversed", "within noise"} and len(orderings) == 3 * 10
+    assert set(orderings["verdict"]) <= {"reproduced", "reversed", "within noise"}
+    assert len(orderings) == 3 * 9  # every model of the paper's Figure 3 but BGT itself (b-WMF is not in it)
     assert "The paper's orderings, tested" in text
     table2 = pd.read_csv(tmp_path / "reproduction-table2_orderings.csv")
     assert len(table2) == 10 and set(table2["semantic minus"]) == {"en", "random"}

@@ -219,9 +219,10 @@ def _figure3_differences(cards: dict, n_boot: int) -> pd.DataFrame:
     from .evaluation import compare_hard_sts, compare_sts
     from .modelfolder import load
     bgt = load("bgt-en-fr").encoder("semantic")
+    in_paper = set(paper_table("figure3")["model"])
     frames = []
     for label, name in FIGURE3_MODELS.items():
-        if label == "bgt" or name not in cards:
+        if label == "bgt" or label not in in_paper or name not in cards:
             continue
         other = load(name).encoder("semantic")
         both = pd.concat([compare_sts(bgt, other, n_boot=n_boot), compare_hard_sts(bgt, other, n_boot=n_boot)])
