@@ -422,3 +422,22 @@ def test_an_uninformative_control_is_named_in_the_result_and_hatched_in_the_figu
     figure = selectivity_figure(pd.concat([rows.reset_index(), fair]))
     hatched = {bar.name: bar.marker.pattern.shape for bar in figure.data}
     assert hatched == {"first-word-caveat": ("/",), "other": ("",)} and "hatched" in figure.layout.title.text
+
+
+def test_the_logistic_probe_fits_the_same_on_one_thread_as_on_two(length_task, small_tokenizer):
+    import torch
+    from workbench.encoders import RandomEmbeddingAverage
+    encoder = RandomEmbeddingAverage(small_tokenizer)
+    X = {tag: encoder.encode(list(length_task.split(tag)["sentence"])) for tag in ("tr", "va")}
+    y = {tag: length_task.split(tag)["label"].to_numpy() for tag in ("tr", "va")}
+    fits = []
+    threads = torch.get_num_threads()
+    try:
+        for n in (1, 2):
+            torch.set_num_threads(n)
+            fits.append(LogisticProbe().fit(X["tr"], y["tr"], X["va"], y["va"]))
+    finally:
+        torch.set_num_threads(threads)
+    assert fits[0].l2_ == fits[1].l2_ and fits[0].valid_scores_ == fits[1].valid_scores_
+    assert torch.allclose(fits[0].model_.weight, fits[1].model_.weight, rtol=0, atol=1e-9)
+    assert fits[0].model_.weight.dtype == torch.float64

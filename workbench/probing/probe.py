@@ -26,7 +26,7 @@ from .control import CONTROLS, control_labels, control_words, uninformative
 from .mdl import online_codelength
 from .tasks import get_task, task_names
 
-PROBE_VERSION = 7  # bump when a change alters results, so cached ones are recomputed
+PROBE_VERSION = 8  # bump when a change alters results, so cached ones are recomputed
 
 
 @dataclass
