@@ -147,4 +147,9 @@ def test_evaluate_with_bootstrap_against_another_encoder(capsys):
     assert cli.main(["evaluate", "--encoder", "random-sp-average", "--suite", "hard_sts",
                      "--against", "random-sp-average", "--n-boot", "200"]) == 0
     out = capsys.readouterr().out
-    assert "hard+" in out and "paired bootstrap" in out and "STS12-16" in out
+    comparison = out.split("paired bootstrap")[1]
+    assert "hard+" in comparison and "hard-" in comparison and "STS12-16" not in comparison  # the suite asked
+    assert cli.main(["evaluate", "--encoder", "random-sp-average", "--suite", "sts",
+                     "--against", "random-sp-average", "--n-boot", "200"]) == 0
+    comparison = capsys.readouterr().out.split("paired bootstrap")[1]
+    assert "STS12-16" in comparison and "hard+" not in comparison
