@@ -94,14 +94,19 @@ def _introduction(cards: dict) -> str:
             "100k/10k/10k); TreeDepth/TopConst are dependency-based analogues.</p>")
 
 
+def _random_init(model):
+    """The semantic encoder of a network of ``model``'s configuration at initialisation (seed 0): Table 2's
+    random row."""
+    from .models import build_model
+    torch.manual_seed(0)
+    return build_model(model.cfg.to_dict()).eval().encoder("semantic", tokenizer=model.tokenizer)
+
+
 def _table2_section(bgt, cards: dict, data: dict, n_boot: int = 1000) -> str:
     """Table 2: STS by encoder of BGT en–fr, with a randomly initialised network of the same configuration."""
     from .evaluation import evaluate
-    from .models import build_model
     parts = []
-    torch.manual_seed(0)
-    random_model = build_model(bgt.cfg.to_dict()).eval()
-    random_encoder = random_model.encoder("semantic", tokenizer=bgt.tokenizer)
+    random_encoder = _random_init(bgt)
     random_view = summarise_views(pd.concat([evaluate(random_encoder, suite) for suite in ("sts", "hard_sts")])
                            .assign(view="semantic", fingerprint=random_encoder.fingerprint))["semantic"]
     table2 = pd.DataFrame([{"encoder": enc, **view["sts"], "hard+": view["hard_sts"]["hard+"],
@@ -129,7 +134,6 @@ def _table2_section(bgt, cards: dict, data: dict, n_boot: int = 1000) -> str:
 def _table2_orderings(cards: dict, n_boot: int) -> pd.DataFrame:
     """Per pair with a shipped BGT: semantic minus en, and semantic minus random init, on STS12–16."""
     from .evaluation import compare_sts
-    from .models import build_model
     from .modelfolder import load
     expected = table2_expected()
     rows = []
@@ -137,10 +141,8 @@ def _table2_orderings(cards: dict, n_boot: int) -> pd.DataFrame:
         if f"bgt-en-{lang}" not in cards:
             continue
         model = load(f"bgt-en-{lang}")
-        torch.manual_seed(0)
-        random_encoder = build_model(model.cfg.to_dict()).eval().encoder("semantic", tokenizer=model.tokenizer)
         semantic = model.encoder("semantic")
-        for other, name in ((model.encoder("en"), "en"), (random_encoder, "random")):
+        for other, name in ((model.encoder("en"), "en"), (_random_init(model), "random")):
             result = compare_sts(semantic, other, n_boot=n_boot).iloc[-1]  # the STS12-16 row
             theirs = expected["semantic"] - expected[name]
             rows.append({"pair": f"en-{lang}", "semantic minus": name, "paper (en-fr)": round(theirs, 1),
