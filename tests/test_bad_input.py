@@ -343,6 +343,8 @@ CLI_CASES = [  # (argv with {tmp} for the test's folder, a fragment of the one-l
     ("reproduce --out {tmp}/adir", "--out {tmp}/adir is a folder; give a file name"),
     ("probes build --tasks nosuch", "invalid choice: 'nosuch'"),
     ("probes build --tasks length --train-size 5", "give all of --train-size"),
+    ("probes baselines --baselines bow", "argument --baselines: invalid choice: 'bow'"),
+    ("probes baselines --tasks length --out {tmp}/exists.csv", "exists; --force replaces it"),
     ("data info --pair en-xx", "argument --pair: invalid choice: 'en-xx'"),
     ("data fetch", "invalid choice: 'fetch'"),
     ("models list --bogus", "unrecognized arguments: --bogus"),
@@ -390,6 +392,7 @@ def _api_cases():
     from workbench.evaluation import compare_sts
     from workbench.figures import read_results, tidy
     from workbench.generation import transfer, transfer_table
+    from workbench.probing.baselines import text_baselines
     from workbench.probing.build import build_task, check_sizes
     from workbench.zoo import check_model_name
     small = {"train": 100, "valid": 20, "test": 20}
@@ -425,6 +428,7 @@ def _api_cases():
         (lambda: compare_sts(Constant(), Constant("other", fingerprint="other-v1"), n_boot=50), "n_boot must be"),
         (lambda: build_task("length", sizes={"train": 1.5, "valid": 1, "test": 1}), "whole numbers ≥ 1"),
         (lambda: check_sizes({"train": 5, "valid": 5}), "probing sizes must give train, valid, test"),
+        (lambda: text_baselines(["length"], ["bow"]), "unknown baseline 'bow'; valid: length, majority, nb-bi"),
         (lambda: TrainConfig.from_preset("huge"), "unknown preset 'huge'; valid: cpu, paper, small, tiny"),
         (lambda: TrainConfig.from_preset("tiny", max_updates=0), "max_updates must be an integer ≥ 1 (got 0)"),
         (lambda: TrainConfig.from_preset("tiny", lr=-1.0), "lr must be a number > 0 (got -1.0)"),

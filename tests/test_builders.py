@@ -61,6 +61,12 @@ def test_changing_builders_use_each_source_once_and_change_it_right():
         source = next(s for s in pool if s.split()[2] in sentence.split())
         expected = source if label == "O" else "I only have one mouth but " + source[:source.index(" but")] + " ."
         assert sentence == expected
+    with_commas = tok(*(f"I have {n} ears, but I only have one mouth." for n in ("two", "three", "four", "five")))
+    labels = Counter()
+    for label, sentence, _ in builders.coordination_inversion(with_commas, "en", seed=0):
+        labels[label] += 1
+        assert ", but" in sentence  # the comma stays before the conjunction: punctuation cannot tell I from O
+    assert labels["I"] and labels["O"]
     shifted = builders.bigram_shift(pool, "en", seed=1)
     assert Counter(label for label, _, _ in shifted) == Counter({"O": 2, "I": 3})
     for label, sentence, word in shifted:

@@ -441,3 +441,24 @@ def test_the_logistic_probe_fits_the_same_on_one_thread_as_on_two(length_task, s
     assert fits[0].l2_ == fits[1].l2_ and fits[0].valid_scores_ == fits[1].valid_scores_
     assert torch.allclose(fits[0].model_.weight, fits[1].model_.weight, rtol=0, atol=1e-9)
     assert fits[0].model_.weight.dtype == torch.float64
+
+
+def test_the_text_baselines_of_conneau_et_al_behave_as_their_construction_says():
+    """Length reads SentLen from the token count alone; a bag of unigrams cannot see a swapped bigram but a bag
+    of bigrams can; the majority baseline is the commonest training label's share of the test split; every row
+    carries the published number and its difference from ours."""
+    from workbench.probing.baselines import PUBLISHED, text_baselines
+    sizes = {"train": 10000, "valid": 500, "test": 1000}  # SMALL is too few bigrams for naive Bayes to see them
+    frame = text_baselines(["length", "bigram_shift"], sizes=sizes, show_progress=False)
+    rows = frame.set_index(["task", "baseline"])
+    assert rows.loc[("length", "length"), "accuracy"] > 99.5
+    unigrams, bigrams = rows.loc[("bigram_shift", "nb-uni-tfidf")], rows.loc[("bigram_shift", "nb-bi-tfidf")]
+    assert unigrams["ci_low"] < 50 < unigrams["ci_high"]  # the same words in either class
+    assert bigrams["ci_low"] > unigrams["ci_high"]
+    data = build.build_task("length", sizes=sizes).data
+    commonest = data[data["split"] == "tr"]["label"].value_counts().idxmax()
+    share = 100 * (data[data["split"] == "te"]["label"] == commonest).mean()
+    assert rows.loc[("length", "majority"), "accuracy"] == pytest.approx(share)
+    for (task, baseline), row in rows.iterrows():
+        assert row["published"] == PUBLISHED.loc[baseline, task]
+        assert row["difference"] == pytest.approx(row["accuracy"] - row["published"])

@@ -138,6 +138,15 @@ def _probes_arguments(p: argparse.ArgumentParser) -> None:
     q.add_argument("--tasks", nargs="+", choices=task_names(), default=task_names())
     q.add_argument("--force", action="store_true", help="rebuild even if built")
     size_args(q)
+    from ..probing.baselines import BASELINES, SENTEVAL_NAMES
+    q = psub.add_parser("baselines", help="Conneau et al. (2018)'s text-only baselines on our tasks, beside their "
+                                          "published accuracies on SentEval's data (an external check)")
+    q.add_argument("--tasks", nargs="+", choices=task_names(), default=list(SENTEVAL_NAMES),
+                   help="tasks (default: the ten SentEval tasks)")
+    q.add_argument("--baselines", nargs="+", choices=list(BASELINES), default=list(BASELINES))
+    q.add_argument("--out", help="also write the tidy results as CSV")
+    q.add_argument("--force", action="store_true", help="replace --out if it exists")
+    size_args(q)
 
 
 def _probes(args) -> None:
@@ -151,6 +160,9 @@ def _probes(args) -> None:
                              "classes": len(c.labels) or "derived", "analogue": c.analogue}
                             for c in cards]).to_string(index=False, max_colwidth=70))
         return
+    if args.action == "baselines":
+        _baselines(args)
+        return
     rows = []
     for task in tqdm(args.tasks, desc="building tasks", unit="task"):
         manifest = build_task(task, sizes=probing_sizes(args), force=args.force).manifest
@@ -158,9 +170,21 @@ def _probes(args) -> None:
     print(pd.DataFrame(rows).to_string(index=False))
 
 
+def _baselines(args) -> None:
+    from ..figures import spreadsheet_safe
+    from ..probing.baselines import text_baselines
+    df = text_baselines(args.tasks, args.baselines, sizes=probing_sizes(args))
+    shown = df.assign(cell=[f"{ours:.1f}" + ("" if np.isnan(paper) else f" ({paper:.1f})")
+                            for ours, paper in zip(df["accuracy"], df["published"])])
+    print("test accuracy (%) on our tasks (Conneau et al. 2018 on SentEval's data in brackets)")
+    print(shown.pivot(index="task", columns="baseline", values="cell").loc[args.tasks, args.baselines].to_string())
+    if args.out:
+        spreadsheet_safe(df).to_csv(args.out, index=False)
+
+
 PROBES_COMMAND = Command(
-    "probes", "list or build the probing datasets",
-    _probes_arguments, _probes)
+    "probes", "list or build the probing datasets; run the text-only baselines",
+    _probes_arguments, _probes, out="file")
 
 
 def _cache_arguments(p: argparse.ArgumentParser) -> None:

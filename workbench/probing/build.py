@@ -34,7 +34,7 @@ from .tasks import TaskCard, get_task
 
 log = logging.getLogger(__name__)
 
-BUILDER_VERSION = 7
+BUILDER_VERSION = 8
 SPLIT_SIZES = ("train", "valid", "test")
 SPLIT_NAMES = ("tr", "va", "te")  # SentEval's split tags
 COLUMNS = ["split", "label", "sentence", "word"]

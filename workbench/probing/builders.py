@@ -27,6 +27,7 @@ from .parse import parse
 # The paper's punctuation set (fn. 13): ASCII punctuation plus typographic quotes and dashes.
 PUNCTUATION = frozenset(string.punctuation) | frozenset("‘’‚‛“”„‟«»‹›–—―‐‑‒…")
 FINAL_MARKS = (".", "?", "!")
+CLAUSE_JOINTS = (",", ";", "--")  # punctuation that joins two coordinated clauses
 
 Candidate = tuple[str, str, str]  # label, sentence, label word ("" when none)
 Builder = Callable[..., list[Candidate]]
@@ -274,7 +275,8 @@ def _recase(tokens: list[str], first: bool) -> list[str]:
 @builder(parses=True)
 def coordination_inversion(sentences: Sequence[str], language: str, seed: int = 0) -> list[Candidate]:
     """CoordInv: sentences made of two coordinated clauses, each with its own subject ("clause1 cc clause2 .");
-    half of them (chosen at random) become "clause2 cc clause1 ." (``I``), the rest stay intact (``O``)."""
+    half of them (chosen at random) become "clause2 cc clause1 ." (``I``), the rest stay intact (``O``). A comma
+    or dash before the conjunction stays before it, so punctuation does not tell the classes apart."""
     rng = np.random.default_rng(seed)
     out = []
     for doc in _parsed(sentences, language):
@@ -288,12 +290,12 @@ def coordination_inversion(sentences: Sequence[str], language: str, seed: int = 
         if not (cc.i + 1 == conj.left_edge.i and conj.right_edge.i >= end - 1 and root.left_edge.i == 0):
             continue
         first, second = tokens[:cc.i], tokens[cc.i + 1:end]
-        if first and first[-1] == ",":
-            first = first[:-1]
+        joint = first[-1:] if first and first[-1] in CLAUSE_JOINTS else []  # stays before the conjunction:
+        first = first[:len(first) - len(joint)]  # moved with its clause, it would tell inverted sentences apart
         if len(first) < 2 or len(second) < 2:
             continue
         if rng.integers(2):
-            inverted = _recase(second, True) + [tokens[cc.i]] + _recase(first, False) + tokens[end:]
+            inverted = _recase(second, True) + joint + [tokens[cc.i]] + _recase(first, False) + tokens[end:]
             out.append(("I", " ".join(inverted), root.text))
         else:
             out.append(("O", doc.text, root.text))
