@@ -102,7 +102,7 @@ def _random_init(model):
     return build_model(model.cfg.to_dict()).eval().encoder("semantic", tokenizer=model.tokenizer)
 
 
-def _table2_section(bgt, cards: dict, data: dict, n_boot: int = 1000) -> str:
+def _table2_section(bgt, cards: dict, data: dict, n_boot: int) -> str:
     """Table 2: STS by encoder of BGT en–fr, with a randomly initialised network of the same configuration."""
     from .evaluation import evaluate
     parts = []
@@ -234,7 +234,7 @@ def _figure3_differences(cards: dict, n_boot: int) -> pd.DataFrame:
         columns=["model", "measure", "difference", "ci_low", "ci_high"])
 
 
-def _figure3_section(cards: dict, data: dict, n_boot: int = 1000) -> str:
+def _figure3_section(cards: dict, data: dict, n_boot: int) -> str:
     """Figure 3: STS and Hard STS of the en–fr models, and each of the paper's orderings judged by a paired
     bootstrap of BGT against the model."""
     fig3 = sts_rows(cards, FIGURE3_MODELS)
@@ -355,10 +355,11 @@ def _table4_section(bgt, cards: dict, transfer_examples: int, data: dict) -> str
 
 def reproduce(out: str | Path = REPO_ROOT / "reports" / "reproduction.html", recompute: bool = False,
               transfer_examples: int = 5, show_progress: bool = True,
-              disentangle: tuple[str, ...] | None = None) -> Path:
+              disentangle: tuple[str, ...] | None = None, n_boot: int = 1000) -> Path:
     """Write the reproduction report (HTML + the numbers as CSV, figures as PNG/PDF where Chromium exists).
     ``disentangle``: the pairs of the disentanglement section (default: every pair with both shared models;
-    it probes and re-evaluates, a minute or two per pair on 2 cores; ``()`` leaves it out)."""
+    it probes and re-evaluates, a minute or two per pair on 2 cores; ``()`` leaves it out). ``n_boot``: the
+    resamples of each paired bootstrap that tests one of the paper's orderings (Table 2, Figure 3)."""
     from .modelfolder import load
     start = time.perf_counter()
     out = Path(out)
@@ -375,10 +376,10 @@ def reproduce(out: str | Path = REPO_ROOT / "reports" / "reproduction.html", rec
     if disentangle is None:
         disentangle = tuple(p for p in (f"en-{lang}" for lang in LANGUAGES)
                             if all(f"{m}-{p}" in cards for m in TABLE3_MODELS))
-    sections = [_introduction(cards), _table2_section(bgt, cards, data), table3,
+    sections = [_introduction(cards), _table2_section(bgt, cards, data, n_boot), table3,
                 _distance_section(ours, cards, figures, data),
                 _disentanglement_section(list(disentangle), figures, data) if disentangle else "",
-                _figure3_section(cards, data), _tatoeba_section(cards, data), _figure4_section(cards, data),
+                _figure3_section(cards, data, n_boot), _tatoeba_section(cards, data), _figure4_section(cards, data),
                 _table4_section(bgt, cards, transfer_examples, data)]
     problems = export_figures(figures, out.parent, stem=out.stem)
     for name, frame in data.items():

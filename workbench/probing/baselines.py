@@ -27,7 +27,8 @@ from .build import ProbingDataset, build_task
 from .probe import bootstrap_ci
 
 # Conneau et al. 2018, Table 2: test accuracy (%) on SentEval's data; columns are our task names.
-PUBLISHED = pd.read_csv(io.StringIO("""baseline,length,word_content,tree_depth,top_const,bigram_shift,tense,subj_num,obj_num,somo,coord_inv
+PUBLISHED = pd.read_csv(io.StringIO("""\
+baseline,length,word_content,tree_depth,top_const,bigram_shift,tense,subj_num,obj_num,somo,coord_inv
 majority,20.0,0.5,17.9,5.0,50.0,50.0,50.0,50.0,50.0,50.0
 length,100.0,0.2,18.1,9.3,50.6,56.5,50.3,50.1,50.2,50.0
 nb-uni-tfidf,22.7,97.8,24.1,41.9,49.5,77.7,68.9,64.0,38.0,50.5
