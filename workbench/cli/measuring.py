@@ -143,7 +143,8 @@ def _probes_arguments(p: argparse.ArgumentParser) -> None:
                                           "published accuracies on SentEval's data (an external check)")
     q.add_argument("--tasks", nargs="+", choices=task_names(), default=list(SENTEVAL_NAMES),
                    help="tasks (default: the ten SentEval tasks)")
-    q.add_argument("--baselines", nargs="+", choices=list(BASELINES), default=list(BASELINES))
+    q.add_argument("--baselines", nargs="+", choices=list(BASELINES), default=list(BASELINES),
+                   help="; ".join(f"{name}: {what}" for name, (what, _, _) in BASELINES.items()))
     q.add_argument("--out", help="also write the tidy results as CSV")
     q.add_argument("--force", action="store_true", help="replace --out if it exists")
     size_args(q)
