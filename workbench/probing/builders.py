@@ -27,7 +27,7 @@ from .parse import parse
 # The paper's punctuation set (fn. 13): ASCII punctuation plus typographic quotes and dashes.
 PUNCTUATION = frozenset(string.punctuation) | frozenset("‘’‚‛“”„‟«»‹›–—―‐‑‒…")
 FINAL_MARKS = (".", "?", "!")
-CLAUSE_JOINTS = (",", ";", "--")  # punctuation that joins two coordinated clauses
+CLAUSE_JOINTS = (",", ";", "--", "—", "–")  # punctuation that joins two coordinated clauses
 
 Candidate = tuple[str, str, str]  # label, sentence, label word ("" when none)
 Builder = Callable[..., list[Candidate]]
