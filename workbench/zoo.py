@@ -219,7 +219,8 @@ def retrain_plan(names: list[str] | None = None, root: str | Path | None = None)
     """How to make each shipped model (default: all) again from scratch, one row each: the recipe recorded in its
     ``config.json`` (``train``; ``workbench train --config trained/NAME/config.json`` reads it), run for as many
     updates as its run went, exported from the same checkpoint with or without decoders as shipped, and the
-    hours its training took (the card's record, on the hardware it names). A model that was trained in phases
+    hours its training took (the card's time to the exported update, scaled to the whole run, on the hardware
+    it names). A model that was trained in phases
     (``--init-from`` with other settings) is retrained with its last phase's settings from the start."""
     root = Path(root) if root else trained_dir()
     shipped_names = shipped(root)
@@ -232,11 +233,13 @@ def retrain_plan(names: list[str] | None = None, root: str | Path | None = None)
         if "train" not in config:
             raise WorkbenchError(f"{root / name / 'config.json'} records no training recipe ('train')")
         record = config["training"]
+        updates = int(record.get("run_updates", record["updates"]))
+        seconds = record["train_seconds"] * updates / max(1, record["updates"])  # the card times the export's updates
         rows.append({"name": name, "config": str(root / name / "config.json"), "model": config["train"]["model"],
-                     "updates": int(record.get("run_updates", record["updates"])),
+                     "updates": updates,
                      "checkpoint": "best" if str(record.get("checkpoint", "")).startswith("best") else "latest",
                      "keep_decoders": bool(config.get("decoders", False)),
-                     "hours": round(record["train_seconds"] / 3600, 2), "hardware": record["hardware"]})
+                     "hours": round(seconds / 3600, 2), "hardware": record["hardware"]})
     return pd.DataFrame(rows)
 
 
