@@ -56,10 +56,11 @@ def test_a_folder_without_digests_is_refused_unless_trusted_and_an_unlisted_file
     folder = tmp_path / "sp"
     shutil.copytree(model_path("sp-en-fr"), folder)
     meta = json.loads((folder / "config.json").read_text())
-    (folder / "curve.csv").write_text("run,update\n")  # a file the digests do not cover
-    with pytest.raises(WorkbenchError, match="curve.csv not covered by the sha256 list"):
+    added = folder / "trainer_state.safetensors"  # a file a model folder may hold that the digests do not cover
+    added.write_bytes(b"not what was shipped")
+    with pytest.raises(WorkbenchError, match="trainer_state.safetensors not covered by the sha256 list"):
         load(folder)
-    (folder / "curve.csv").unlink()
+    added.unlink()
     del meta["files_sha256"]
     (folder / "config.json").write_text(json.dumps(meta))
     with pytest.raises(WorkbenchError, match="records no sha256 of the folder's files"):
