@@ -220,8 +220,8 @@ def retrain_plan(names: list[str] | None = None, root: str | Path | None = None)
     ``config.json`` (``train``; ``workbench train --config trained/NAME/config.json`` reads it), run for as many
     updates as its run went, exported from the same checkpoint with or without decoders as shipped, and the
     hours its training took (the card's time to the exported update, scaled to the whole run, on the hardware
-    it names). A model that was trained in phases
-    (``--init-from`` with other settings) is retrained with its last phase's settings from the start."""
+    it names). A model that was trained in phases (``--init-from`` with other settings) is retrained with its
+    last phase's settings from the start."""
     root = Path(root) if root else trained_dir()
     shipped_names = shipped(root)
     unknown = sorted(set(names or ()) - set(shipped_names))
