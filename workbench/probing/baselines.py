@@ -69,12 +69,10 @@ def _splits(dataset: ProbingDataset) -> tuple[dict, dict]:
     return texts, {tag: dataset.split(tag)["label"].to_numpy() for tag in ("tr", "va", "te")}
 
 
-def fit_baseline(name: str, dataset: ProbingDataset, splits: tuple[dict, dict] | None = None) -> dict:
+def _fit(name: str, texts: dict, labels: dict) -> dict:
     """Fit baseline ``name`` on the train split, choosing its hyper-parameter on the validation split; the test
-    accuracy (a fraction) with a bootstrap 95% CI. ``splits``: the dataset's tokenised splits, if already made."""
-    check_name("baseline", name, BASELINES)
+    accuracy (a fraction) with a bootstrap 95% CI."""
     _, grid, factory = BASELINES[name]
-    texts, labels = splits or _splits(dataset)
     best, best_valid = None, -1.0
     for value in grid:
         model = factory(value).fit(texts["tr"], labels["tr"])
@@ -97,10 +95,9 @@ def text_baselines(tasks: Sequence[str] = tuple(SENTEVAL_NAMES), baselines: Sequ
     with tqdm(total=len(tasks) * len(baselines), desc="text baselines", unit="fit",
               disable=not show_progress) as bar:
         for task in tasks:
-            dataset = build_task(task, **build_options)
-            splits = _splits(dataset)
+            texts, labels = _splits(build_task(task, **build_options))
             for name in baselines:
-                result = fit_baseline(name, dataset, splits)
+                result = _fit(name, texts, labels)
                 published = PUBLISHED[task][name] if task in PUBLISHED else np.nan
                 rows.append({"task": task, "senteval": SENTEVAL_NAMES.get(task, ""), "baseline": name,
                              **{k: 100 * result[k] for k in ("accuracy", "ci_low", "ci_high")},
