@@ -189,6 +189,25 @@ def test_an_export_that_keeps_its_decoders_continues_training_when_the_run_is_lo
     assert runs["from-export"][0]["loss"] == pytest.approx(runs["from-checkpoint"][0]["loss"], rel=1e-2)  # fp16
 
 
+def test_the_card_names_the_threads_each_part_of_a_run_trained_on(run_copy, tmp_path):
+    from workbench.train import hardware
+    from workbench.zoo import export_shards
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # a run resumed beside another, one thread each: slower per update, so said
+    try:
+        Trainer(TrainConfig.from_preset("tiny", max_updates=32, valid_every=10, save_every=10), run_copy,
+                resume=True, show_progress=False).run()
+        alone = hardware()
+    finally:
+        torch.set_num_threads(threads)
+    assert alone.startswith("CPU (") and alone.endswith(", 1 thread)")
+    steps = [r for r in metrics(run_copy) if r["update"] > 0]
+    assert [r["hardware"] for r in steps] == [hardware()] * 30 + [alone] * 2
+    package = export_shards(run_copy, tmp_path / "packages", name="bgt-tiny", checkpoint="latest")
+    record = json.loads((package / "manifest.json").read_text())["config"]["training"]
+    assert record["hardware"] == (alone if threads == 1 else f"{hardware()} then {alone}")
+
+
 def test_continuing_refuses_other_settings_and_encoder_only_models(run_copy, tmp_path):
     folder = run_copy / "checkpoints" / "update-30"
     with pytest.raises(WorkbenchError, match=re.escape("lr 0.001 -> 0.002")):

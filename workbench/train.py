@@ -20,6 +20,7 @@ import json
 import logging
 import math
 import os
+import platform
 import shutil
 import signal
 import threading
@@ -74,6 +75,17 @@ def learning_rate(update: int, cfg: TrainConfig) -> float:
     return cfg.lr * math.sqrt(cfg.warmup / max(update, 1))
 
 
+def hardware(device: torch.device | None = None, world: int = 1) -> str:
+    """What the updates run on, as a card states it: the GPUs, or the CPU with the threads torch uses (threads,
+    not cores: two runs side by side at one thread each take longer per update than one run at two)."""
+    device = device or torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device.type == "cuda":
+        return f"{world} × {torch.cuda.get_device_name(device)}"
+    threads = torch.get_num_threads()
+    processes = f", {world} processes" if world > 1 else ""
+    return f"CPU ({platform.machine()}, {threads} thread{'s' * (threads > 1)}{processes})"
+
+
 def train_wmf(cfg: TrainConfig, run_dir: str | Path, show_progress: bool = True) -> dict:
     """Fit b-WMF (or ``overrides={"variant": "x-wmf"}``) on the pair's training split and save it in
     ``run_dir`` (config.json with the vocabularies, model.safetensors with the factors and idf)."""
@@ -93,12 +105,14 @@ def train_wmf(cfg: TrainConfig, run_dir: str | Path, show_progress: bool = True)
     model.fit([en for en, _ in pairs], [xx for _, xx in pairs], show_progress=show_progress)
     model.save(run_dir, train=asdict(cfg))  # the recipe goes with the model, as a Trainer run's does
     result = {"model": "wmf", "preset": cfg.preset, "pairs": len(pairs), "iterations": len(model.history),
-              "loss": model.history[-1], "seconds": time.perf_counter() - start}
+              "loss": model.history[-1], "seconds": time.perf_counter() - start,
+              "hardware": hardware(torch.device("cpu"))}
     atomic_write(run_dir / "metrics.jsonl", json.dumps(result) + "\n")
     return result
 
 
 # --- the trainer ---------------------------------------------------------------------------------------------
+
 
 def _distributed() -> tuple[int, int]:
     """(rank, world size), initialising the process group under torchrun (gloo on CPU, nccl on CUDA)."""
@@ -120,6 +134,7 @@ class Trainer:
         self.rank, self.world = _distributed()
         self.device = torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}" if torch.cuda.is_available()
                                    else "cpu")
+        self.hardware = hardware(self.device, self.world)  # on every update's line: a resumed run may move
         if self.run_dir.exists() and not self.run_dir.is_dir():
             raise WorkbenchError(f"--out {self.run_dir} is a file; give a run directory")
         checkpoint = latest_checkpoint(self.run_dir) if resume else None  # both found before any work
@@ -453,7 +468,7 @@ class Trainer:
                 seconds = time.perf_counter() - start
                 self.state["train_seconds"] += seconds
                 record.update(tokens_per_s=record["tokens"] / seconds,
-                              train_seconds=round(self.state["train_seconds"], 3))
+                              train_seconds=round(self.state["train_seconds"], 3), hardware=self.hardware)
                 if cfg.max_seconds and time.perf_counter() - started >= cfg.max_seconds:
                     stop.setdefault("time", f"max_seconds={cfg.max_seconds:g}")
                 # read once: a signal landing later (while this update is measured, or after the processes

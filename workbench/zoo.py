@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import re
 import shutil
 from pathlib import Path
@@ -30,6 +29,7 @@ from .modelfolder import (
     checkpoint_update, file_digests, latest_checkpoint, learning_curve, read_metrics, shipped, swap_folder,
     verify_files)
 from .paths import read_json, trained_dir
+from .train import hardware
 
 WITH_DECODERS = ("bgt-en-fr",)  # the style-transfer model (paper §5.3 uses the en–fr model)
 SHARDS_FORMAT = "bgt-workbench model package 1"
@@ -37,8 +37,9 @@ SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
 def _training_record(run: Path, update: int | None = None) -> dict:
-    """Updates, pairs seen and summed update time up to ``update`` (default: the end) from a run's
-    ``metrics.jsonl``; ``run_updates`` says how long the run went on."""
+    """Updates, pairs seen, summed update time and hardware up to ``update`` (default: the end) from a run's
+    ``metrics.jsonl``; ``run_updates`` says how long the run went on. Runs logged before the trainer recorded its
+    hardware are said to have run on this machine."""
     lines = read_metrics(run)
     if not lines:
         raise WorkbenchError(f"{run} has no metrics.jsonl (or an empty one): not a training run to export")
@@ -48,17 +49,12 @@ def _training_record(run: Path, update: int | None = None) -> dict:
         return {"updates": upto[-1]["update"], "run_updates": steps[-1]["update"],  # as logged, else summed
                 "pairs_seen": int(upto[-1].get("pairs_seen", sum(s.get("sentences", 0) for s in upto))),
                 "train_seconds": round(upto[-1].get("train_seconds",
-                                                    sum(s["tokens"] / s["tokens_per_s"] for s in upto)), 1)}
+                                                    sum(s["tokens"] / s["tokens_per_s"] for s in upto)), 1),
+                "hardware": " then ".join(dict.fromkeys(s.get("hardware") or hardware() for s in upto))}
     last = lines[-1]  # WMF: one line for the whole fit
     return {"updates": last.get("iterations"), "pairs_seen": last.get("pairs"), "preset": last.get("preset"),
-            "train_seconds": round(last.get("seconds", float("nan")), 1)}
-
-
-def hardware() -> str:
-    """A short description of this machine (where a run exported here was trained, unless stated)."""
-    if torch.cuda.is_available():
-        return f"1 × {torch.cuda.get_device_name(0)}"
-    return f"CPU ({platform.machine()}, {os.cpu_count()} cores)"
+            "train_seconds": round(last.get("seconds", float("nan")), 1),
+            "hardware": last.get("hardware") or hardware()}
 
 
 def check_model_name(name: str) -> str:
@@ -82,8 +78,9 @@ def _exported(run: str | Path, name: str | None, keep_decoders: bool | None, che
     setting, train = meta["model"]["setting"], meta.get("train", {})
     name = check_model_name(name or f"{setting}-{train.get('pair') or '-'.join(meta['model']['languages'])}")
     keep = name in WITH_DECODERS if keep_decoders is None else keep_decoders
-    record = {**_training_record(run, None if folder is None else checkpoint_update(folder)),
-              "hardware": hardware_text or hardware()}
+    record = _training_record(run, None if folder is None else checkpoint_update(folder))
+    if hardware_text:
+        record["hardware"] = hardware_text
     curve = None
     if folder is not None:
         record["checkpoint"] = "best STS-B dev (semantic)" if folder.name == "best" else "latest"
