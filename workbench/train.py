@@ -113,7 +113,6 @@ def train_wmf(cfg: TrainConfig, run_dir: str | Path, show_progress: bool = True)
 
 # --- the trainer ---------------------------------------------------------------------------------------------
 
-
 def _distributed() -> tuple[int, int]:
     """(rank, world size), initialising the process group under torchrun (gloo on CPU, nccl on CUDA)."""
     world = int(os.environ.get("WORLD_SIZE", "1"))
