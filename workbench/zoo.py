@@ -44,17 +44,18 @@ def _training_record(run: Path, update: int | None = None) -> dict:
     if not lines:
         raise WorkbenchError(f"{run} has no metrics.jsonl (or an empty one): not a training run to export")
     steps = [line for line in lines if "tokens_per_s" in line]
+    here = hardware()  # for lines logged before the trainer recorded it
     if steps:
         upto = [s for s in steps if update is None or s["update"] <= update]
         return {"updates": upto[-1]["update"], "run_updates": steps[-1]["update"],  # as logged, else summed
                 "pairs_seen": int(upto[-1].get("pairs_seen", sum(s.get("sentences", 0) for s in upto))),
                 "train_seconds": round(upto[-1].get("train_seconds",
                                                     sum(s["tokens"] / s["tokens_per_s"] for s in upto)), 1),
-                "hardware": " then ".join(dict.fromkeys(s.get("hardware") or hardware() for s in upto))}
+                "hardware": " then ".join(dict.fromkeys(s.get("hardware") or here for s in upto))}
     last = lines[-1]  # WMF: one line for the whole fit
     return {"updates": last.get("iterations"), "pairs_seen": last.get("pairs"), "preset": last.get("preset"),
             "train_seconds": round(last.get("seconds", float("nan")), 1),
-            "hardware": last.get("hardware") or hardware()}
+            "hardware": last.get("hardware") or here}
 
 
 def check_model_name(name: str) -> str:
