@@ -99,11 +99,13 @@ def test_every_shipped_model_records_the_recipe_the_retraining_script_runs(capsy
     for name in shipped():
         config = json.loads((trained_dir() / name / "config.json").read_text())
         recipe = TrainConfig.from_file(trained_dir() / name / "config.json")  # what `train --config` runs
-        recorded = {**config["train"], "betas": tuple(config["train"]["betas"])}  # older records lack newer fields
+        record = config["training"]
+        updates = record.get("run_updates", record["updates"])  # the whole run's length, with no time limit
+        recorded = {**config["train"], "betas": tuple(config["train"]["betas"]),  # older records lack newer fields
+                    "max_updates": updates, "max_seconds": None}
         assert {key: asdict(recipe)[key] for key in recorded} == recorded
         assert recipe.model == config["model"]["setting"]
-        record = config["training"]
-        assert plan.loc[name, "updates"] == record.get("run_updates", record["updates"])
+        assert plan.loc[name, "updates"] == updates
         assert plan.loc[name, "keep_decoders"] == bool(config.get("decoders"))
     script = (Path(__file__).resolve().parent.parent / "scripts" / "train_shipped").read_text()
     assert "workbench models retrain --force" in script

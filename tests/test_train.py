@@ -208,6 +208,23 @@ def test_the_card_names_the_threads_each_part_of_a_run_trained_on(run_copy, tmp_
     assert record["hardware"] == (alone if threads == 1 else f"{hardware()} then {alone}")
 
 
+def test_a_model_folders_recipe_runs_as_long_as_its_whole_run_with_no_time_limit(tiny_run, tmp_path):
+    from workbench.cli import main
+    from workbench.modelfolder import latest_checkpoint, read_config
+    _, run_dir = tiny_run
+    meta = json.loads((run_dir / "best" / "config.json").read_text())
+    folder = tmp_path / "model"  # as exported from a run whose last part was resumed with --max-seconds 5
+    folder.mkdir()
+    recorded = {**meta["train"], "max_updates": 25, "max_seconds": 5.0}
+    (folder / "config.json").write_text(json.dumps({**meta, "train": recorded,
+                                                    "training": {"updates": 20, "run_updates": 30}}))
+    recipe = TrainConfig.from_file(folder / "config.json")
+    assert (recipe.max_updates, recipe.max_seconds, recipe.lr) == (30, None, meta["train"]["lr"])
+    assert main(["train", "--config", str(folder / "config.json"), "--out", str(tmp_path / "again"),
+                 "--max-updates", "2"]) == 0  # the command line still sets the length
+    assert read_config(latest_checkpoint(tmp_path / "again"))["train"]["max_updates"] == 2
+
+
 def test_continuing_refuses_other_settings_and_encoder_only_models(run_copy, tmp_path):
     folder = run_copy / "checkpoints" / "update-30"
     with pytest.raises(WorkbenchError, match=re.escape("lr 0.001 -> 0.002")):

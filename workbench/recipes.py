@@ -172,7 +172,7 @@ class TrainConfig:
         else:
             data = read_json(path)
             if path.name == "config.json" and isinstance(data, dict) and "train" in data:
-                return cls.from_recorded(data["train"], path)  # a model folder: the recipe it was made with
+                return cls.from_recorded(data["train"], path, data.get("training"))  # a model folder
         if not isinstance(data, dict):
             raise WorkbenchError(f"{path}: a training config is a table of settings, not {type(data).__name__}")
         known = {f.name for f in fields(cls)}
@@ -182,12 +182,18 @@ class TrainConfig:
         return cls.from_preset(data.pop("preset", "tiny"), **data)
 
     @classmethod
-    def from_recorded(cls, recorded: dict, path: str | Path) -> "TrainConfig":
-        """The config a model folder records (``config.json``'s ``train``: every field as the run had it)."""
+    def from_recorded(cls, recorded: dict, path: str | Path, training: dict | None = None) -> "TrainConfig":
+        """The config a model folder records (``config.json``'s ``train``: every field as the run's last part had
+        it), run for as many updates as the whole run went (``training``'s ``run_updates``) and no time limit: a
+        run resumed with ``--max-seconds`` records that part's limit, which would otherwise cut a retraining
+        short."""
         known = {f.name for f in fields(cls)}
         if not isinstance(recorded, dict) or not set(recorded) <= known:
             raise WorkbenchError(f"{path}: its 'train' section is not a training config (fields: "
                                  f"{', '.join(sorted(known))})")
+        if isinstance(training, dict) and "updates" in training:
+            recorded = {**recorded, "max_updates": int(training.get("run_updates", training["updates"])),
+                        "max_seconds": None}
         return cls(**recorded)
 
     @property

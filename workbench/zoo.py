@@ -260,8 +260,7 @@ def retrain(plan: pd.DataFrame, runs: str | Path = "runs/shipped", force: bool =
             if cfg.model == "wmf":
                 shutil.rmtree(run, ignore_errors=True)
                 train_wmf(cfg, run)
-            else:
-                cfg = TrainConfig(**{**cfg.__dict__, "max_updates": row.updates, "max_seconds": None})
+            else:  # the recipe, for as many updates as the shipped run went (TrainConfig.from_recorded)
                 Trainer(cfg, run, resume=(run / "latest").is_file()).run()
             (run / "DONE").write_text("trained\n")
         done.append(export(run, row.name, keep_decoders=row.keep_decoders, checkpoint=row.checkpoint, force=force))
