@@ -29,7 +29,8 @@ from .modelfolder import (
     checkpoint_update, file_digests, latest_checkpoint, learning_curve, read_metrics, shipped, swap_folder,
     verify_files)
 from .paths import read_json, trained_dir
-from .train import hardware
+from .recipes import TrainConfig
+from .train import Trainer, hardware, train_wmf
 
 WITH_DECODERS = ("bgt-en-fr",)  # the style-transfer model (paper §5.3 uses the en–fr model)
 SHARDS_FORMAT = "bgt-workbench model package 1"
@@ -231,9 +232,10 @@ def retrain_plan(names: list[str] | None = None, root: str | Path | None = None)
         if "train" not in config:
             raise WorkbenchError(f"{root / name / 'config.json'} records no training recipe ('train')")
         record = config["training"]
-        updates = int(record.get("run_updates", record["updates"]))
+        recipe = TrainConfig.from_recorded(config["train"], root / name / "config.json", record)
+        updates = recipe.max_updates  # the whole run's length
         seconds = record["train_seconds"] * updates / max(1, record["updates"])  # the card times the export's updates
-        rows.append({"name": name, "config": str(root / name / "config.json"), "model": config["train"]["model"],
+        rows.append({"name": name, "config": str(root / name / "config.json"), "model": recipe.model,
                      "updates": updates,
                      "checkpoint": "best" if str(record.get("checkpoint", "")).startswith("best") else "latest",
                      "keep_decoders": bool(config.get("decoders", False)),
@@ -245,8 +247,6 @@ def retrain(plan: pd.DataFrame, runs: str | Path = "runs/shipped", force: bool =
     """Train and export every row of :func:`retrain_plan`, resumably: a finished run (``DONE``) is not trained
     again, an interrupted one resumes from its last checkpoint; each export replaces the shipped model only with
     ``force``. Returns the model folders."""
-    from .recipes import TrainConfig
-    from .train import Trainer, train_wmf
     root, done = trained_dir(), []
     if not force:
         present = [name for name in plan["name"] if (root / name / "card.json").is_file()]

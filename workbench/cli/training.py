@@ -49,7 +49,7 @@ def _models(args) -> None:
         print(plan.drop(columns=["config"]).to_string(index=False))
         print(f"{len(plan)} models, {plan['hours'].sum():.1f} hours of training as recorded (each on the hardware "
               "its row names); each retrains with: workbench train --config trained/NAME/config.json "
-              "--max-updates UPDATES, then models export --checkpoint CHECKPOINT", flush=True)
+              "(UPDATES updates, no time limit), then models export --checkpoint CHECKPOINT", flush=True)
         if not args.dry_run:
             for path in retrain(plan, args.runs, force=args.force):
                 print(f"shipped: {path.resolve()}")
