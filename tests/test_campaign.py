@@ -1,5 +1,5 @@
 """The GPU campaign's CPU dry run (``CAMPAIGN_PRESET=tiny``: the same steps a lent GPU runs, so the first device
-call meets CUDA, not our bugs) and the shard packages that carry its models back."""
+call meets CUDA, not our bugs), the bundle that carries its packages back in parts, and the packages."""
 import json
 import os
 import shutil
@@ -20,66 +20,105 @@ REPO = Path(__file__).resolve().parent.parent
 SMALL = {"train": 600, "valid": 200, "test": 200}
 
 
-def step(name, out, runs, *extra):
-    env = {**os.environ, "OUT": str(out), "CAMPAIGN_PRESET": "tiny", "CAMPAIGN_RUNS": str(runs)}
+JOBS = "bgt-en-fr,bilingual_trans-en-fr"  # the dry run trains two of the campaign's jobs (the code is per job)
+
+
+def step(name, out, runs, *extra, jobs=JOBS):
+    env = {**os.environ, "OUT": str(out), "CAMPAIGN_PRESET": "tiny", "CAMPAIGN_RUNS": str(runs),
+           "CAMPAIGN_JOBS": jobs}
     return subprocess.run(["bash", str(REPO / "scripts" / "gpu_campaign"), name, *extra], env=env,
                           capture_output=True, text=True, timeout=900)
 
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    """``train-en-fr`` of the tiny dry run: (its $OUT, its runs folder, the completed process)."""
+    """``train`` of the tiny dry run: (its $OUT, its runs folder, the completed process)."""
     root = tmp_path_factory.mktemp("campaign")
-    result = step("train-en-fr", root / "out", root / "runs", "--seconds", "3")  # well below what 40 tiny updates take
+    result = step("train", root / "out", root / "runs", "--seconds", "3")  # well below what 40 tiny updates take
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return root / "out", root / "runs", result
 
 
-def test_check_runs_the_gpu_tests_and_the_throughput_table(tmp_path):
+def test_check_runs_the_gpu_tests_and_the_steady_state_throughput_with_its_phases(tmp_path):
     result = step("check", tmp_path / "out", tmp_path / "runs")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     log = (tmp_path / "out" / "check.log").read_text()
     assert "torch" in log and "4 skipped" in log  # the gpu tests are collected and skip without CUDA
-    assert "tokens_per_s" in log and "tiny" in log and "MFU_%" in log
+    assert "tokens_per_s" in log and "tiny" in log and "MFU_%" in log and "warmup_updates" in log
+    assert "share of the update" in log and "backward" in log  # the profiler's per-phase split
     assert campaign.check_return(tmp_path / "out")["files"] == 1
 
 
-def test_train_en_fr_returns_both_packages_within_the_device_limits(trained):
+def test_every_job_has_a_recipe_and_the_bgt_recipes_are_bgt_en_frs_but_for_the_pair(monkeypatch):
+    monkeypatch.setenv("CAMPAIGN_PRESET", "recipes")
+    shipped = json.loads((REPO / "trained" / "bgt-en-fr" / "config.json").read_text())["train"]
+    for job in campaign.JOBS:
+        cfg = campaign.job_config(job, 400)
+        assert cfg.max_seconds == 400 and f"{cfg.model}-{cfg.pair}" == job and cfg.max_updates == 4400
+        if cfg.model == "bgt":
+            recorded = json.loads(json.dumps(cfg.__dict__))
+            differ = {k for k in shipped if recorded[k] != shipped[k]}
+            assert differ <= {"pair", "max_updates", "max_seconds", "save_every", "keep_checkpoints"}, differ
+    monkeypatch.setenv("CAMPAIGN_JOBS", "bgt-en-xx")
+    with pytest.raises(WorkbenchError, match="the jobs are bgt-en-fr"):
+        campaign._jobs()
+
+
+def test_train_returns_the_packages_with_decoders_as_a_bundle_within_the_device_limits(trained, tmp_path):
     out, runs, result = trained
     used = campaign.check_return(out)  # raises beyond 8 files / 16 MiB each / 64 MiB / 2 folders down
-    assert sorted(p.name for p in out.iterdir()) == ["bgt-en-fr", "bilingual_trans-en-fr"]
-    assert used["files"] == sum(len(list(p.iterdir())) for p in out.iterdir())
-    for model in ("bgt", "bilingual_trans"):
-        record = [json.loads(line) for line in (runs / f"{model}-en-fr" / "metrics.jsonl").read_text().splitlines()]
+    assert {"bundle.json", "train.log"} <= {p.name for p in out.iterdir()} and used["files"] >= 3
+    for job in JOBS.split(","):
+        record = [json.loads(line) for line in (runs / job / "metrics.jsonl").read_text().splitlines()]
         assert record[-1]["stopped"] == "max_seconds=3"  # the time budget stopped it, with a checkpoint
-        manifest = json.loads((out / f"{model}-en-fr" / "manifest.json").read_text())
-        assert manifest["config"]["decoders"] is False and manifest["config"]["training"]["checkpoint"].startswith(
+        assert job in (out / "train.log").read_text()
+    packages = campaign.unbundle([out], tmp_path / "back")
+    assert sorted(p.name for p in packages) == sorted(JOBS.split(","))
+    for package in packages:
+        manifest = json.loads((package / "manifest.json").read_text())
+        assert manifest["config"]["decoders"] is True and manifest["config"]["training"]["checkpoint"].startswith(
             "best")
-        assert not any(k.startswith("decoders.") for f in manifest["files"] if f.endswith(".safetensors")
-                       for k in load_file(str(out / f"{model}-en-fr" / f)))
-    assert "returning bgt-en-fr" in result.stdout and "fetch" not in result.stdout.split("returning")[-1]
+        assert any(k.startswith("decoders.") for f in manifest["files"] if f.endswith(".safetensors")
+                   for k in load_file(str(package / f)))  # --init-from can continue it, and BGT can transfer
+    assert "wait for the next call" not in result.stdout
 
 
-def test_what_does_not_fit_waits_for_fetch(trained, tmp_path, monkeypatch):
-    out, runs, _ = trained
-    staging = tmp_path / "runs" / "packages"
-    for package in out.iterdir():
-        shutil.copytree(package, staging / package.name)
-    bgt_files = len(list((out / "bgt-en-fr").iterdir()))
-    monkeypatch.setitem(campaign.RETURN_LIMITS, "files", bgt_files + 1)  # room for bgt only
+def test_parts_that_do_not_fit_wait_for_fetch_and_unbundle_joins_every_return(trained, tmp_path, monkeypatch):
+    _, runs, _ = trained
+    monkeypatch.setattr(campaign, "PART_BYTES", 300_000)  # many parts: the tiny models are a few MB
     monkeypatch.setenv("CAMPAIGN_RUNS", str(tmp_path / "runs"))
-    campaign._deliver(staging, tmp_path / "first")
-    assert [p.name for p in (tmp_path / "first").iterdir()] == ["bgt-en-fr"]  # the first in priority
-    monkeypatch.setenv("OUT", str(tmp_path / "second"))
-    campaign.fetch()
-    assert [p.name for p in (tmp_path / "second").iterdir()] == ["bilingual_trans-en-fr"]
-    with pytest.raises(WorkbenchError, match="nothing waits"):
-        campaign.fetch()
+    bundle = campaign.make_bundle(runs / "packages", tmp_path / "runs" / "parts")
+    assert len(bundle["parts"]) >= 4
+    monkeypatch.setitem(campaign.RETURN_LIMITS, "files", 3)  # bundle.json and two parts a return
+    returns = []
+    for i in range(len(bundle["parts"])):
+        monkeypatch.setenv("OUT", str(tmp_path / f"return{i}"))
+        if i == 0:
+            campaign._deliver(tmp_path / "runs" / "parts", tmp_path / "return0")
+        else:
+            try:
+                campaign.fetch()
+            except WorkbenchError as error:
+                assert "nothing waits" in str(error)
+                break
+        returns.append(tmp_path / f"return{i}")
+        assert campaign.check_return(returns[-1])["files"] <= 3
+    assert len(returns) == -(-len(bundle["parts"]) // 2)
+    with pytest.raises(WorkbenchError, match="did not come back"):
+        campaign.unbundle(returns[:1], tmp_path / "partial")
+    packages = campaign.unbundle(returns, tmp_path / "back")
+    for package in packages:  # every file as it left the device
+        for file in (runs / "packages" / package.name).iterdir():
+            assert (package / file.name).read_bytes() == file.read_bytes()
+    part = next(returns[0].glob("part-*"))
+    part.write_bytes(part.read_bytes()[:-1] + bytes([part.read_bytes()[-1] ^ 0xFF]))
+    with pytest.raises(WorkbenchError, match="does not match its sha256"):
+        campaign.unbundle(returns, tmp_path / "again")
 
 
 def test_a_package_split_into_small_shards_imports_as_the_same_model(trained, tmp_path):
     _, runs, _ = trained
-    package = export_shards(runs / "bgt-en-fr", tmp_path / "packages", shard_mib=0.05)
+    package = export_shards(runs / "bgt-en-fr", tmp_path / "packages", name="bgt-en-fr", shard_mib=0.05)
     manifest = json.loads((package / "manifest.json").read_text())
     assert manifest["split"]  # tensors larger than a shard went by rows
     shards = sorted(package.glob("model-*.safetensors"))
@@ -97,9 +136,9 @@ def test_a_package_split_into_small_shards_imports_as_the_same_model(trained, tm
 
 
 def test_import_refuses_damaged_packages_and_unsafe_names(trained, tmp_path):
-    out, _, _ = trained
+    _, runs, _ = trained
     package = tmp_path / "bgt-en-fr"
-    shutil.copytree(out / "bgt-en-fr", package)
+    shutil.copytree(runs / "packages" / "bgt-en-fr", package)
     with pytest.raises(WorkbenchError, match="not a valid model name"):
         import_shards(package, name="../elsewhere", root=tmp_path / "trained")
     shard = next(package.glob("model-*.safetensors"))
@@ -116,12 +155,12 @@ def test_import_refuses_damaged_packages_and_unsafe_names(trained, tmp_path):
 
 def test_an_existing_model_is_replaced_only_with_force_and_names_stay_inside_trained(trained, tmp_path, capsys):
     from workbench.cli import main
-    out, runs, _ = trained
+    _, runs, _ = trained
     existing = tmp_path / "trained" / "bgt-en-fr"
     existing.mkdir(parents=True)
     (existing / "card.json").write_text("{}")
     with pytest.raises(WorkbenchError, match="exists; pass --force"):
-        import_shards(out / "bgt-en-fr", root=tmp_path / "trained")
+        import_shards(runs / "packages" / "bgt-en-fr", root=tmp_path / "trained")
     assert (existing / "card.json").read_text() == "{}" and sorted(p.name for p in existing.parent.iterdir()) == [
         "bgt-en-fr"]
     before = sorted(p.name for p in (REPO / "trained").iterdir())

@@ -1,25 +1,30 @@
-"""The GPU campaign: one lent GPU's 30 minutes turned into the ``small`` en–fr models (``scripts/gpu_campaign``).
+"""The GPU campaign: a lent GPU's 15 minutes turned into BGT for all five pairs, with decoders
+(``scripts/gpu_campaign``; the minute-by-minute plan is ``docs/campaign.md``).
 
-Each step is one command that fits one device call (≤ 10 minutes) with margin, prints its progress unbuffered
-and leaves what must come back in ``$OUT`` within the device's return limits (:data:`RETURN_LIMITS`):
+Each step fits one device call (≤ 10 minutes) with margin, prints its progress unbuffered and leaves what must
+come back in ``$OUT`` within the device's return limits (:data:`RETURN_LIMITS`):
 
-- ``pack`` (here, before any device call): ``.campaign/`` with what the device cannot fetch — the en–fr data and
-  STS-B, the sentencepiece models, wheels of the pure-Python packages its image lacks — and the size of what
-  will travel;
-- ``check``: ``nvidia-smi``, torch/CUDA versions, ``pytest -m gpu``, then training throughput and MFU at the
-  ``small`` and ``paper`` sizes (``benchmarks/train_throughput.py``);
-- ``train-en-fr``: ``bgt`` and ``bilingual_trans`` at ``small``, side by side on the one GPU, each stopped by a
-  time budget with STS-B-dev checkpoint selection, each exported as a package of fp16 encoder shards
-  (:func:`workbench.zoo.export_shards`); what does not fit in one return waits for ``fetch``. A second call
-  continues the runs (``--resume``) while the machine is still the same;
-- ``fetch``: return the packages that waited.
+- ``pack`` (here, before any device call): ``.campaign/`` with what the device cannot fetch — the five pairs'
+  data and STS-B, the sentencepiece models the jobs and the check need, wheels of the pure-Python packages its
+  image lacks — and the size of what will travel;
+- ``check``: ``nvidia-smi``, versions, ``pytest -m gpu`` and the steady-state throughput of one ``small`` BGT
+  (warm-up excluded, with the per-phase split), in about a minute;
+- ``train``: the campaign's jobs (:data:`JOBS`: BGT for every pair with the recipe in ``recipes/``, then
+  BILINGUALTRANS en–fr) side by side on the one GPU, each stopped by its recipe's length or a shared time budget,
+  STS-B-dev checkpoint selection, each exported *with decoders* as a package (:func:`workbench.zoo.export_shards`);
+  the packages travel as one bundle cut into parts that fit the return, the first parts in this call's return;
+- ``fetch``: return the parts that waited (call it at once: the machine goes back ~30 s after a call);
+- ``unbundle`` (here): join the parts of every return, check each file's sha256, and write the packages for
+  ``workbench models import``.
 
-Back here: ``workbench models import PACKAGE`` for each. ``CAMPAIGN_PRESET=tiny`` runs the same steps on CPU
-(the dry run of the test suite); ``CAMPAIGN_SECONDS`` is each model's training budget.
+Steps can be chained in one call (``check train``). ``CAMPAIGN_PRESET=tiny`` runs the same steps on CPU with the
+tiny preset instead of the recipes (the dry run of the test suite); ``CAMPAIGN_SECONDS`` is the time budget,
+``CAMPAIGN_JOBS`` a comma-separated subset of the jobs.
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -33,14 +38,28 @@ from .paths import REPO_ROOT, data_dir
 
 RETURN_LIMITS = {"files": 8, "file_bytes": 16 * 2 ** 20, "total_bytes": 64 * 2 ** 20, "depth": 2}
 TREE_LIMIT = 64 * 2 ** 20  # what travels to the device: tracked and untracked-not-ignored files + carried paths
-MODELS = ("bgt", "bilingual_trans")  # in order of priority for the return
+PAIRS = ("en-fr", "en-es", "en-ar", "en-tr", "en-ja")
+JOBS = (*(f"bgt-{pair}" for pair in PAIRS), "bilingual_trans-en-fr")  # in order of priority for the return
+RECIPES = REPO_ROOT / "recipes"
 PACK = REPO_ROOT / ".campaign"
+BUNDLE = "bundle.json"
+BUNDLE_FORMAT = "bgt-workbench campaign bundle 1"
+PART_BYTES = int(15.5 * 2 ** 20)  # four parts and the logs fill one return
 DEVICE_PYTHON = "3.12"  # the device image's interpreter (for the wheels pack downloads)
 WHEELS = ("plotly==7.1.0", "sacremoses==0.2.0")  # imported by the workbench, absent from the device image
+DEFAULT_SECONDS = 400  # each job's training budget on the device (docs/campaign.md)
 
 
 def _preset() -> str:
-    return os.environ.get("CAMPAIGN_PRESET", "small")
+    return os.environ.get("CAMPAIGN_PRESET", "recipes")
+
+
+def _jobs() -> tuple[str, ...]:
+    chosen = tuple(j for j in os.environ.get("CAMPAIGN_JOBS", "").split(",") if j) or JOBS
+    unknown = sorted(set(chosen) - set(JOBS))
+    if unknown:
+        raise WorkbenchError(f"CAMPAIGN_JOBS names {', '.join(unknown)}; the jobs are {', '.join(JOBS)}")
+    return chosen
 
 
 def _runs() -> Path:
@@ -60,6 +79,14 @@ def _say(text: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {text}", flush=True)
 
 
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(2 ** 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def check_return(out: Path) -> dict:
     """Count what ``out`` would send back and refuse what the device would leave behind."""
     files = [p for p in out.rglob("*") if p.is_file()]
@@ -74,6 +101,20 @@ def check_return(out: Path) -> dict:
     if problems:
         raise WorkbenchError(f"{out} exceeds the device's return limits: {'; '.join(problems)}")
     return {"files": len(files), "bytes": total}
+
+
+def job_config(job: str, seconds: float):
+    """A job's TrainConfig: its recipe in ``recipes/`` (the dry run: the tiny preset) under the time budget,
+    checkpoints rarer than on CPU (only ``best/`` is exported)."""
+    from .recipes import TrainConfig
+    model, pair = job.rsplit("-", 2)[0], "-".join(job.rsplit("-", 2)[1:])
+    if _preset() == "recipes":
+        cfg = TrainConfig.from_file(RECIPES / f"{job}.toml")
+        changes = {"save_every": 500, "keep_checkpoints": 2}
+    else:
+        cfg = TrainConfig.from_preset(_preset(), model=model, pair=pair)
+        changes = {"eval_every": 10, "valid_every": 10, "save_every": 10}
+    return TrainConfig(**{**cfg.__dict__, **changes, "max_seconds": seconds})
 
 
 # --- pack (here) -------------------------------------------------------------------------------------------
@@ -93,11 +134,15 @@ def pack(download_wheels: bool = True) -> None:
     shutil.rmtree(PACK, ignore_errors=True)
     (PACK / "data" / "parallel").mkdir(parents=True)
     source = data_dir()
-    shutil.copy2(source / "parallel" / "en-fr.tsv.gz", PACK / "data" / "parallel")
+    jobs = _jobs()
+    pairs = sorted({job_config(job, 1).pair for job in jobs})
+    for pair in pairs:
+        shutil.copy2(source / "parallel" / f"{pair}.tsv.gz", PACK / "data" / "parallel")
     shutil.copytree(source / "eval" / "stsb", PACK / "data" / "eval" / "stsb")
-    for preset in sorted({_preset(), "paper"}):  # train-en-fr's, and the benchmark's larger vocabulary
-        tokenizer = pair_tokenizer("en-fr", TrainConfig.from_preset(preset).vocab_size)
-        folder = Path(tokenizer.model_file).parent
+    needed = {(job_config(job, 1).pair, job_config(job, 1).vocab_size) for job in jobs}
+    needed |= {("en-fr", TrainConfig.from_preset(p).vocab_size) for p in ("tiny", "small")}  # gpu tests, throughput
+    for pair, vocab in sorted(needed):
+        folder = Path(pair_tokenizer(pair, vocab).model_file).parent
         shutil.copytree(folder, PACK / "home" / "tokenizers" / folder.name)
         _say(f"tokenizer {folder.name}")
     if download_wheels:
@@ -113,14 +158,14 @@ def pack(download_wheels: bool = True) -> None:
               "  git rm -r -q --cached trained && echo /trained/ >> .git/info/exclude\n"
               "and afterwards\n"
               "  git reset -q -- trained && sed -i '\\#^/trained/$#d' .git/info/exclude", flush=True)
-    print("device calls: run(command='bash scripts/gpu_campaign check', carry=['.campaign']), then "
-          "'... train-en-fr' (and 'fetch' at once if it says so)", flush=True)
+    print("device call 1: run(command='bash scripts/gpu_campaign check train', carry=['.campaign'], timeout_s=600);"
+          " call 2 at once: '... fetch'", flush=True)
 
 
 # --- check (device) ----------------------------------------------------------------------------------------
 
 def check() -> None:
-    """Hardware and versions, the ``gpu`` tests, and the throughput/MFU table."""
+    """Hardware and versions, the ``gpu`` tests, and steady-state throughput with its per-phase split."""
     import torch
     out = _out()
     log = []
@@ -132,11 +177,12 @@ def check() -> None:
                 f"device {torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'CPU'}")
     _say(versions)
     log.append(versions)
+    cuda = torch.cuda.is_available()
     steps = [("gpu tests", [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider",
-                            str(REPO_ROOT / "tests" / "test_gpu.py")]),
-             ("throughput", [sys.executable, str(REPO_ROOT / "benchmarks" / "train_throughput.py"), "--heads",
-                             "split", "--updates", "10" if torch.cuda.is_available() else "2", "--presets",
-                             *(["small", "paper"] if _preset() == "small" else [_preset()])])]
+                            "--durations", "5", str(REPO_ROOT / "tests" / "test_gpu.py")]),
+             ("throughput", [sys.executable, str(REPO_ROOT / "benchmarks" / "train_throughput.py"),
+                             "--presets", "small" if cuda else "tiny", "--warmup-seconds", "10" if cuda else "1",
+                             "--seconds", "5" if cuda else "1", "--profile"])]
     failed = []
     for title, command in steps:
         _say(f"{title}: {' '.join(command[1:])}")
@@ -153,103 +199,197 @@ def check() -> None:
     _say("check passed")
 
 
-# --- train-en-fr and fetch (device) ------------------------------------------------------------------------
-
-def _config(model: str, seconds: float) -> Path:
-    """The run's settings: the preset, a time budget, STS-B dev often enough to select a checkpoint."""
-    preset = _preset()
-    cadence = {"tiny": 10, "small": 100}.get(preset, 250)
-    path = _runs() / f"{model}-en-fr.toml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f'preset = "{preset}"\nmodel = "{model}"\npair = "en-fr"\nmax_seconds = {seconds}\n'
-                    f"eval_every = {cadence}\nvalid_every = {cadence}\nsave_every = {cadence}\n")
-    return path
-
+# --- train and fetch (device) ------------------------------------------------------------------------------
 
 def _progress(run: Path) -> str:
     lines = (run / "metrics.jsonl").read_text().splitlines() if (run / "metrics.jsonl").is_file() else []
     last = json.loads(lines[-1]) if lines else {}
     scored = [json.loads(line)["stsb_dev"] for line in lines if '"stsb_dev"' in line]
-    text = f"update {last.get('update', 0)}"
-    if "loss" in last:
-        text += f", loss {last['loss']:.2f}, {last.get('tokens_per_s', 0):,.0f} tokens/s"
-    return text + (f", STS-B dev {scored[-1]}" if scored else "")
+    text = f"{last.get('update', 0)}"
+    if "tokens_per_s" in last:
+        text += f" ({last['tokens_per_s'] / 1000:,.0f}k tok/s)"
+    return text + (f" dev {scored[-1].get('semantic')}" if scored else "")
 
 
-def train_en_fr(seconds: float | None = None) -> None:
-    """Train both models side by side, export their packages, return what fits (the rest waits for fetch)."""
+def train(seconds: float | None = None) -> None:
+    """Train the jobs side by side, export their packages with decoders, bundle them and return what fits."""
     out, runs = _out(), _runs()
-    seconds = seconds or float(os.environ.get("CAMPAIGN_SECONDS", 330))
+    seconds = seconds or float(os.environ.get("CAMPAIGN_SECONDS", DEFAULT_SECONDS))
+    jobs = _jobs()
+    configs = {job: job_config(job, seconds) for job in jobs}
     from .data.tokenizer import pair_tokenizer
-    from .recipes import TrainConfig
-    pair_tokenizer("en-fr", TrainConfig.from_preset(_preset()).vocab_size)  # once, before two runs need it
+    for cfg in configs.values():  # once, before several runs of a pair need it
+        pair_tokenizer(cfg.pair, cfg.vocab_size)
+    runs.mkdir(parents=True, exist_ok=True)
     procs = {}
-    for model in MODELS:
-        run = runs / f"{model}-en-fr"
-        command = [sys.executable, "-m", "workbench.cli", "train", "--config", str(_config(model, seconds)),
-                   "--out", str(run), *(["--resume"] if (run / "latest").is_file() else [])]
-        log = open(runs / f"{model}-en-fr.log", "a")
-        procs[model] = (run, subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=REPO_ROOT), log)
-        _say(f"{model}: {' '.join(command[3:])}")
+    for job, cfg in configs.items():
+        run, recipe = runs / job, runs / f"{job}.json"
+        recipe.write_text(json.dumps(cfg.__dict__))
+        command = [sys.executable, "-m", "workbench.cli", "train", "--config", str(recipe), "--out", str(run),
+                   *(["--resume"] if (run / "latest").is_file() else [])]
+        log = open(runs / f"{job}.log", "a")
+        env = {**os.environ, "OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 2) // len(configs)))}
+        procs[job] = (run, subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=REPO_ROOT, env=env),
+                      log)
+        _say(f"{job}: {' '.join(command[3:])}")
+    started = time.perf_counter()
     while any(proc.poll() is None for _, proc, _ in procs.values()):
         time.sleep(20 if _preset() != "tiny" else 2)
-        _say("; ".join(f"{model} {_progress(run)}" for model, (run, _, _) in procs.items()))
-    for model, (run, proc, log) in procs.items():
+        _say(f"{time.perf_counter() - started:.0f} s: "
+             + "; ".join(f"{job} {_progress(run)}" for job, (run, _, _) in procs.items()))
+    summary = []
+    for job, (run, proc, log) in procs.items():
         log.close()
         if proc.returncode != 0:
-            print((runs / f"{model}-en-fr.log").read_text()[-4000:], flush=True)
-            raise WorkbenchError(f"training {model} failed (exit {proc.returncode}); its log is above")
+            print((runs / f"{job}.log").read_text()[-4000:], flush=True)
+            raise WorkbenchError(f"training {job} failed (exit {proc.returncode}); its log is above")
+        summary.append(f"{job}: update {_progress(run)}")
     from .zoo import export_shards
     staging = runs / "packages"
-    for model in MODELS:
-        package = export_shards(runs / f"{model}-en-fr", staging)
-        _say(f"packed {package.name}: {sum(p.stat().st_size for p in package.iterdir()) / 2 ** 20:.1f} MiB in "
-             f"{len(list(package.iterdir()))} files")
-    _deliver(staging, out)
+    shutil.rmtree(staging, ignore_errors=True)
+    for job in jobs:
+        package = export_shards(runs / job, staging, name=job, keep_decoders=True, shard_mib=64)
+        _say(f"packed {package.name}: {sum(p.stat().st_size for p in package.iterdir()) / 2 ** 20:.1f} MiB")
+    (out / "train.log").write_text("\n".join(summary) + "\n")
+    make_bundle(staging, runs / "parts")
+    _deliver(runs / "parts", out)
+
+
+def make_bundle(packages: Path, parts: Path) -> dict:
+    """Every file of every package in ``packages``, one after another, cut into parts of :data:`PART_BYTES`; the
+    index (``bundle.json``: each file's package, name, size and sha256, each part's sha256) says how to join them.
+    Few big parts, not many small files: a return holds 8 files."""
+    shutil.rmtree(parts, ignore_errors=True)
+    parts.mkdir(parents=True)
+    files = [p for package in sorted(packages.iterdir()) for p in sorted(package.iterdir())]
+    total = sum(p.stat().st_size for p in files)
+    n = max(1, -(-total // PART_BYTES))
+    names = [f"part-{i:02d}-of-{n:02d}" for i in range(1, n + 1)]
+    index, current, written, i = [], None, 0, -1
+    for path in files:
+        index.append({"package": path.parent.name, "file": path.name, "bytes": path.stat().st_size,
+                      "sha256": _sha256(path)})
+        with open(path, "rb") as source:
+            for block in iter(lambda: source.read(2 ** 20), b""):
+                while block:
+                    if current is None or written == PART_BYTES:
+                        if current is not None:
+                            current.close()
+                        i, written = i + 1, 0
+                        current = open(parts / names[i], "wb")
+                    take = block[:PART_BYTES - written]
+                    current.write(take)
+                    written, block = written + len(take), block[len(take):]
+    if current is not None:
+        current.close()
+    bundle = {"format": BUNDLE_FORMAT, "files": index, "parts": {name: _sha256(parts / name) for name in names}}
+    (parts / BUNDLE).write_text(json.dumps(bundle, indent=1))
+    return bundle
 
 
 def fetch() -> None:
-    """Return the packages ``train-en-fr`` could not fit in its return."""
-    staging = _runs() / "packages"
-    if not staging.is_dir() or not any(staging.iterdir()):
-        raise WorkbenchError(f"nothing waits in {staging}: the machine was given back (or everything came back "
-                             "already); train-en-fr again to rebuild it")
-    _deliver(staging, _out())
+    """Return the bundle's parts ``train`` could not fit in its return."""
+    parts = _runs() / "parts"
+    if not parts.is_dir() or not any(p.name != BUNDLE for p in parts.iterdir()):
+        raise WorkbenchError(f"nothing waits in {parts}: the machine was given back (or everything came back "
+                             "already); train again to rebuild it")
+    _deliver(parts, _out())
 
 
-def _deliver(staging: Path, out: Path) -> None:
-    """Move whole packages from ``staging`` into ``out`` in priority order while the return limits allow."""
+def _deliver(parts: Path, out: Path) -> None:
+    """Copy the index and move parts from ``parts`` into ``out``, in order, while the return limits allow."""
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(parts / BUNDLE, out / BUNDLE)
     used = check_return(out)
-    waiting = sorted(staging.iterdir(), key=lambda p: next((i for i, m in enumerate(MODELS)
-                                                           if p.name.startswith(f"{m}-")), len(MODELS)))
-    for package in waiting:
-        files = list(package.iterdir())
-        size = sum(p.stat().st_size for p in files)
-        if (used["files"] + len(files) <= RETURN_LIMITS["files"]
-                and used["bytes"] + size <= RETURN_LIMITS["total_bytes"]):
-            shutil.move(str(package), out / package.name)
-            used = check_return(out)
-            _say(f"returning {package.name}")
-    left = sorted(p.name for p in staging.iterdir())
+    for part in sorted(p for p in parts.iterdir() if p.name != BUNDLE):
+        size = part.stat().st_size
+        if used["files"] + 1 > RETURN_LIMITS["files"] or used["bytes"] + size > RETURN_LIMITS["total_bytes"]:
+            break
+        shutil.move(str(part), out / part.name)
+        used = check_return(out)
+    left = sorted(p.name for p in parts.iterdir() if p.name != BUNDLE)
     if left:
-        _say(f"waiting for the next call: {', '.join(left)} — call `scripts/gpu_campaign fetch` NOW (the machine "
+        _say(f"{len(left)} part(s) wait for the next call: call `scripts/gpu_campaign fetch` NOW (the machine "
              "stays only ~30 s after a call)")
-    _say(f"$OUT: {used['files']} files, {used['bytes'] / 2 ** 20:.1f} MiB; back here: workbench models import "
-         "<files_at>/<package>")
+    _say(f"$OUT: {used['files']} files, {used['bytes'] / 2 ** 20:.1f} MiB; back here: scripts/gpu_campaign "
+         "unbundle <files_at of every return> --to DIR")
+
+
+# --- unbundle (here) ---------------------------------------------------------------------------------------
+
+def unbundle(returns: list[str | Path], dest: str | Path) -> list[Path]:
+    """Join the parts found in ``returns`` (the folders each device call brought back), check every part's and
+    every file's sha256 against ``bundle.json``, and write the packages into ``dest``. Returns the packages."""
+    from .zoo import check_model_name
+    folders = [Path(r) for r in returns]
+    indexes = [f / BUNDLE for f in folders if (f / BUNDLE).is_file()]
+    if not indexes:
+        raise WorkbenchError(f"no {BUNDLE} in {', '.join(map(str, folders))}: give the folders the device calls "
+                             "returned (files_at)")
+    bundle = json.loads(indexes[0].read_text())
+    if bundle.get("format") != BUNDLE_FORMAT:
+        raise WorkbenchError(f"{indexes[0]}: not a campaign bundle (format {bundle.get('format')!r})")
+    found = {p.name: p for f in folders for p in f.iterdir() if p.name in bundle["parts"]}
+    missing = sorted(set(bundle["parts"]) - set(found))
+    if missing:
+        raise WorkbenchError(f"parts {', '.join(missing)} did not come back; `scripts/gpu_campaign fetch` on the "
+                             "device while it is still the same machine, else train again")
+    for name, digest in bundle["parts"].items():
+        if _sha256(found[name]) != digest:
+            raise WorkbenchError(f"{found[name]} does not match its sha256 in {BUNDLE} (damaged in transfer)")
+    dest = Path(dest)
+    stream = (open(found[name], "rb") for name in sorted(bundle["parts"]))
+    source, packages = next(stream), []
+    for entry in bundle["files"]:
+        package = dest / check_model_name(entry["package"])
+        target = package / check_model_name(entry["file"])
+        package.mkdir(parents=True, exist_ok=True)
+        left, digest = int(entry["bytes"]), hashlib.sha256()
+        with open(target, "wb") as handle:
+            while left:
+                block = source.read(min(left, 2 ** 20))
+                if not block:
+                    source.close()
+                    source = next(stream)
+                    continue
+                handle.write(block)
+                digest.update(block)
+                left -= len(block)
+        if digest.hexdigest() != entry["sha256"]:
+            raise WorkbenchError(f"{target} does not match its sha256 in {BUNDLE}")
+        if package not in packages:
+            packages.append(package)
+    source.close()
+    for package in packages:
+        _say(f"{package}: workbench models import {package} --name NAME")
+    return packages
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(prog="scripts/gpu_campaign", description=__doc__.split("\n\n")[0])
-    parser.add_argument("step", choices=("pack", "check", "train-en-fr", "fetch"))
-    parser.add_argument("--seconds", type=float, help="train-en-fr: each model's training budget (default 330)")
-    parser.add_argument("--no-wheels", action="store_true", help="pack: skip downloading the device's wheels")
-    args = parser.parse_args(argv)
-    try:
-        {"pack": lambda: pack(not args.no_wheels), "check": check, "train-en-fr": lambda: train_en_fr(args.seconds),
-         "fetch": fetch}[args.step]()
-    except WorkbenchError as error:
-        print(f"gpu_campaign {args.step}: {error}", file=sys.stderr, flush=True)
-        return 2
+    if argv[:1] == ["unbundle"]:
+        parser.add_argument("step", choices=("unbundle",))
+        parser.add_argument("returns", nargs="+", metavar="RETURN", help="the folders the device calls brought back")
+        parser.add_argument("--to", default="campaign-back", help="where the packages go (campaign-back)")
+        args = parser.parse_args(argv)
+        steps, actions = ["unbundle"], {"unbundle": lambda: unbundle(args.returns, args.to)}
+    else:
+        parser.add_argument("steps", nargs="+", choices=("pack", "check", "train", "fetch"),
+                            metavar="STEP", help="pack | check | train | fetch (several in one device call: "
+                                                 "check train) | unbundle RETURN... --to DIR")
+        parser.add_argument("--seconds", type=float, help=f"train: each job's time budget (default {DEFAULT_SECONDS})")
+        parser.add_argument("--no-wheels", action="store_true", help="pack: skip downloading the device's wheels")
+        args = parser.parse_args(argv)
+        steps = args.steps
+        actions = {"pack": lambda: pack(not args.no_wheels), "check": check, "train": lambda: train(args.seconds),
+                   "fetch": fetch}
+    for name in steps:
+        try:
+            actions[name]()
+        except WorkbenchError as error:
+            print(f"gpu_campaign {name}: {error}", file=sys.stderr, flush=True)
+            return 2
     return 0
 
 

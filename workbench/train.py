@@ -33,6 +33,7 @@ import pandas as pd
 import torch
 from filelock import FileLock, Timeout
 from safetensors.torch import load_file
+from torch.profiler import record_function
 from tqdm.auto import tqdm
 
 from .data.batching import collate
@@ -63,6 +64,13 @@ def _without_regularisers(settings: dict) -> dict:
     in the config's JSON form (so defaults and stored values compare equal)."""
     full = json.loads(json.dumps(settings))
     return {k: v for k, v in full.items() if k not in bgt.REGULARISERS}
+
+
+def loss_terms(out: dict, device: torch.device) -> torch.Tensor:
+    """The :data:`SUMMED` terms of one forward pass as a float64 vector on ``device`` (0 where a model has no such
+    term), without waiting for the device: the Trainer reads them once per update."""
+    zero = torch.zeros((), dtype=torch.float64, device=device)
+    return torch.stack([out[k].detach().to(device, torch.float64) if k in out else zero for k in SUMMED])
 
 
 def learning_rate(update: int, cfg: TrainConfig) -> float:
@@ -327,31 +335,43 @@ class Trainer:
         return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=use)
 
     def _update(self) -> dict:
+        """One update. Its phases are labelled for ``torch.profiler`` (data, forward, backward, optimizer, sync); the
+        loss terms stay on the device until one transfer at the end, so a GPU is waited for once per update."""
         cfg, update = self.cfg, self.state["update"]
-        batches = self._next_update_batches()
+        with record_function("data"):
+            batches = self._next_update_batches()
         n_sentences = sum(len(b) for b in batches)  # the gradient is divided by all pairs in the update
         mine = batches[self.rank::self.world]
         en_ids, xx_ids = self.data.train
         self.model.train()
-        totals = torch.zeros(len(SUMMED), dtype=torch.float64)
+        totals = torch.zeros(len(SUMMED), dtype=torch.float64, device=self.device)
         sem_side = getattr(self.model.cfg, "sem_side", "example")
         for micro, index in enumerate(mine):
             step = update * len(mine) + micro  # the forward counter of sem_side="microbatch"
-            batch = collate(en_ids, xx_ids, index, sem_side, step)
-            with self._autocast():
-                out = self.net(batch.en.to(self.device), batch.xx.to(self.device), batch.sem_en, update)
-            (out["loss"] * (self.world / n_sentences)).backward()  # DDP averages over processes
-            totals += torch.tensor([float(out[k].detach()) if k in out else 0.0 for k in SUMMED], dtype=torch.float64)
+            with record_function("data"):
+                batch = collate(en_ids, xx_ids, index, sem_side, step)
+                en, xx = batch.en.to(self.device, non_blocking=True), batch.xx.to(self.device, non_blocking=True)
+            with record_function("forward"), self._autocast():
+                out = self.net(en, xx, batch.sem_en, update)
+            with record_function("backward"):
+                (out["loss"] * (self.world / n_sentences)).backward()  # DDP averages over processes
+            totals += loss_terms(out, self.device)
         if self.world > 1:
             torch.distributed.all_reduce(totals)
         lr = learning_rate(update + 1, cfg)
-        for group in self.optimizer.param_groups:
-            group["lr"] = lr
-        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.clip_norm)
-        self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
+        with record_function("optimizer"):
+            for group in self.optimizer.param_groups:
+                group["lr"] = lr
+            grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.clip_norm)
+            self.optimizer.step()
+            self.optimizer.zero_grad(set_to_none=True)
         self.state["update"] = update + 1
-        sums = dict(zip(SUMMED, totals.tolist()))
+        with record_function("sync"):  # the one wait for the device in an update
+            extra = [grad_norm.detach().double().reshape(1)]
+            if "active_units" in out:
+                extra.append(out["active_units"].to(self.device, torch.float64).reshape(1))
+            values = torch.cat([totals, *extra]).tolist()
+        sums = dict(zip(SUMMED, values))
         n, tokens = sums["sentences"], sums["tokens_en"] + sums["tokens_xx"]
         self.state["pairs_seen"] += int(n)
         record = {"update": update + 1, "epoch": self.state["epoch"], "loss": sums["loss"] / n}
@@ -363,10 +383,10 @@ class Trainer:
                 record[f"{term}_per_token"] = sums[term] / tokens
         if hasattr(self.model, "kl_weight"):
             record["kl_weight"] = self.model.kl_weight(update)
-        record.update({"lr": lr, "grad_norm": float(grad_norm), "sentences": int(n), "tokens": int(tokens),
+        record.update({"lr": lr, "grad_norm": values[len(SUMMED)], "sentences": int(n), "tokens": int(tokens),
                        "tokens_en": int(sums["tokens_en"]), "pairs_seen": self.state["pairs_seen"]})
         if "active_units" in out:
-            record["active_units"] = int(out["active_units"])  # of the last micro-batch
+            record["active_units"] = int(values[len(SUMMED) + 1])  # of the last micro-batch
         return record
 
     @torch.no_grad()
@@ -414,11 +434,12 @@ class Trainer:
         """Add validation loss and STS-B dev to ``record`` where due (and update ``best/``)."""
         cfg, update = self.cfg, record["update"]
         last = update == cfg.max_updates or record.get("stopped")
-        if update % cfg.valid_every == 0 or last:
-            record["valid_loss"] = self.validate()
-        if cfg.eval_every and (update % cfg.eval_every == 0 or last) and self.rank == 0:
-            record["stsb_dev"] = self.evaluate_views()
-            self._save_best(record["stsb_dev"])
+        with record_function("evaluation"):
+            if update % cfg.valid_every == 0 or last:
+                record["valid_loss"] = self.validate()
+            if cfg.eval_every and (update % cfg.eval_every == 0 or last) and self.rank == 0:
+                record["stsb_dev"] = self.evaluate_views()
+                self._save_best(record["stsb_dev"])
 
     def run(self) -> dict:
         """Train until ``max_updates`` (or ``max_seconds``, or SIGINT/SIGTERM: the update in progress ends, then a
