@@ -147,6 +147,17 @@ def test_import_refuses_damaged_packages_and_unsafe_names(trained, tmp_path):
     shard.write_bytes(bytes(data))
     with pytest.raises(WorkbenchError, match=f"{shard.name} does not match its sha256"):
         import_shards(package, root=tmp_path / "trained")
+    manifest = json.loads((package / "manifest.json").read_text())
+    outside = tmp_path / "outside.safetensors"
+    outside.write_bytes(shard.read_bytes())
+    for name in ("../outside.safetensors", str(outside), "/etc/hostname"):  # a manifest is data, never a path
+        hostile = {**manifest, "files": {**manifest["files"], name: "0" * 64}}
+        (package / "manifest.json").write_text(json.dumps(hostile))
+        with pytest.raises(WorkbenchError, match=f"file '{name}' is not a plain file name inside the package"):
+            import_shards(package, root=tmp_path / "trained")
+    (package / "manifest.json").write_text(json.dumps({**manifest, "split": {"x": "many"}, "files": {}}))
+    with pytest.raises(WorkbenchError, match="'files' must map .*'split' must map"):
+        import_shards(package, root=tmp_path / "trained")
     (package / "manifest.json").unlink()
     with pytest.raises(WorkbenchError, match="not a model package"):
         import_shards(package, root=tmp_path / "trained")

@@ -181,6 +181,42 @@ def export_shards(run: str | Path, out: str | Path, name: str | None = None, kee
     return package
 
 
+def _checked_manifest(package: Path) -> dict:
+    """A package's manifest.json, refused as a whole (every problem named) unless it is the shape
+    :func:`export_shards` writes. Its files are plain names inside the package: a manifest is data, never a path
+    to read elsewhere."""
+    manifest = read_json(package / "manifest.json")
+    if not isinstance(manifest, dict):
+        raise WorkbenchError(f"{package}/manifest.json is not a package manifest (a JSON object)")
+    if manifest.get("format") != SHARDS_FORMAT:
+        raise WorkbenchError(f"{package}: unknown package format {manifest.get('format')!r} (expected "
+                             f"{SHARDS_FORMAT!r})")
+    problems = []
+    files, split = manifest.get("files"), manifest.get("split", {})
+    if not isinstance(files, dict) or not files:
+        problems.append("'files' must map file names to sha256 digests")
+        files = {}
+    for file, digest in files.items():
+        if not isinstance(file, str) or not SAFE_NAME.fullmatch(file) or file in (".", ".."):
+            problems.append(f"file {file!r} is not a plain file name inside the package")
+        if not (isinstance(digest, str) and re.fullmatch(r"[0-9a-f]{64}", digest)):
+            problems.append(f"the sha256 of {file!r} is not 64 hex digits")
+    if "spm.model" not in files:
+        problems.append("'files' lacks spm.model")
+    if not any(isinstance(f, str) and f.endswith(".safetensors") for f in files):
+        problems.append("'files' names no .safetensors weights")
+    if not isinstance(split, dict) or not all(isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= 10_000
+                                              for n in split.values()):
+        problems.append("'split' must map tensor names to part counts (1 to 10,000)")
+    if not isinstance(manifest.get("config"), dict) or not isinstance(manifest["config"].get("model"), dict):
+        problems.append("'config' must hold the model's config ('model')")
+    if not isinstance(manifest.get("name"), str):
+        problems.append("'name' must be the model's name")
+    if problems:
+        raise WorkbenchError(f"{package}/manifest.json is not a valid package manifest: {'; '.join(problems)}")
+    return manifest
+
+
 def import_shards(package: str | Path, name: str | None = None, root: str | Path | None = None,
                   sizes: dict[str, int] = CARD_SIZES, show_progress: bool = True, force: bool = False,
                   transfer_pairs: int = 200) -> Path:
@@ -191,10 +227,7 @@ def import_shards(package: str | Path, name: str | None = None, root: str | Path
     if not (package / "manifest.json").is_file():
         raise WorkbenchError(f"{package} is not a model package (no manifest.json); packages are written by "
                              "export_shards (scripts/gpu_campaign)")
-    manifest = read_json(package / "manifest.json")
-    if manifest.get("format") != SHARDS_FORMAT:
-        raise WorkbenchError(f"{package}: unknown package format {manifest.get('format')!r} (expected "
-                             f"{SHARDS_FORMAT!r})")
+    manifest = _checked_manifest(package)
     for file, digest in manifest["files"].items():
         if not (package / file).is_file():
             raise WorkbenchError(f"{package} lacks {file}; copy the whole package again")
@@ -205,6 +238,10 @@ def import_shards(package: str | Path, name: str | None = None, root: str | Path
     for file in sorted(f for f in manifest["files"] if f.endswith(".safetensors")):
         state.update(load_file(str(package / file)))
     for key, n in manifest["split"].items():
+        missing = [f"{key}#part{i}" for i in range(n) if f"{key}#part{i}" not in state]
+        if missing:
+            raise WorkbenchError(f"{package}: the shards lack {', '.join(missing[:3])} of the {n} parts of {key} "
+                                 "that manifest.json lists; export the package again")
         state[key] = torch.cat([state.pop(f"{key}#part{i}") for i in range(n)])
     name = check_model_name(name or manifest["name"])
     curve = pd.DataFrame(manifest["curve"]).assign(run=name) if manifest.get("curve") else None
