@@ -137,6 +137,9 @@ def _probes_arguments(p: argparse.ArgumentParser) -> None:
     q = psub.add_parser("build", help="build datasets (already built ones are reused: resumable)")
     q.add_argument("--tasks", nargs="+", choices=task_names(), default=task_names())
     q.add_argument("--force", action="store_true", help="rebuild even if built")
+    q.add_argument("--ship-parses", action="store_true",
+                   help="write the probe pools' parses into probes/parses/ (what a fresh clone reads instead of "
+                        "parsing; for maintainers, after a pool, pipeline or parse change)")
     size_args(q)
     from ..probing.baselines import BASELINES, SENTEVAL_NAMES
     q = psub.add_parser("baselines", help="Conneau et al. (2018)'s text-only baselines on our tasks, beside their "
@@ -164,6 +167,9 @@ def _probes(args) -> None:
     if args.action == "baselines":
         _baselines(args)
         return
+    if args.ship_parses:
+        from ..probing.build import ship_parses
+        print(f"shipped parses: {ship_parses()}")
     rows = []
     for task in tqdm(args.tasks, desc="building tasks", unit="task"):
         manifest = build_task(task, sizes=probing_sizes(args), force=args.force).manifest

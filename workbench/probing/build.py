@@ -29,7 +29,7 @@ from ..data.tokenizer import detokenise
 from ..errors import WorkbenchError
 from ..paths import atomic_write, home_dir, read_json
 from .builders import BUILDERS, PARSING
-from .parse import parses_path
+from .parse import parse, ship, stored_parses
 from .tasks import TaskCard, get_task
 
 log = logging.getLogger(__name__)
@@ -197,9 +197,22 @@ def pending(tasks: Sequence[str], sizes: dict[str, int] | None = None, config: S
     for card in missing:
         if card.builder in PARSING and card.language not in to_parse:
             pool = _tokenised_pool(card.language, config)
-            if not parses_path(pool, card.language).is_file():
+            if stored_parses(pool, card.language) is None:
                 to_parse[card.language] = len(pool)
     return [card.name for card in missing], to_parse
+
+
+def ship_parses(config: SplitConfig = SplitConfig()) -> Path:
+    """Parse the probe pool of every language a parsing task reads (stored parses are reused) and make those the
+    parses the repository ships (``probes/parses/``). Returns their manifest."""
+    from .tasks import task_names
+    languages = sorted({get_task(name).language for name in task_names() if get_task(name).builder in PARSING})
+    paths = []
+    for language in languages:
+        pool = _tokenised_pool(language, config)
+        parse(pool, language)
+        paths.append(stored_parses(pool, language))
+    return ship(paths)
 
 
 def build_task(task: str | TaskCard, sizes: dict[str, int] | None = None, pool: Sequence[str] | None = None,

@@ -2,11 +2,16 @@
 
 Sentences are parsed as they are stored in the probing files — Moses tokens separated by spaces — so every
 token a builder looks at is a token of the stored sentence. Parses are kept on disk as a spaCy ``DocBin`` (no
-pickle) named by the pipeline and a digest of the sentences, so each pool is parsed once.
+pickle) named by the pipeline and a digest of the sentences, so each pool is parsed once. The probe pools'
+parses ship with the repository (``probes/parses/``, each file's sha256 in its ``manifest.json``), so a fresh
+clone parses nothing: they are a deterministic function of the pinned pipelines and the pools, and
+``workbench probes build --ship-parses`` writes them again.
 """
 from __future__ import annotations
 
+import json
 import logging
+import shutil
 import warnings
 from collections.abc import Sequence
 from functools import lru_cache
@@ -15,8 +20,9 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from ..cache import sentences_digest
+from ..data import sha256_of
 from ..errors import WorkbenchError
-from ..paths import atomic_write, home_dir
+from ..paths import REPO_ROOT, atomic_write, home_dir, read_json
 
 log = logging.getLogger(__name__)
 
@@ -40,11 +46,48 @@ def pipeline(language: str):
                              f"({err}); install them with: {INSTALL}") from None
 
 
+SHIPPED = REPO_ROOT / "probes" / "parses"
+MANIFEST = "manifest.json"
+
+
 def parses_path(sentences: Sequence[str], language: str) -> Path:
-    """Where the parses of ``sentences`` are stored (named by the pipeline and a digest of the sentences)."""
+    """Where new parses of ``sentences`` are written (named by the pipeline and a digest of the sentences)."""
     nlp = pipeline(language)
     name = f"{nlp.meta['name']}-{nlp.meta['version']}"
     return home_dir() / "parses" / f"{language}-{name}-{sentences_digest(sentences)[:24]}.spacy"
+
+
+def stored_parses(sentences: Sequence[str], language: str) -> Path | None:
+    """The stored parses of ``sentences``: the workbench home's, else the shipped file of the same name if its
+    sha256 is the one ``probes/parses/manifest.json`` records (a damaged or edited file is not used)."""
+    path = parses_path(sentences, language)
+    if path.is_file():
+        return path
+    shipped = SHIPPED / path.name
+    if not shipped.is_file():
+        return None
+    recorded = read_json(SHIPPED / MANIFEST).get("files", {}) if (SHIPPED / MANIFEST).is_file() else {}
+    if recorded.get(shipped.name) != sha256_of(shipped):
+        log.warning("%s does not match its sha256 in %s; parsing again", shipped, SHIPPED / MANIFEST)
+        return None
+    return shipped
+
+
+def ship(paths: Sequence[Path]) -> Path:
+    """Make ``paths`` (parses in the workbench home) the shipped parses: copied into ``probes/parses/`` with their
+    sha256 in its manifest; shipped files not among them are removed. Returns the manifest."""
+    SHIPPED.mkdir(parents=True, exist_ok=True)
+    names = {path.name for path in paths}
+    for old in SHIPPED.glob("*.spacy"):
+        if old.name not in names:
+            old.unlink()
+    for path in paths:
+        if path.parent != SHIPPED:
+            atomic_write(SHIPPED / path.name, lambda tmp, source=path: shutil.copyfile(source, tmp))
+    manifest = {"what": "spaCy DocBin parses of the probe pools (workbench probes build --ship-parses)",
+                "files": {name: sha256_of(SHIPPED / name) for name in sorted(names)}}
+    atomic_write(SHIPPED / MANIFEST, json.dumps(manifest, indent=1) + "\n")
+    return SHIPPED / MANIFEST
 
 
 def parse(sentences: Sequence[str], language: str, show_progress: bool = True) -> list:
@@ -53,11 +96,12 @@ def parse(sentences: Sequence[str], language: str, show_progress: bool = True) -
 
     nlp = pipeline(language)
     path = parses_path(sentences, language)
-    if path.is_file():
-        docs = list(DocBin().from_disk(path).get_docs(nlp.vocab))
+    stored = stored_parses(sentences, language)
+    if stored is not None:
+        docs = list(DocBin().from_disk(stored).get_docs(nlp.vocab))
         if [doc.text for doc in docs] == [" ".join(s.split()) for s in sentences]:
             return docs
-        log.warning("stored parses %s do not match their sentences; parsing again", path)
+        log.warning("stored parses %s do not match their sentences; parsing again", stored)
     inputs = (Doc(nlp.vocab, words=words, spaces=[True] * (len(words) - 1) + [False])
               for words in (s.split() for s in sentences))
     docs = list(tqdm(nlp.pipe(inputs, batch_size=256), total=len(sentences), desc=f"parse {language}",
