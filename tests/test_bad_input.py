@@ -145,6 +145,23 @@ def test_missing_inputs_and_unwritable_outputs_name_the_path(tmp_path, capsys):
               str(tmp_path / "x.npy")])
 
 
+def test_encode_refuses_non_finite_vectors_as_probe_does(run_copy, tmp_path, capsys):
+    from safetensors.torch import save_file
+    from workbench.modelfolder import file_digests, latest_checkpoint
+    folder = latest_checkpoint(run_copy)
+    weights = load_file(str(folder / "model.safetensors"))
+    weights = {k: (torch.full_like(v, float("nan")) if v.is_floating_point() else v) for k, v in weights.items()}
+    save_file(weights, str(folder / "model.safetensors"))
+    config = json.loads((folder / "config.json").read_text())
+    config["files_sha256"] = {**config["files_sha256"], **file_digests(folder, ("model.safetensors",))}
+    (folder / "config.json").write_text(json.dumps(config))  # a consistent folder whose weights are NaN
+    (tmp_path / "in.txt").write_text("A man is playing a guitar.\nTom is here.\n")
+    out = tmp_path / "x.npy"
+    assert main(["encode", "--model", str(folder), "--encoder", "semantic", "--input", str(tmp_path / "in.txt"),
+                 "--out", str(out)]) == 2
+    assert "returned NaN/inf for 2 of 2 sentences" in capsys.readouterr().err and not out.exists()
+
+
 def test_api_values_out_of_range_say_what_is_valid(tmp_path):
     import workbench as wb
     from workbench.cache import clear_cache

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..encoders import NAMED_ENCODERS
+from ..encoders import NAMED_ENCODERS, check_embeddings
 from ..errors import WorkbenchError
 from ..evaluation import SUITES
 from ..probing.tasks import task_names
@@ -26,7 +26,8 @@ def _encode(args) -> None:
         sentences = Path(args.input).read_text(encoding="utf-8").splitlines()
     except UnicodeDecodeError:
         raise WorkbenchError(f"{args.input} is not UTF-8 text; save it as UTF-8 (one sentence per line)") from None
-    embeddings = chosen_encoder(args).encode(sentences, show_progress=True)
+    encoder = chosen_encoder(args)
+    embeddings = check_embeddings(encoder, encoder.encode(sentences, show_progress=True), len(sentences))
     with open(args.out, "wb") as handle:  # the path as given (np.save would append .npy to a bare name)
         np.save(handle, embeddings)
     print(f"{embeddings.shape[0]} x {embeddings.shape[1]} float32 -> {args.out}")
