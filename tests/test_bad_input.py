@@ -235,6 +235,7 @@ CLI_CASES = [  # (argv with {tmp} for the test's folder, a fragment of the one-l
                                                    "run directory (no latest)"),
     ("train --preset tiny --out {tmp}/r --init-from nosuch", "nosuch is neither a checkpoint"),
     ("train --preset tiny --out {tmp}/exists.csv", "--out {tmp}/exists.csv is a file; give a run directory"),
+    ("train --model wmf --preset tiny --out {tmp}/emptyrun --resume", "WMF is fitted in one go by ALS"),
     # probe
     ("probe --encoder random-sp-average --task nosuch", "argument --task: invalid choice: 'nosuch'"),
     ("probe --encoder random-sp-average --task length --classifier svm", "invalid choice: 'svm'"),

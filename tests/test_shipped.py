@@ -19,7 +19,9 @@ TABLE3 = [f"{model}-en-{lang}" for lang in ("fr", "es", "ar", "tr", "ja") for mo
 def test_the_table3_models_are_shipped_and_small_enough():
     assert set(TABLE3) <= set(SHIPPED)
     total = sum(p.stat().st_size for p in trained_dir().rglob("*") if p.is_file())
-    assert total < 200 * 2 ** 20, f"trained/ holds {total / 2 ** 20:.0f} MB; the limit is 200 MB"
+    # 340 MiB: the GPU-trained en-fr pair (small preset, d = 512) adds 84 MiB, and the five pairs' BGT and
+    # BILINGUALTRANS ship with their decoders (~14 MiB more each) so that --init-from can train them on
+    assert total < 340 * 2 ** 20, f"trained/ holds {total / 2 ** 20:.0f} MiB; the limit is 340 MiB"
 
 
 @pytest.mark.parametrize("name", SHIPPED)
@@ -109,5 +111,5 @@ def test_every_shipped_model_records_the_recipe_the_retraining_script_runs(capsy
         assert plan.loc[name, "keep_decoders"] == bool(config.get("decoders"))
     script = (Path(__file__).resolve().parent.parent / "scripts" / "train_shipped").read_text()
     assert "workbench models retrain --force" in script
-    assert cli.main(["models", "retrain", "--dry-run", "--only", "sp-en-fr"]) == 0
-    assert "sp-en-fr" in capsys.readouterr().out
+    assert cli.main(["models", "retrain", "--dry-run", "--only", "sp-en-fr", "sp-en-fr"]) == 0
+    assert capsys.readouterr().out.count("sp-en-fr ") == 1  # a name given twice is planned once

@@ -213,17 +213,19 @@ def _distance_section(ours: pd.DataFrame, cards: dict, figures: dict, data: dict
 FIGURE3_MODELS = {m: f"{m}-en-fr" for m in ("sp", "bilstm", "english_ae", "english_vae", "english_trans",
                                              "bilingual_trans", "bgt_no_langvars", "bgt_no_prior", "bgt")}
 FIGURE3_MODELS.update({"b-wmf": "wmf-en-fr", "nmt / LASER": "nmt-all"})
+# The en–fr pair trained on one H100 at the small preset (minutes of GPU time), beside the CPU's best baseline
+GPU_FIGURE3_MODELS = {"bgt": "bgt-small-en-fr", "bilingual_trans": "bilingual_trans-small-en-fr", "sp": "sp-en-fr"}
 
 
-def _figure3_differences(cards: dict, n_boot: int) -> pd.DataFrame:
-    """BGT's semantic encoder minus each other shipped Figure 3 model's, paired bootstrap on STS12–16 and Hard
-    STS (the same pairs for both, so the CI is of the difference itself)."""
+def _figure3_differences(cards: dict, n_boot: int, models: dict[str, str] = FIGURE3_MODELS) -> pd.DataFrame:
+    """BGT's semantic encoder (``models["bgt"]``) minus each other Figure 3 model's in ``models``, paired bootstrap
+    on STS12–16 and Hard STS (the same pairs for both, so the CI is of the difference itself)."""
     from .evaluation import compare_hard_sts, compare_sts
     from .modelfolder import load
-    bgt = load("bgt-en-fr").encoder("semantic")
+    bgt = load(models["bgt"]).encoder("semantic")
     in_paper = set(paper_table("figure3")["model"])
     frames = []
-    for label, name in FIGURE3_MODELS.items():
+    for label, name in models.items():
         if label == "bgt" or label not in in_paper or name not in cards:
             continue
         other = load(name).encoder("semantic")
@@ -255,6 +257,25 @@ def _figure3_section(cards: dict, data: dict, n_boot: int) -> str:
             f"({n_boot} resamples of the same sentence pairs for both encoders), beside the paper's difference: "
             f"<b>{counts.get('reproduced', 0)} reproduced, {counts.get('reversed', 0)} reversed, "
             f"{counts.get('within noise', 0)} within noise</b> of {len(orderings)}.</p>"
+            + orderings.to_html(index=False, border=0, float_format=lambda v: f"{v:.1f}")
+            + _figure3_gpu_section(cards, data, n_boot))
+
+
+def _figure3_gpu_section(cards: dict, data: dict, n_boot: int) -> str:
+    """The GPU-trained en–fr pair (``small`` preset) beside SP: the same orderings at a scale nearer the paper's."""
+    if not all(name in cards for name in GPU_FIGURE3_MODELS.values()):
+        return ""
+    rows = sts_rows(cards, GPU_FIGURE3_MODELS)
+    hardware = {label: f"{cards[name]['training'].get('updates')} updates, "
+                       f"{cards[name]['training'].get('train_seconds')} s on {cards[name]['training'].get('hardware')}"
+                for label, name in GPU_FIGURE3_MODELS.items()}
+    data["figure3_gpu"] = side_by_side(rows, paper_table("figure3"), ["model"])
+    orderings = data["figure3_gpu_orderings"] = figure3_orderings(
+        _figure3_differences(cards, n_boot, GPU_FIGURE3_MODELS))
+    return ("<h3>At GPU scale</h3><p>BGT and BILINGUALTRANS at the <i>small</i> preset (d = 512, 3 layers), "
+            "trained for minutes on one GPU, beside the CPU's SP: " + html.escape(
+                "; ".join(f"{label} ({GPU_FIGURE3_MODELS[label]}): {text}" for label, text in hardware.items()))
+            + ".</p>" + _table(data["figure3_gpu"])
             + orderings.to_html(index=False, border=0, float_format=lambda v: f"{v:.1f}"))
 
 

@@ -264,7 +264,7 @@ def retrain_plan(names: list[str] | None = None, root: str | Path | None = None)
     if unknown:
         raise WorkbenchError(f"not shipped: {', '.join(unknown)}; shipped: {', '.join(shipped_names) or 'none'}")
     rows = []
-    for name in names or shipped_names:
+    for name in dict.fromkeys(names or shipped_names):  # a name given twice is planned once
         config = read_json(root / name / "config.json")
         if "train" not in config:
             raise WorkbenchError(f"{root / name / 'config.json'} records no training recipe ('train')")

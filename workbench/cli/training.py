@@ -158,6 +158,9 @@ def _train(args) -> None:
         cfg = TrainConfig.from_preset(args.preset or "tiny", model=args.model or "bgt", pair=args.pair, **changes)
     out = Path(args.out or f"runs/{cfg.model}-{cfg.pair}-{cfg.preset}")
     if cfg.model == "wmf":
+        if args.resume or args.init_from:
+            raise WorkbenchError("WMF is fitted in one go by ALS (minutes on a CPU) and keeps no checkpoints, so "
+                                 "there is nothing to resume or start from: train it anew in an empty --out")
         from ..train import train_wmf
         result = train_wmf(cfg, out)
         print(f"wmf {cfg.pair} ({cfg.preset}): {result['pairs']} pairs, weighted loss {result['loss']:.1f}, "
