@@ -175,6 +175,10 @@ def test_api_values_out_of_range_say_what_is_valid(tmp_path):
     bgt = load("bgt-en-fr")
     with pytest.raises(WorkbenchError, match="max_len must be at least 1 piece"):
         transfer(bgt, ["A man is here."], ["She said so."], max_len=-5)
+    with pytest.raises(WorkbenchError, match="sources must be a list of sentences, not one string"):
+        transfer(bgt, "hello .", "thanks.")
+    with pytest.raises(WorkbenchError, match=r"styles must be sentences \(str\); got \['NoneType'\]"):
+        transfer(bgt, ["A man is here."], [None])
     with pytest.raises(WorkbenchError, match="STS is in 'en' but encoder 'bgt-en-fr:fr' reads fr"):
         wb.evaluate(bgt.encoder("fr"), "sts")
     with pytest.raises(WorkbenchError, match="nothing cached for encoder 'nosuch'"):

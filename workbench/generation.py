@@ -37,6 +37,13 @@ def transfer(model, sources: Sequence[str], styles: Sequence[str], beam: int = 5
     """Generate, for each (source, style) pair, a sentence with the source's meaning in the style's form.
     ``beam=1`` is greedy; ``max_len`` caps generated pieces (default: the model's maximum length)."""
     _check_search(model, beam, max_len)
+    for name, given in (("sources", sources), ("styles", styles)):
+        if isinstance(given, str):  # a bare string would be transferred character by character
+            raise WorkbenchError(f"{name} must be a list of sentences, not one string: transfer(model, "
+                                 f"[{given[:30]!r}], [...]) (or model.transfer(source=..., style=...) for one pair)")
+        if not all(isinstance(s, str) for s in given):
+            raise WorkbenchError(f"{name} must be sentences (str); got "
+                                 f"{sorted({type(s).__name__ for s in given if not isinstance(s, str)})}")
     if len(sources) != len(styles):
         raise WorkbenchError(f"got {len(sources)} source sentences but {len(styles)} style sentences; give one "
                              "style sentence per source")
