@@ -120,6 +120,8 @@ def test_reproduce_writes_the_report(tmp_path):
     assert set(orderings["verdict"]) <= {"reproduced", "reversed", "within noise"}
     assert len(orderings) == 3 * 9  # every model of the paper's Figure 3 but BGT itself (b-WMF is not in it)
     assert "The paper's orderings, tested" in text
+    gpu = pd.read_csv(tmp_path / "reproduction-figure3_gpu_orderings.csv")  # the GPU-trained pair beside SP
+    assert "At GPU scale" in text and sorted(set(gpu["model"])) == ["bilingual_trans", "sp"] and len(gpu) == 6
     table2 = pd.read_csv(tmp_path / "reproduction-table2_orderings.csv")
     assert len(table2) == 10 and set(table2["semantic minus"]) == {"en", "random"}
     assert set(table2["verdict"]) <= {"reproduced", "reversed", "within noise"}
