@@ -1,4 +1,6 @@
 """Encoders read at any layer: our Transformer views, Hugging Face models, one-pass sweeps and their summary."""
+import shutil
+
 import numpy as np
 import pytest
 
@@ -155,6 +157,51 @@ def test_a_folder_that_is_not_a_model_is_refused(tmp_path):
         wb.hf_encoder(tmp_path)
     with pytest.raises(WorkbenchError, match="never downloads|neither a folder"):
         wb.hf_encoder("someone/not-in-the-cache")
+
+
+@pytest.fixture()
+def broken_copy(minilm_folder, tmp_path):
+    """A copy of the MiniLM folder to damage, and a function that rewrites its config.json."""
+    import json
+    folder = tmp_path / "model"
+    shutil.copytree(minilm_folder, folder)
+
+    def set_config(**changes):
+        config = json.loads((folder / "config.json").read_text())
+        (folder / "config.json").write_text(json.dumps({**config, **changes}))
+    return folder, set_config
+
+
+def test_a_folder_whose_weights_lack_layers_is_refused_unless_random_weights_are_asked_for(broken_copy):
+    from safetensors.torch import load_file, save_file
+    folder, set_config = broken_copy
+    set_config(num_hidden_layers=8)  # the weights hold 6 blocks
+    with pytest.raises(WorkbenchError, match=r"tensor\(s\) the model needs are missing from its weights "
+                                             r"\(encoder.layer.6.*allow_random_weights=True"):
+        wb.hf_encoder(folder)
+    assert wb.hf_encoder(folder, allow_random_weights=True).n_layers == 8  # asked for by name
+    set_config(num_hidden_layers=6)
+    weights = load_file(str(folder / "model.safetensors"))
+    save_file({k: v for k, v in weights.items() if ".layer.1." not in k}, str(folder / "model.safetensors"))
+    with pytest.raises(WorkbenchError, match=r"missing from its weights \(encoder.layer.1"):
+        wb.hf_encoder(folder)
+
+
+def test_a_folder_without_a_tokenizer_or_with_a_huge_config_or_pickled_weights_is_refused(broken_copy):
+    folder, set_config = broken_copy
+    set_config(num_hidden_layers=100_000)
+    with pytest.raises(WorkbenchError, match="declares about 177.0 billion parameters, more than the 2 billion"):
+        wb.hf_encoder(folder)  # refused before anything is allocated
+    set_config(num_hidden_layers=6)
+    weights = (folder / "model.safetensors").read_bytes()
+    (folder / "model.safetensors").write_bytes(b"\x80\x04\x95 a pickle, not safetensors")
+    with pytest.raises(WorkbenchError, match="cannot load a Hugging Face encoder from"):
+        wb.hf_encoder(folder)
+    (folder / "model.safetensors").write_bytes(weights)
+    for name in ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+        (folder / name).unlink()
+    with pytest.raises(WorkbenchError, match="tokenizer"):
+        wb.hf_encoder(folder)
 
 
 def test_without_the_extra_the_call_names_it(monkeypatch):

@@ -19,9 +19,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from safetensors import SafetensorError
 from tqdm.auto import tqdm
 
 from .errors import WorkbenchError, check_name, check_sentences
+from .models import MAX_PARAMETERS
 from .models.base import NamedEncoder
 from .paths import read_json
 
@@ -116,11 +118,47 @@ def _sentence_transformers_head(folder: Path) -> tuple[str, bool, int | None]:
     return pooling, normalise, max_len
 
 
+def _declared_size(config) -> int:
+    """About how many parameters ``config`` declares (blocks of 12·d² each, and the embeddings), counted before
+    anything is allocated."""
+    values = [getattr(config, k, None) for k in ("num_hidden_layers", "hidden_size", "vocab_size")]
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in values):
+        raise WorkbenchError(f"the model's config.json gives num_hidden_layers, hidden_size and vocab_size as "
+                             f"{values}; each must be a whole number ≥ 1")
+    layers, hidden, vocab = values
+    return layers * 12 * hidden ** 2 + vocab * hidden
+
+
+def _check_loaded(folder: Path, info: dict, allow_random_weights: bool) -> None:
+    """Refuse a model whose weights file lacks tensors the model needs (transformers would fill them with random
+    numbers, and a probe on them would report a finding), unless the caller asked for that by name."""
+    missing = sorted(info.get("missing_keys") or ())
+    mismatched = sorted(str(k) for k in info.get("mismatched_keys") or ())
+    if (missing or mismatched) and not allow_random_weights:
+        parts = [f"{len(missing)} tensor(s) the model needs are missing from its weights "
+                 f"({', '.join(missing[:4])}{', …' if len(missing) > 4 else ''})"] if missing else []
+        parts += [f"{len(mismatched)} have another shape ({', '.join(mismatched[:3])})"] if mismatched else []
+        raise WorkbenchError(f"{folder}: {'; '.join(parts)}. Loading it would fill them with random numbers; fix "
+                             "the folder (config.json and the weights must describe the same model), or pass "
+                             "allow_random_weights=True to study a partly random network on purpose")
+
+
+def _check_tokenizer(folder: Path, tokenizer) -> None:
+    """Refuse a tokenizer that reads ordinary English as unknown tokens (a folder without its tokenizer files
+    gets an empty one, and every sentence would look the same)."""
+    unk = getattr(tokenizer, "unk_token_id", None)
+    ids = tokenizer("The man is playing a guitar in the street.", add_special_tokens=False)["input_ids"]
+    if len(tokenizer) < 100 or not ids or (unk is not None and all(i == unk for i in ids)):
+        raise WorkbenchError(f"{folder}: its tokenizer ({len(tokenizer)} tokens) reads an ordinary English sentence "
+                             "as unknown tokens; the folder lacks its tokenizer files (tokenizer.json, vocab.txt "
+                             "or a sentencepiece model): copy them from the model's release")
+
+
 class HFEncoder(NamedEncoder):
     """A Hugging Face encoder at one layer with one pooling (see the module docstring)."""
 
     def __init__(self, name_or_path: str | Path, layer: int = -1, pooling: str = "mean", device: str = "cpu",
-                 max_len: int | None = None, name: str | None = None):
+                 max_len: int | None = None, name: str | None = None, allow_random_weights: bool = False):
         transformers = _transformers()
         check_name("pooling", pooling, POOLINGS)
         folder = model_folder(name_or_path)
@@ -136,10 +174,17 @@ class HFEncoder(NamedEncoder):
         previous = os.environ.get("HF_HUB_OFFLINE")
         os.environ["HF_HUB_OFFLINE"] = "1"
         try:
+            declared = _declared_size(transformers.AutoConfig.from_pretrained(str(folder), local_files_only=True))
+            if declared > MAX_PARAMETERS:
+                raise WorkbenchError(f"{folder}/config.json declares about {declared / 1e9:.1f} billion parameters, "
+                                     f"more than the {MAX_PARAMETERS / 1e9:.0f} billion the workbench loads")
             self.tokenizer = transformers.AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
-            self.model = transformers.AutoModel.from_pretrained(str(folder), local_files_only=True,
-                                                                use_safetensors=True).to(device).eval()
-        except (OSError, ValueError) as err:
+            _check_tokenizer(folder, self.tokenizer)
+            model, info = transformers.AutoModel.from_pretrained(str(folder), local_files_only=True,
+                                                                 use_safetensors=True, output_loading_info=True)
+            _check_loaded(folder, info, allow_random_weights)
+            self.model = model.to(device).eval()
+        except (OSError, ValueError, RuntimeError, SafetensorError) as err:
             raise WorkbenchError(f"cannot load a Hugging Face encoder from {folder}: {err}") from None
         finally:  # the user's own setting back
             if previous is None:
@@ -212,8 +257,9 @@ class HFEncoder(NamedEncoder):
 
 
 def hf_encoder(name_or_path: str | Path, layer: int = -1, pooling: str = "mean", device: str = "cpu",
-               max_len: int | None = None, name: str | None = None) -> HFEncoder:
+               max_len: int | None = None, name: str | None = None, allow_random_weights: bool = False) -> HFEncoder:
     """A Hugging Face encoder (a local folder, or a model already in the Hugging Face cache) at ``layer`` with
     ``pooling`` (``name``: what results call it; default ``hf:`` and the model's name); see
-    :mod:`workbench.huggingface`."""
-    return HFEncoder(name_or_path, layer, pooling, device, max_len, name)
+    :mod:`workbench.huggingface`. A folder whose weights lack tensors of the model its config describes is
+    refused, unless ``allow_random_weights`` (they would be random numbers)."""
+    return HFEncoder(name_or_path, layer, pooling, device, max_len, name, allow_random_weights)
