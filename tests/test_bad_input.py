@@ -15,6 +15,7 @@ from safetensors.torch import load_file
 from workbench.cli import main
 from workbench.errors import WorkbenchError
 from workbench.modelfolder import load, model_path
+from workbench.paths import sealed_config
 from workbench.recipes import TrainConfig
 from workbench.train import Trainer
 
@@ -84,20 +85,19 @@ def test_a_shipped_model_with_another_pairs_sentencepiece_model_is_refused(tmp_p
     assert "spm.model" in meta["files_sha256"]  # today's exports record every file's sha256
     with pytest.raises(WorkbenchError, match="spm.model is missing or does not match the sha256 recorded"):
         load(folder)
-    del meta["files_sha256"]  # no digests: refused; trusted by hand, the tokenizer's sha256 still catches it
+    del meta["files_sha256"]  # no digests, even trusted by hand: the tokenizer's sha256 still catches it
     (folder / "config.json").write_text(json.dumps(meta))
-    with pytest.raises(WorkbenchError, match="records no sha256 of the folder's files"):
-        load(folder)
-    with pytest.raises(WorkbenchError, match="spm.model is .*not the sentencepiece model"):
-        load(folder, trust_unverified=True)
+    for trusted in (False, True):
+        with pytest.raises(WorkbenchError, match="spm.model is .*not the sentencepiece model"):
+            load(folder, trust_unverified=trusted)
 
 
 def test_a_model_folder_whose_config_has_an_unknown_key_is_refused_by_file(tmp_path, capsys):
     folder = tmp_path / "sp-edited"
     shutil.copytree(model_path("sp-en-fr"), folder)
     meta = json.loads((folder / "config.json").read_text())
-    meta["model"]["hidden_sizee"] = 3  # a typo in a hand edit
-    (folder / "config.json").write_text(json.dumps(meta))
+    meta["model"]["hidden_sizee"] = 3  # a typo in a hand edit, sealed again (else the seal refuses it first)
+    (folder / "config.json").write_text(sealed_config(meta))
     with pytest.raises(WorkbenchError, match=rf"{re.escape(str(folder))}/config.json: unknown model config keys "
                                              r"\['hidden_sizee'\]; valid: "):
         load(folder)
@@ -145,6 +145,20 @@ def test_missing_inputs_and_unwritable_outputs_name_the_path(tmp_path, capsys):
               str(tmp_path / "x.npy")])
 
 
+def test_a_workbench_home_that_is_a_file_is_named(tmp_path, monkeypatch, capsys):
+    (tmp_path / "home").write_text("not a folder")
+    monkeypatch.setenv("WORKBENCH_HOME", str(tmp_path / "home"))
+    assert main(["cache", "ls"]) == 2
+    assert f"WORKBENCH_HOME={tmp_path / 'home'} is a file; it must name a folder" in capsys.readouterr().err
+
+
+def test_a_token_budget_no_pair_fits_says_to_raise_it(tmp_path):
+    trainer = Trainer(TrainConfig.from_preset("tiny", max_tokens=5, max_pairs=300, max_valid_pairs=50, eval_every=0,
+                                              valid_every=1000), tmp_path / "run", show_progress=False)
+    with pytest.raises(WorkbenchError, match="no training pair fits in max_tokens=5 tokens .* raise max_tokens"):
+        trainer.run()
+
+
 def test_encode_refuses_non_finite_vectors_as_probe_does(run_copy, tmp_path, capsys):
     from safetensors.torch import save_file
     from workbench.modelfolder import file_digests, latest_checkpoint
@@ -179,6 +193,13 @@ def test_api_values_out_of_range_say_what_is_valid(tmp_path):
         transfer(bgt, "hello .", "thanks.")
     with pytest.raises(WorkbenchError, match=r"styles must be sentences \(str\); got \['NoneType'\]"):
         transfer(bgt, ["A man is here."], [None])
+    with pytest.raises(WorkbenchError, match=r"task 'length': its valid split came out empty \(asked for "
+                                             r"train/valid/test 100/1/10, built 100/0/10\)\. Each of its 6 labels"):
+        wb.probe(wb.untrained_encoder("random-sp-average"), "length", sizes={"train": 100, "valid": 1, "test": 10})
+    with pytest.raises(WorkbenchError, match="encode takes sentences as strings; item 1 is a NoneType"):
+        wb.untrained_encoder("random-sp-average").encode(["a", None])
+    with pytest.raises(WorkbenchError, match="sources hold bytes that are not UTF-8 text"):
+        transfer(bgt, ["caf\udce9 ."], ["She said so."])  # how Python hands over a Latin-1 terminal's bytes
     with pytest.raises(WorkbenchError, match="STS is in 'en' but encoder 'bgt-en-fr:fr' reads fr"):
         wb.evaluate(bgt.encoder("fr"), "sts")
     with pytest.raises(WorkbenchError, match="nothing cached for encoder 'nosuch'"):
@@ -219,6 +240,9 @@ def inputs(tmp_path):
     (tmp_path / "header.csv").write_text("encoder,task,metric,value\n")
     (tmp_path / "bad.toml").write_text('preset = "tiny"\nmax_updates = \n')
     (tmp_path / "bad.json").write_text('{"preset": "tiny", "lr": }')
+    (tmp_path / "ragged.tsv").write_text("source\tstyle\nA man.\tShe ran.\nx\ty\tz\n")
+    (tmp_path / "nopairs.tsv").write_text("source\tstyle\n")
+    (tmp_path / "huge.toml").write_text('preset = "tiny"\n[overrides]\nd_model = 1000000000\n')
     return tmp_path
 
 
@@ -240,6 +264,8 @@ CLI_CASES = [  # (argv with {tmp} for the test's folder, a fragment of the one-l
     ("train --preset tiny --out {tmp}/r --init-from nosuch", "nosuch is neither a checkpoint"),
     ("train --preset tiny --out {tmp}/exists.csv", "--out {tmp}/exists.csv is a file; give a run directory"),
     ("train --model wmf --preset tiny --out {tmp}/emptyrun --resume", "WMF is fitted in one go by ALS"),
+    ("train --config {tmp}/huge.toml --out {tmp}/r", "would have far more than a tensor can hold, more than the 2 "
+                                                      "billion parameters"),
     # probe
     ("probe --encoder random-sp-average --task nosuch", "argument --task: invalid choice: 'nosuch'"),
     ("probe --encoder random-sp-average --task length --classifier svm", "invalid choice: 'svm'"),
@@ -316,6 +342,11 @@ CLI_CASES = [  # (argv with {tmp} for the test's folder, a fragment of the one-l
     ("transfer --beam many --source A --style B", "argument --beam: invalid int value: 'many'"),
     ("transfer --pairs {tmp}/missing.csv", "No such file or directory: {tmp}/missing.csv"),
     ("transfer --pairs {tmp}/badpairs.csv", "the pairs table lacks columns ['source', 'style']"),
+    ("transfer --pairs {tmp}/ragged.tsv", "{tmp}/ragged.tsv: line 3 has another number of TSV cells than the "
+                                          "header's 2"),
+    ("transfer --pairs {tmp}/nopairs.tsv", "{tmp}/nopairs.tsv has a header but no pairs"),
+    ("transfer --pairs {tmp}/empty.csv", "{tmp}/empty.csv is empty; a pairs file has a header"),
+    ("transfer --model bgt-small-en-fr --source A --style B", "holds encoders only (its decoders were not kept)"),
     ("transfer --pairs {tmp}/latin.txt", "latin.txt is not UTF-8 text; save it as UTF-8"),
     ("transfer --source A", "give --source and --style sentences, or --pairs FILE"),
     ("transfer", "give --source and --style sentences, or --pairs FILE"),
@@ -363,6 +394,7 @@ CLI_CASES = [  # (argv with {tmp} for the test's folder, a fragment of the one-l
     ("curve bgt-en-fr --out {tmp}/exists.csv", "is a file; give a folder"),
     ("curve --out {tmp}/c", "the following arguments are required: RUN"),
     ("reproduce --out {tmp}/adir", "--out {tmp}/adir is a folder; give a file name"),
+    ("reproduce --out /proc/x.html", "--out /proc/x.html: cannot write in /proc"),  # before 13 minutes of work
     ("probes build --tasks nosuch", "invalid choice: 'nosuch'"),
     ("probes build --tasks length --train-size 5", "give all of --train-size"),
     ("probes baselines --baselines bow", "argument --baselines: invalid choice: 'bow'"),

@@ -1,5 +1,6 @@
 """The GPU campaign's CPU dry run (``CAMPAIGN_PRESET=tiny``: the same steps a lent GPU runs, so the first device
 call meets CUDA, not our bugs), the bundle that carries its packages back in parts, and the packages."""
+import hashlib
 import json
 import os
 import shutil
@@ -155,6 +156,15 @@ def test_import_refuses_damaged_packages_and_unsafe_names(trained, tmp_path):
         (package / "manifest.json").write_text(json.dumps(hostile))
         with pytest.raises(WorkbenchError, match=f"file '{name}' is not a plain file name inside the package"):
             import_shards(package, root=tmp_path / "trained")
+    huge = {**manifest, "config": {**manifest["config"], "model": {**manifest["config"]["model"], "d_model": 10 ** 9}}}
+    (package / "manifest.json").write_text(json.dumps(huge))
+    with pytest.raises(WorkbenchError, match="more than the 2 billion parameters the workbench builds"):
+        import_shards(package, root=tmp_path / "trained")  # refused before any shard is read
+    pickled = {**manifest, "files": {**manifest["files"], shard.name: hashlib.sha256(b"\x80\x04 pickle").hexdigest()}}
+    shard.write_bytes(b"\x80\x04 pickle")  # its digest recorded: only the format can tell
+    (package / "manifest.json").write_text(json.dumps(pickled))
+    with pytest.raises(WorkbenchError, match=f"{shard.name} is not a readable safetensors file"):
+        import_shards(package, root=tmp_path / "trained")
     (package / "manifest.json").write_text(json.dumps({**manifest, "split": {"x": "many"}, "files": {}}))
     with pytest.raises(WorkbenchError, match="'files' must map .*'split' must map"):
         import_shards(package, root=tmp_path / "trained")

@@ -12,7 +12,7 @@ from workbench.cards import card
 from workbench.cli import main
 from workbench.errors import WorkbenchError
 from workbench.modelfolder import DIGESTED, load, model_path, shipped
-from workbench.paths import trained_dir
+from workbench.paths import sealed_config, trained_dir
 from workbench.recipes import TrainConfig
 from workbench.train import Trainer
 
@@ -50,6 +50,28 @@ def test_an_edited_card_is_refused_not_shown(tmp_path, capsys):
         card("sp-en-fr", root)
     with pytest.raises(WorkbenchError, match="card.json is missing or does not match"):
         load(root / "sp-en-fr")
+
+
+@pytest.mark.parametrize("name", shipped())
+def test_every_shipped_config_is_sealed(name):
+    from workbench.paths import CONFIG_SEAL, config_digest
+    meta = json.loads((trained_dir() / name / "config.json").read_text())
+    assert meta[CONFIG_SEAL] == config_digest(meta)
+
+
+def test_an_edited_config_or_another_pairs_tokenizer_is_refused_even_with_its_digest_updated(tmp_path):
+    from workbench.data import sha256_of
+    folder = tmp_path / "bgt"
+    shutil.copytree(model_path("bgt-en-fr"), folder)
+    meta = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**meta, "model": {**meta["model"], "languages": ["en"]}}))
+    with pytest.raises(WorkbenchError, match="config.json was edited after the folder was written"):
+        load(folder)
+    shutil.copyfile(model_path("bgt-en-es") / "spm.model", folder / "spm.model")
+    digests = {**meta["files_sha256"], "spm.model": sha256_of(folder / "spm.model")}  # the list made to agree
+    (folder / "config.json").write_text(json.dumps({**meta, "files_sha256": digests}))
+    with pytest.raises(WorkbenchError, match="not the sentencepiece model this model was trained with"):
+        load(folder)
 
 
 def test_a_folder_without_digests_is_refused_unless_trusted_and_an_unlisted_file_is_refused(tmp_path):
@@ -105,7 +127,7 @@ def test_hostile_model_settings_are_refused_before_anything_is_allocated(change,
     shutil.copytree(model_path("bgt-en-fr"), folder)
     meta = json.loads((folder / "config.json").read_text())
     meta["model"].update(change)
-    (folder / "config.json").write_text(json.dumps(meta))
+    (folder / "config.json").write_text(sealed_config(meta))  # written so by someone else, not edited here
     with pytest.raises(WorkbenchError, match=message):
         load(folder)
     assert main(["probe", "--model", str(folder), "--task", "length"]) == 2
@@ -125,12 +147,13 @@ def test_a_config_of_the_wrong_shape_names_the_file(content, tmp_path):
 def test_a_pairs_tsv_is_read_literally(tmp_path, capsys):
     pairs = tmp_path / "pairs.tsv"
     pairs.write_text('source\tstyle\n"quoted" words here .\tthank you .\nthe cat sat .\t"hi" she said .\n'
-                     "NA\tnull\n")
+                     "NA\tnull\n=cmd|' /c calc'!A1\tthanks .\n")
     out = tmp_path / "out.csv"
     assert main(["transfer", "--pairs", str(pairs), "--beam", "1", "--out", str(out)]) == 0
     table = pd.read_csv(out, keep_default_na=False)
-    assert list(table["source"]) == ['"quoted" words here .', "the cat sat .", "NA"]
-    assert list(table["style"]) == ["thank you .", '"hi" she said .', "null"]
+    assert list(table["source"]) == ['"quoted" words here .', "the cat sat .", "NA", "'=cmd|' /c calc'!A1"]
+    assert list(table["style"]) == ["thank you .", '"hi" she said .', "null", "thanks ."]  # the formula cell
+    # above is written so that a spreadsheet shows it as text instead of running it
 
 
 def test_parameter_counts_extrapolated_from_one_and_two_layers_are_exact():

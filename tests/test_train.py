@@ -17,6 +17,7 @@ from workbench.data.tokenizer import pair_tokenizer
 from workbench.errors import UnknownNameError, WorkbenchError
 from workbench.evaluation.sts import cosine
 from workbench.modelfolder import learning_curve, load
+from workbench.paths import sealed_config
 from workbench.recipes import TrainConfig
 from workbench.train import learning_rate, Trainer
 
@@ -230,7 +231,7 @@ def test_continuing_refuses_other_settings_and_encoder_only_models(run_copy, tmp
     with pytest.raises(WorkbenchError, match=re.escape("lr 0.001 -> 0.002")):
         Trainer(TrainConfig.from_preset("tiny", lr=2e-3), tmp_path / "a", init_from=folder)
     meta = json.loads((folder / "config.json").read_text())
-    (folder / "config.json").write_text(json.dumps({**meta, "decoders": False}))
+    (folder / "config.json").write_text(sealed_config({**meta, "decoders": False}))
     with pytest.raises(WorkbenchError, match="encoders only"):
         Trainer(TrainConfig.from_preset("tiny"), tmp_path / "b", init_from=folder)
 

@@ -18,7 +18,7 @@ from .data.sts import TATOEBA_CODES
 from .errors import WorkbenchError
 from .evaluation import SUITES, evaluate
 from .modelfolder import file_digests, load, shipped
-from .paths import atomic_write, read_json, trained_dir
+from .paths import atomic_write, read_json, sealed_config, trained_dir
 from .probing.probe import probe
 from .probing.tasks import get_task
 
@@ -111,7 +111,7 @@ def write_card(name: str, root: str | Path | None = None, sizes: dict[str, int] 
     atomic_write(folder / "card.md", _card_markdown(info, config))
     # the folder was verified by load() above; the new card joins its sha256 list
     config["files_sha256"] = file_digests(folder)
-    atomic_write(folder / "config.json", json.dumps(config, indent=2))
+    atomic_write(folder / "config.json", sealed_config(config))
     return info
 
 

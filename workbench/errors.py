@@ -43,7 +43,8 @@ def check_sentences(sentences: object) -> list[str]:
         raise WorkbenchError(f"encode takes a list of sentences, not one string ({str(sentences)[:40]!r}); "
                              "wrap a single sentence in a list: encode([sentence])")
     sentences = list(sentences)
-    bad = next((s for s in sentences if not isinstance(s, str)), None)
+    bad = next((i for i, s in enumerate(sentences) if not isinstance(s, str)), None)  # an index: None may be the item
     if bad is not None:
-        raise WorkbenchError(f"encode takes sentences as strings; got a {type(bad).__name__} ({str(bad)[:40]!r})")
+        raise WorkbenchError(f"encode takes sentences as strings; item {bad} is a {type(sentences[bad]).__name__} "
+                             f"({str(sentences[bad])[:40]!r})")
     return sentences

@@ -26,6 +26,10 @@ def _check_search(model, beam: int, max_len: int | None) -> None:
     if getattr(model, "cfg", None) is None or getattr(model.cfg, "setting", None) not in ("bgt", "bgt_no_prior"):
         raise WorkbenchError("style transfer needs a BGT model (semantic + language encoders and generative "
                              "decoders), e.g. workbench.load('bgt-en-fr')")
+    if not getattr(model, "decoders", None):
+        raise WorkbenchError(f"{getattr(model, 'name', 'this model')} holds encoders only (its decoders were not "
+                             "kept), so it cannot generate; style transfer needs a BGT with decoders, such as the "
+                             "shipped bgt-en-fr or a training run")
     if beam < 1:
         raise WorkbenchError(f"beam must be at least 1 (1 = greedy), got {beam}")
     if max_len is not None and max_len < 1:
@@ -44,6 +48,9 @@ def transfer(model, sources: Sequence[str], styles: Sequence[str], beam: int = 5
         if not all(isinstance(s, str) for s in given):
             raise WorkbenchError(f"{name} must be sentences (str); got "
                                  f"{sorted({type(s).__name__ for s in given if not isinstance(s, str)})}")
+        if any(not s.isprintable() and any(0xDC80 <= ord(c) <= 0xDCFF for c in s) for s in given):
+            raise WorkbenchError(f"{name} hold bytes that are not UTF-8 text (a terminal or file in another "
+                                 "encoding); give the sentences as UTF-8")
     if len(sources) != len(styles):
         raise WorkbenchError(f"got {len(sources)} source sentences but {len(styles)} style sentences; give one "
                              "style sentence per source")

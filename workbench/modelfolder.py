@@ -33,7 +33,7 @@ from .data import sha256_of
 from .data.tokenizer import Tokenizer
 from .errors import WorkbenchError
 from .models import build_model
-from .paths import atomic_write, read_json, trained_dir
+from .paths import CONFIG_SEAL, atomic_write, config_digest, read_json, sealed_config, trained_dir
 
 log = logging.getLogger(__name__)
 
@@ -44,9 +44,9 @@ def write_weights(tmp: Path, model: torch.nn.Module, tokenizer: Tokenizer, meta:
     tmp.mkdir(parents=True, exist_ok=True)
     save_file({k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}, str(tmp / "model.safetensors"))
     shutil.copyfile(tokenizer.model_file, tmp / "spm.model")
-    (tmp / "config.json").write_text(json.dumps({**meta, "model": model.cfg.to_dict(),
-                                                 "tokenizer_sha256": tokenizer.digest,
-                                                 "files_sha256": file_digests(tmp)}, indent=2))
+    (tmp / "config.json").write_text(sealed_config({**meta, "model": model.cfg.to_dict(),
+                                                    "tokenizer_sha256": tokenizer.digest,
+                                                    "files_sha256": file_digests(tmp)}))
 
 
 def read_config(folder: Path) -> dict:
@@ -85,20 +85,27 @@ def check_digests(folder: Path, digests: dict[str, str], recorded_in: str) -> No
 
 def verify_files(folder: Path, meta: dict, trust_unverified: bool = False) -> None:
     """Refuse a model or checkpoint folder whose files differ from the sha256 its config recorded, that holds a
-    file the config does not cover, or whose config records no digests at all (unless ``trust_unverified``)."""
+    file the config does not cover, whose config was edited (its seal, where it has one), whose ``spm.model`` is
+    not the tokenizer it was trained with, or whose config records no digests at all (unless
+    ``trust_unverified``)."""
+    if CONFIG_SEAL in meta and meta[CONFIG_SEAL] != config_digest(meta):
+        raise WorkbenchError(f"{folder / 'config.json'} was edited after the folder was written (its content no "
+                             f"longer matches its {CONFIG_SEAL}); restore it, or re-export the folder")
     digests = meta.get("files_sha256")
+    if digests is not None:
+        check_digests(folder, digests, "config.json")  # damage first: it names the damaged file
+    spm = folder / "spm.model"
+    known = (digests or {}).get("spm.model")  # verified just above: no second hashing
+    if spm.is_file() and "tokenizer_sha256" in meta and (known or sha256_of(spm)) != meta["tokenizer_sha256"]:
+        raise WorkbenchError(f"{spm} is not the sentencepiece model this model was trained with (its sha256 "
+                             "differs from tokenizer_sha256 in config.json)")
     if digests is None:
         if not trust_unverified:
             raise WorkbenchError(f"{folder / 'config.json'} records no sha256 of the folder's files, so nothing "
                                  "can be verified; re-export it, or, if you know where it came from, pass "
                                  "--trust-unverified (workbench.load(path, trust_unverified=True))")
         log.warning("%s: no file digests; loaded unverified as asked", folder)
-        spm = folder / "spm.model"
-        if spm.is_file() and "tokenizer_sha256" in meta and sha256_of(spm) != meta["tokenizer_sha256"]:
-            raise WorkbenchError(f"{spm} is not the sentencepiece model this model was trained with (its sha256 "
-                                 "differs from tokenizer_sha256 in config.json)")
         return
-    check_digests(folder, digests, "config.json")
     covered = set(digests)
     state = folder / "trainer_state.json"
     if "trainer_state.json" not in digests and state.is_file():  # a checkpoint written before config.json

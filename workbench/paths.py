@@ -9,6 +9,7 @@
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Callable
@@ -43,7 +44,14 @@ def home_dir() -> Path:
     """Root for everything the workbench builds; created on first use."""
     env = os.environ.get("WORKBENCH_HOME")
     path = Path(env).expanduser() if env else user_cache_dir()
-    path.mkdir(parents=True, exist_ok=True)
+    if path.exists() and not path.is_dir():
+        raise WorkbenchError(f"{'WORKBENCH_HOME=' if env else 'the workbench home '}{path} is a file; it must name "
+                             "a folder (created on first use) where the workbench keeps what it builds")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise WorkbenchError(f"cannot create the workbench home {path} ({err.strerror or err}); set WORKBENCH_HOME "
+                             "to a folder you can write") from None
     return path
 
 
@@ -78,3 +86,20 @@ def read_json(path: Path) -> object:
     except json.JSONDecodeError as err:
         raise WorkbenchError(f"{path}, line {err.lineno}, column {err.colno}: cannot parse it as JSON ({err.msg})"
                              ) from None
+
+
+CONFIG_SEAL = "config_sha256"
+
+
+def config_digest(meta: dict) -> str:
+    """sha256 of a model folder's config.json content less its own seal and the file digests, in a canonical
+    form: config.json cannot list its own sha256, so it carries this instead (a model folder's identity is all
+    of its files, its config included)."""
+    body = {k: v for k, v in meta.items() if k not in (CONFIG_SEAL, "files_sha256")}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def sealed_config(meta: dict) -> str:
+    """config.json's text for ``meta``, sealed with :func:`config_digest` (an edit that leaves the seal is
+    refused on load)."""
+    return json.dumps({**meta, CONFIG_SEAL: config_digest(meta)}, indent=2)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from .data.corpora import PAIRS, language_of, pairs_of
-from .data.tokenizer import Tokenizer
+from .data.tokenizer import EOS, PAD, Tokenizer
 from .errors import WorkbenchError, check_name
 from .models import ARCHITECTURES, MODELS, paraphrastic
 from .models.bgt import BGTConfig
@@ -202,20 +202,23 @@ class TrainConfig:
         """English, then the foreign language(s) of the run's pair(s)."""
         return ("en", *(language_of(p) for p in pairs_of(self.pair)))
 
-    def model_config(self, tokenizer: Tokenizer) -> BGTConfig | ParaphrasticConfig | NMTConfig:
+    def model_config(self, tokenizer: Tokenizer | None = None) -> BGTConfig | ParaphrasticConfig | NMTConfig:
+        """The network's config for this run's ``tokenizer``; without one, as the recipe declares it (its
+        ``vocab_size``): enough to check the settings and the size before any data is read."""
         config_class = ARCHITECTURES[self.model][1]
         extra = {"kl_x0": self.kl_x0_at_start} if config_class is BGTConfig else {}
         if config_class is NMTConfig:
-            extra = {"tag_ids": tuple(tokenizer.tag_id(lang) for lang in self.languages)}
+            extra = {"tag_ids": tuple(tokenizer.tag_id(lang) if tokenizer else self.vocab_size + i
+                                      for i, lang in enumerate(self.languages))}
         known = {f.name for f in fields(config_class)}
         unknown = sorted(set(self.overrides) - known)
         if unknown:
             raise WorkbenchError(f"model settings {unknown} do not apply to {self.model}; valid: "
                                  f"{', '.join(sorted(known))}")
         try:
-            return config_class(vocab_size=tokenizer.vocab_size, languages=self.languages,
-                                setting=self.model, pad_id=tokenizer.pad_id, eos_id=tokenizer.eos_id, **extra,
-                                **self.overrides)
+            vocab = tokenizer.vocab_size if tokenizer else self.vocab_size + len(self.languages)
+            return config_class(vocab_size=vocab, languages=self.languages, setting=self.model, pad_id=PAD,
+                                eos_id=EOS, **extra, **self.overrides)
         except ValueError as err:
             raise WorkbenchError(f"bad model settings for {self.model}: {err}") from None
 

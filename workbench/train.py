@@ -46,7 +46,7 @@ from .evaluation.sts import embed_unique, score_pairs
 from .modelfolder import (
     CURVE_COLUMNS, checkpoint_update, latest_checkpoint, learning_curve, model_path, read_config, read_metrics,
     read_trainer_state, swap_folder, verify_files, write_checkpoint, write_weights)
-from .models import ARCHITECTURES, bgt, build_model
+from .models import ARCHITECTURES, bgt, build_model, checked_config
 from .paths import atomic_write, read_json
 from .recipes import RESUME_FIELDS, WMF_PRESETS, TrainConfig
 
@@ -138,6 +138,7 @@ class Trainer:
         folder) whose weights, update count and curve a new run continues — for when the run directory is lost;
         the optimizer moments start afresh, and the learning rate and KL ramp go on from its update."""
         self.cfg, self.run_dir, self.show_progress = cfg, Path(run_dir), show_progress
+        checked_config(cfg.model_config())  # settings and size refused before any data is read
         self.rank, self.world = _distributed()
         self.device = torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}" if torch.cuda.is_available()
                                    else "cpu")

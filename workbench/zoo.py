@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from .cards import CARD_SIZES, write_card
@@ -28,7 +29,8 @@ from .errors import WorkbenchError, check_name
 from .modelfolder import (
     checkpoint_update, file_digests, latest_checkpoint, learning_curve, read_metrics, shipped, swap_folder,
     verify_files)
-from .paths import read_json, trained_dir
+from .models import checked_config
+from .paths import read_json, sealed_config, trained_dir
 from .recipes import TrainConfig
 from .train import Trainer, hardware, train_wmf
 
@@ -114,7 +116,7 @@ def _install(name: str, root: Path, state: dict, config: dict, spm_model: Path |
             shutil.copyfile(spm_model, tmp / "spm.model")
         if curve is not None and not curve.empty:
             curve.to_csv(tmp / "curve.csv", index=False)
-        (tmp / "config.json").write_text(json.dumps({**config, "files_sha256": file_digests(tmp)}, indent=2))
+        (tmp / "config.json").write_text(sealed_config({**config, "files_sha256": file_digests(tmp)}))
         write_card(name, folder=tmp, sizes=sizes, show_progress=show_progress, transfer_pairs=transfer_pairs)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -228,6 +230,7 @@ def import_shards(package: str | Path, name: str | None = None, root: str | Path
         raise WorkbenchError(f"{package} is not a model package (no manifest.json); packages are written by "
                              "export_shards (scripts/gpu_campaign)")
     manifest = _checked_manifest(package)
+    checked_config(manifest["config"]["model"])  # a package declaring a huge network is refused before loading
     for file, digest in manifest["files"].items():
         if not (package / file).is_file():
             raise WorkbenchError(f"{package} lacks {file}; copy the whole package again")
@@ -236,7 +239,11 @@ def import_shards(package: str | Path, name: str | None = None, root: str | Path
                                  "transfer?); copy it again")
     state = {}
     for file in sorted(f for f in manifest["files"] if f.endswith(".safetensors")):
-        state.update(load_file(str(package / file)))
+        try:
+            state.update(load_file(str(package / file)))
+        except SafetensorError as err:
+            raise WorkbenchError(f"{package / file} is not a readable safetensors file ({err}); export the "
+                                 "package again") from None
     for key, n in manifest["split"].items():
         missing = [f"{key}#part{i}" for i in range(n) if f"{key}#part{i}" not in state]
         if missing:

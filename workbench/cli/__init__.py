@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import sys
+import tempfile
 import tomllib
 from pathlib import Path
 
@@ -79,8 +80,11 @@ def _check_output(args) -> None:
             raise WorkbenchError(f"--out {out}: {writable} is a file, so the folder cannot be created")
         if path.exists() and (not folder or any(path.iterdir())):
             print(f"workbench {args.command}: replacing the earlier report in {out}", file=sys.stderr)
-    if not os.access(writable, os.W_OK):
-        raise WorkbenchError(f"--out {out}: no permission to write in {writable}")
+    try:  # a real write: permissions alone do not tell (root, read-only or virtual file systems such as /proc)
+        with tempfile.TemporaryFile(dir=writable):
+            pass
+    except OSError as err:
+        raise WorkbenchError(f"--out {out}: cannot write in {writable} ({err.strerror or err})") from None
 
 
 # Errors that come from what the user gave (files, paths, settings): one line and exit 2, no traceback

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import gzip
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -80,12 +81,26 @@ def probing_sizes(args) -> dict[str, int] | None:
 
 def read_pairs(path: str) -> pd.DataFrame:
     """A pairs file as written: a TSV's cells are taken literally (a leading quote is part of the sentence),
-    a CSV follows the CSV quoting rules; every cell stays text ("NA" is a sentence, not a missing value)."""
+    a CSV follows the CSV quoting rules; every cell stays text ("NA" is a sentence, not a missing value). A row
+    with another number of cells than the header is refused with its line number, as is a file with no pairs."""
     tsv = path.endswith((".tsv", ".tsv.gz"))
+    kind = "TSV" if tsv else "CSV"
     try:
-        return pd.read_csv(path, sep="\t" if tsv else ",", quoting=csv.QUOTE_NONE if tsv else csv.QUOTE_MINIMAL,
-                           dtype=str, keep_default_na=False)
+        opener = gzip.open if path.endswith(".gz") else open
+        with opener(path, "rt", encoding="utf-8", newline="") as handle:
+            rows = list(csv.reader(handle, delimiter="\t" if tsv else ",",
+                                   quoting=csv.QUOTE_NONE if tsv else csv.QUOTE_MINIMAL))
     except UnicodeDecodeError:
         raise WorkbenchError(f"{path} is not UTF-8 text; save it as UTF-8") from None
-    except pd.errors.ParserError as err:
-        raise WorkbenchError(f"{path}: cannot read it as {'TSV' if tsv else 'CSV'} ({err})") from None
+    except csv.Error as err:
+        raise WorkbenchError(f"{path}: cannot read it as {kind} ({err})") from None
+    if not rows:
+        raise WorkbenchError(f"{path} is empty; a pairs file has a header (source, style) and one pair a line")
+    header, body = rows[0], [row for row in rows[1:] if row]
+    ragged = [number for number, row in enumerate(rows[1:], 2) if row and len(row) != len(header)]
+    if ragged:
+        raise WorkbenchError(f"{path}: line {ragged[0]} has another number of {kind} cells than the header's "
+                             f"{len(header)} ({len(ragged)} such line(s)); one source and one style a line")
+    if not body:
+        raise WorkbenchError(f"{path} has a header but no pairs; add one source and style sentence a line")
+    return pd.DataFrame(body, columns=header, dtype=str)

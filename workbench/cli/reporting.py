@@ -71,6 +71,7 @@ def _transfer_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _transfer(args) -> None:
+    from ..figures import spreadsheet_safe
     from ..generation import transfer, transfer_table
     from ..modelfolder import load
     if args.eval and (args.source or args.style):
@@ -86,7 +87,7 @@ def _transfer(args) -> None:
         table = read_pairs(args.pairs)
         out = transfer_table(model, table, beam=args.beam, max_len=args.max_len)
         if args.out:
-            out.to_csv(args.out, index=False)
+            spreadsheet_safe(out).to_csv(args.out, index=False)
         print(out.to_string(index=False))
         return
     if not (args.source and args.style):
@@ -96,14 +97,15 @@ def _transfer(args) -> None:
 
 def _transfer_eval(model, args) -> None:
     from ..evaluation.style_transfer import transfer_pairs, transfer_scores
+    from ..figures import spreadsheet_safe
     pairs = read_pairs(args.pairs) if args.pairs else transfer_pairs(args.n)
     summary, scored = transfer_scores(model, pairs, beam=args.beam)
     print(f"style transfer of {args.model} on {len(pairs)} pairs (shares with bootstrap 95% CIs):")
     print(summary.round(3).to_string(index=False))
     if args.out:
         out = Path(args.out)
-        summary.to_csv(out, index=False)
-        scored.to_csv(out.with_name(f"{out.stem}-pairs.csv"), index=False)
+        spreadsheet_safe(summary).to_csv(out, index=False)
+        spreadsheet_safe(scored).to_csv(out.with_name(f"{out.stem}-pairs.csv"), index=False)
         print(f"summary: {out.resolve()}\nper pair: {out.with_name(f'{out.stem}-pairs.csv').resolve()}")
 
 

@@ -73,6 +73,10 @@ class TrainingData:
             if start + need <= len(batches):
                 state["position"] = start + need
                 return batches[start:start + need]
+            if not batches:
+                raise WorkbenchError(f"no training pair fits in max_tokens={self.max_tokens} tokens (a batch holds "
+                                     "at least one pair, padded to its longer side): raise max_tokens (the presets "
+                                     "use 1,024 to 8,000) or lower max_sentence_len")
             if len(batches) < need:
                 raise WorkbenchError(f"an epoch has {len(batches)} micro-batches, fewer than the {need} one update "
                                      "needs; lower max_tokens or update_freq")

@@ -31,8 +31,11 @@ def parameter_count(network: type, model_config) -> int:
     ``*layers`` count enters linearly, so it is counted at 1 and 2 layers and extrapolated: a config asking for
     10,000 layers is counted in milliseconds, not built."""
     def count(cfg) -> int:
-        with torch.device("meta"):
-            return sum(p.numel() for p in network(cfg).parameters())
+        try:
+            with torch.device("meta"):
+                return sum(p.numel() for p in network(cfg).parameters())
+        except (RuntimeError, OverflowError):  # one tensor too large even to describe: far over any bound
+            return 2 ** 63 - 1
 
     layers = {f.name: getattr(model_config, f.name) for f in dataclasses.fields(model_config)
               if f.name.endswith("layers")}
@@ -44,6 +47,15 @@ def parameter_count(network: type, model_config) -> int:
 def build_model(model_config: dict | BGTConfig | ParaphrasticConfig | NMTConfig) -> torch.nn.Module:
     """The network for a model config (or its ``to_dict()`` form, as stored in ``config.json``). Its size is
     counted on the meta device first (no memory), so an absurd config is refused before it is allocated."""
+    model_config = checked_config(model_config)
+    return ARCHITECTURES[model_config.setting][0](model_config)
+
+
+def checked_config(model_config: dict | BGTConfig | ParaphrasticConfig | NMTConfig
+                   ) -> BGTConfig | ParaphrasticConfig | NMTConfig:
+    """``model_config`` as its config class, refused (with a sentence) when its values are invalid or the network
+    would exceed :data:`MAX_PARAMETERS`; nothing is allocated. Every door a config comes through (a recipe, a
+    model folder, a package) passes here."""
     if isinstance(model_config, dict):
         _, config_class = ARCHITECTURES[check_name("model", model_config.get("setting"), tuple(ARCHITECTURES))]
         try:
@@ -53,7 +65,8 @@ def build_model(model_config: dict | BGTConfig | ParaphrasticConfig | NMTConfig)
     network = ARCHITECTURES[model_config.setting][0]
     size = parameter_count(network, model_config)
     if size > MAX_PARAMETERS:
-        raise WorkbenchError(f"these model settings would have {size / 1e9:.1f} billion parameters "
-                             f"({size * 4 / 2 ** 30:.0f} GiB of float32 weights), more than the "
-                             f"{MAX_PARAMETERS / 1e9:.0f} billion the workbench builds")
-    return network(model_config)
+        told = ("far more than a tensor can hold" if size >= 2 ** 62 else
+                f"{size / 1e9:.1f} billion parameters ({size * 4 / 2 ** 30:.0f} GiB of float32 weights)")
+        raise WorkbenchError(f"these model settings would have {told}, more than the "
+                             f"{MAX_PARAMETERS / 1e9:.0f} billion parameters the workbench builds")
+    return model_config

@@ -33,7 +33,7 @@ from tqdm.auto import tqdm
 from ..data import sha256_of
 from ..data.tokenizer import preprocess
 from ..errors import check_sentences
-from ..paths import read_json
+from ..paths import read_json, sealed_config
 from .base import ModelConfig
 
 VARIANTS = ("b-wmf", "x-wmf")
@@ -185,11 +185,11 @@ class WMF:
         tensors.update({f"idf.{lang}": v.idf_ for lang, v in self.vectorizers.items()})
         save_file(tensors, str(folder / "model.safetensors"))
         vocab = {lang: sorted(v.vocabulary_, key=v.vocabulary_.get) for lang, v in self.vectorizers.items()}
-        (folder / "config.json").write_text(json.dumps({"model": {**asdict(self.cfg), "setting": "wmf"},
-                                                        "vocabulary": vocab, "history": self.history,
-                                                        "files_sha256": {"model.safetensors": sha256_of(
-                                                            folder / "model.safetensors")},
-                                                        **({"train": train} if train else {})}))
+        (folder / "config.json").write_text(sealed_config({"model": {**asdict(self.cfg), "setting": "wmf"},
+                                                           "vocabulary": vocab, "history": self.history,
+                                                           "files_sha256": {"model.safetensors": sha256_of(
+                                                               folder / "model.safetensors")},
+                                                           **({"train": train} if train else {})}))
         return folder
 
     @classmethod

@@ -175,7 +175,15 @@ def probe(encoder: Encoder, task: str | ProbingDataset, classifier: str = "logre
     splits = {tag: dataset.split(tag) for tag in ("tr", "va", "te")}
     for tag, frame in splits.items():
         if frame.empty:
-            raise WorkbenchError(f"task {card.name!r} has an empty {tag!r} split")
+            asked, built = dataset.manifest.get("requested_sizes", {}), dataset.manifest.get("sizes", {})
+            labels = max(len(card.labels), dataset.data["label"].nunique())
+            raise WorkbenchError(
+                f"task {card.name!r}: its {dict(tr='train', va='valid', te='test')[tag]} split came out empty "
+                f"(asked for train/valid/test {'/'.join(str(v) for v in asked.values())}, built "
+                f"{'/'.join(str(v) for v in built.values())}). Each of its {labels} labels gets its share of every "
+                "split, and all splits shrink by one factor when the pool has fewer examples than asked for: give "
+                f"each split at least {labels}, and no more in all than the pool holds (`workbench probes build "
+                f"--tasks {card.name}` shows what the card's sizes give)")
     if splits["tr"]["label"].nunique() < 2:
         raise WorkbenchError(f"task {card.name!r}: the training split has a single class "
                              f"({splits['tr']['label'].iloc[0]!r}); a probe needs at least two")
