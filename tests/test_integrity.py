@@ -74,6 +74,29 @@ def test_an_edited_config_or_another_pairs_tokenizer_is_refused_even_with_its_di
         load(folder)
 
 
+def test_weights_that_lack_a_tensor_or_lie_in_their_header_are_refused_even_with_their_digest_updated(tmp_path):
+    import struct
+
+    from workbench.data import sha256_of
+    folder = tmp_path / "sp"
+    shutil.copytree(model_path("sp-en-fr"), folder)
+    meta = json.loads((folder / "config.json").read_text())
+    weights = load_file(str(folder / "model.safetensors"))
+
+    def replace_weights(write):
+        write(folder / "model.safetensors")
+        digests = {**meta["files_sha256"], "model.safetensors": sha256_of(folder / "model.safetensors")}
+        (folder / "config.json").write_text(json.dumps({**meta, "files_sha256": digests}))
+
+    replace_weights(lambda path: save_file(dict(list(weights.items())[1:]), str(path)))  # one tensor fewer
+    with pytest.raises(WorkbenchError, match="does not hold the network its config.json describes"):
+        load(folder)
+    header = json.dumps({"x": {"dtype": "F32", "shape": [10 ** 12], "data_offsets": [0, 4 * 10 ** 12]}}).encode()
+    replace_weights(lambda path: path.write_bytes(struct.pack("<Q", len(header)) + header + b"\0" * 16))
+    with pytest.raises(WorkbenchError, match="is not a readable safetensors file"):
+        load(folder)
+
+
 def test_a_folder_without_digests_is_refused_unless_trusted_and_an_unlisted_file_is_refused(tmp_path):
     folder = tmp_path / "sp"
     shutil.copytree(model_path("sp-en-fr"), folder)

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pandas as pd
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from .data import sha256_of
@@ -249,10 +250,18 @@ def load(path_or_name: str | Path, device: str | torch.device = "cpu", trust_unv
     except WorkbenchError as err:
         raise WorkbenchError(f"{folder / 'config.json'}: {err}") from None
     tokenizer = Tokenizer(folder / "spm.model", tuple(meta["model"]["languages"]))
-    state = load_file(str(folder / "model.safetensors"))  # float16 in trained/: copied into float32 parameters
+    try:
+        state = load_file(str(folder / "model.safetensors"))  # float16 in trained/: copied into float32 parameters
+    except SafetensorError as err:
+        raise WorkbenchError(f"{folder / 'model.safetensors'} is not a readable safetensors file ({err})") from None
     if not meta.get("decoders", True):  # a shipped encoder-only model
         model.decoders = torch.nn.ModuleDict()
-    model.load_state_dict(state)
+    try:
+        model.load_state_dict(state)
+    except RuntimeError as err:  # missing, unexpected or mis-shaped tensors: never a partly random model
+        first = str(err).strip().splitlines()[:2]
+        raise WorkbenchError(f"{folder / 'model.safetensors'} does not hold the network its config.json describes "
+                             f"({' '.join(first)[:300]})") from None
     model.tokenizer = tokenizer
     return model.to(device).eval()
 
