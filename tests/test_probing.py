@@ -462,3 +462,14 @@ def test_the_text_baselines_of_conneau_et_al_behave_as_their_construction_says()
     for (task, baseline), row in rows.iterrows():
         assert row["published"] == PUBLISHED.loc[baseline, task]
         assert row["difference"] == pytest.approx(row["accuracy"] - row["published"])
+
+
+def test_a_subset_accuracy_on_a_handful_of_sentences_is_not_shown_as_a_number():
+    from workbench.probing.probe import ProbeResult
+    result = ProbeResult(encoder="e", task="subj_num", classifier="logreg", accuracy=0.8, ci_low=0.7, ci_high=0.9,
+                         majority=0.5, control_accuracy=None, n_train=100, n_test=200, hyperparameters="",
+                         seen_accuracy=0.81, unseen_accuracy=0.0, n_seen=198)
+    assert "label word unseen in training: only n=2, too few to read" in str(result)
+    assert "seen 81.0 (n=198)" in str(result)
+    notes = result.to_frame().set_index("metric")["note"]
+    assert notes["accuracy_unseen_word"] == "only 2 sentences: too few to read" and notes["accuracy_seen_word"] == ""

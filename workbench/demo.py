@@ -146,7 +146,8 @@ def run_demo(out_dir: str | Path = "reports/demo", pairs: tuple[str, ...] = ("en
              "the comparison of the paper's Table 3. Probing tasks built from held-out sentences of the shared "
              f"parallel data ({sizes['train']}/{sizes['valid']}/{sizes['test']} per task; logistic-regression probe, "
              f"selectivity against a control task); STS {min(years)}–{max(years)} from <code>eval/sts</code> "
-             f"(STS13 without SMT). Wall time {time.perf_counter() - start:.0f} s. "
+             f"(STS13 without SMT). The probes and STS took {time.perf_counter() - start:.0f} s of this run (cached "
+             "results are read, not recomputed; the command's own total adds setup and this report). "
              "<code>workbench reproduce</code> puts these next to the paper's numbers.</p>")
     if "en-fr" in pairs:
         notes += style_transfer_note()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import json
 import logging
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -327,8 +328,10 @@ def export_figures(figures: dict[str, tuple[go.Figure, pd.DataFrame]], folder: s
             try:
                 fig.write_image(str(base.with_suffix(f".{fmt}")), format=fmt, width=1100, height=600)
             except Exception as err:  # kaleido raises several types when it finds no usable browser
+                reason = (str(err).strip().splitlines() or [""])[0] or (
+                    "no browser answered" if shutil.which("chromium") is None else "the browser gave no reason")
                 problems.append(f"static {fmt.upper()} export skipped: plotly/kaleido could not render "
-                                f"({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}). "
+                                f"({type(err).__name__}: {reason}). "
                                 "Install Chromium (Debian: apt-get install chromium) and kaleido>=1 for PNG/PDF; "
                                 "the HTML and the CSV/JSON are complete without it.")
                 break

@@ -27,6 +27,7 @@ from .mdl import online_codelength
 from .tasks import get_task, task_names
 
 PROBE_VERSION = 8  # bump when a change alters results, so cached ones are recomputed
+MIN_SUBSET = 20  # a subset accuracy on fewer sentences is shown as too few to read, not as a number
 
 
 @dataclass
@@ -95,7 +96,9 @@ class ProbeResult:
                  "value": values[0], "ci_low": values[1] if len(values) > 1 else np.nan,
                  "ci_high": values[2] if len(values) > 2 else np.nan,
                  "n": self.n_transfer if metric.startswith("transfer") else counts.get(metric) or self.n_test,
-                 "note": self.control_caveat if metric == "selectivity" else ""}
+                 "note": self.control_caveat if metric == "selectivity" else
+                 f"only {counts[metric]} sentences: too few to read"
+                 if (counts.get(metric) or MIN_SUBSET) < MIN_SUBSET else ""}
                 for metric, values in metrics.items() if values[0] is not None]
         return pd.DataFrame(rows)
 
@@ -104,11 +107,12 @@ class ProbeResult:
                 f"[{100 * self.ci_low:.1f}, {100 * self.ci_high:.1f}], majority {100 * self.majority:.1f}")
         if self.seed_std is not None:
             text += f", mean of {self.seeds} seeds (sd {100 * self.seed_std:.2f})"
-        if self.unseen_accuracy is not None:
-            text += (f", label word unseen in training {100 * self.unseen_accuracy:.1f} "
-                     f"(n={self.n_test - self.n_seen})")
-        if self.seen_accuracy is not None:
-            text += f", seen {100 * self.seen_accuracy:.1f} (n={self.n_seen})"
+        for what, value, n in (("label word unseen in training", self.unseen_accuracy,
+                                None if self.n_seen is None else self.n_test - self.n_seen),
+                               ("seen", self.seen_accuracy, self.n_seen)):
+            if value is not None:
+                text += (f", {what} {100 * value:.1f} (n={n})" if n >= MIN_SUBSET else
+                         f", {what}: only n={n}, too few to read")
         if self.selectivity is not None:
             text += f", selectivity {100 * self.selectivity:+.1f} ({self.control.replace('_', ' ')} control)"
             if self.control_caveat:
