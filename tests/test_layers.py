@@ -96,6 +96,23 @@ def test_expected_layer_weighs_each_layer_by_what_it_adds():
     assert 0 <= expected_layer([0, 1, 2, 3], [0.49, 0.52, 0.45, 0.72]) <= 3
 
 
+def test_the_profile_says_where_a_property_is_strongest_where_it_is_lost_and_if_depth_gains_it():
+    import pandas as pd
+    rows = [("lost", [0.91, 0.90, 0.85, 0.70, 0.72]), ("gained", [0.50, 0.55, 0.70, 0.72, 0.71]),
+            ("flat", [0.60, 0.60, 0.61, 0.60, 0.60])]
+    frame = pd.DataFrame([{"encoder": "e", "task": task, "metric": "accuracy", "layer": layer, "value": value,
+                           "ci_low": value - 0.02, "ci_high": value + 0.02}
+                          for task, values in rows for layer, value in enumerate(values)])
+    profile = layer_profile(frame).set_index("task")
+    # MiniLM's WordContent shape: strongest at layer 0, lost from layer 2, a small late gain that is no "expected layer"
+    assert profile.loc["lost", ["peak_layer", "lost_layer", "trend"]].tolist() == [0, 2, "lost"]
+    assert np.isnan(profile.loc["lost", "expected_layer"])
+    assert profile.loc["gained", ["peak_layer", "trend"]].tolist() == [3, "gained"]
+    assert np.isnan(profile.loc["gained", "lost_layer"])  # 0.71 at the top is inside the peak's CI
+    assert profile.loc["gained", "expected_layer"] == pytest.approx((1 * 0.05 + 2 * 0.15 + 3 * 0.02) / 0.22)
+    assert np.isnan(profile.loc["flat", "lost_layer"])
+
+
 def test_cli_sweeps_layers_and_refuses_conflicting_options(capsys):
     args = ["probe", "--model", "bgt-en-fr", "--task", "bigram_shift", "--train-size", "1000", "--valid-size", "300",
             "--test-size", "300"]

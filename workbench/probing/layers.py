@@ -78,16 +78,30 @@ def expected_layer(layers: Sequence[int], accuracies: Sequence[float]) -> float:
 
 
 def layer_profile(frame: pd.DataFrame, metric: str = "accuracy") -> pd.DataFrame:
-    """Per encoder and task of a :func:`probe_layers` frame: the peak layer (highest ``metric``), its value, the
-    value at layer 0 and at the top layer, and the expected layer over the layers 0…L."""
+    """Per encoder and task of a :func:`probe_layers` frame, the questions a layer sweep asks (docs/probing.md#layers):
+
+    - ``peak_layer`` / ``peak``: where the property is strongest (``first`` and ``top``: its value at layer 0 and
+      at the top layer);
+    - ``lost_layer``: the first layer after the peak whose value falls below the peak's 95% CI (NaN: kept to the
+      top), i.e. where depth loses it;
+    - ``trend``: ``"gained"`` where the gains from layer to layer outweigh the losses, else ``"lost"``;
+    - ``expected_layer``: Tenney et al.'s expected layer, only where the property is gained (for a property that
+      is lost with depth, the layer of its few small gains answers no question)."""
     rows = []
     for (encoder, task), group in frame[frame["metric"] == metric].groupby(["encoder", "task"], sort=False):
         ordered = group[group["layer"] >= 0].sort_values("layer")
         peak = group.loc[group["value"].idxmax()]
+        values = ordered["value"].to_numpy(dtype=float)
+        steps = np.diff(values)
+        gained = steps.clip(min=0).sum() > -steps.clip(max=0).sum()
+        floor = peak["ci_low"] if "ci_low" in peak and pd.notna(peak["ci_low"]) else peak["value"]
+        below = ordered[(ordered["layer"] > peak["layer"]) & (ordered["value"] < floor)]
         rows.append({"encoder": encoder, "task": task, "metric": metric, "peak_layer": int(peak["layer"]),
                      "peak": float(peak["value"]),
-                     "first": float(ordered["value"].iloc[0]) if len(ordered) else np.nan,
-                     "top": float(ordered["value"].iloc[-1]) if len(ordered) else np.nan,
-                     "expected_layer": expected_layer(ordered["layer"].to_list(), ordered["value"].to_list())
-                     if len(ordered) > 1 else np.nan})
+                     "first": float(values[0]) if len(values) else np.nan,
+                     "top": float(values[-1]) if len(values) else np.nan,
+                     "lost_layer": int(below["layer"].iloc[0]) if len(below) else np.nan,
+                     "trend": ("gained" if gained else "lost") if len(values) > 1 else "",
+                     "expected_layer": expected_layer(ordered["layer"].to_list(), values.tolist())
+                     if len(values) > 1 and gained else np.nan})
     return pd.DataFrame(rows)
