@@ -3,10 +3,10 @@
 :func:`probe_layers` probes each task at each layer of an encoder that offers layers (a Hugging Face encoder,
 or a Transformer view of our models: ``load("bgt-en-fr").encoder("semantic")``), encoding every task's sentences
 once for all layers (one forward pass, one cache entry per layer), and returns the tidy probing rows with a
-``layer`` column. :func:`layer_profile` summarises each task by its peak layer and Tenney's expected layer: the
-mean layer weighted by the accuracy each layer adds over the one below, E[l] = Σ l·Δ(l) / Σ Δ(l) with
-Δ(l) = max(0, acc(l) − acc(l − 1)) — where along the network the property is picked up, rather than where it is
-best.
+``layer`` column. :func:`layer_profile` summarises each task: where it is strongest, where depth loses it and,
+for a property gained with depth, Tenney's expected layer — the mean layer weighted by the accuracy each layer
+adds over the one below, E[l] = Σ l·Δ(l) / Σ Δ(l) with Δ(l) = max(0, acc(l) − acc(l − 1)): where along the
+network the property is picked up, rather than where it is best.
 """
 from __future__ import annotations
 
@@ -56,12 +56,18 @@ def probe_layers(encoder: Encoder, tasks: str | Sequence[str], layers: str | Seq
     chosen = encoder_layers(encoder, layers)
     name = getattr(encoder, "base_name", encoder.name)  # the network, whichever layer it was read at
     frames = []
-    for card in tqdm(cards, desc=f"layers of {encoder.name}", unit="task", disable=not show_progress):
+    bar = tqdm(total=len(cards) * len(chosen), desc=f"layers of {encoder.name}", unit="probe",
+               disable=not show_progress)  # one bar, a step per (task, layer): fitting a layer shows progress
+    for card in cards:
         dataset = build_task(card, **({"sizes": sizes} if sizes else {}))
         sentences = list(dict.fromkeys(dataset.data["sentence"]))
+        bar.set_postfix_str(f"{card.name}: encoding")
         for layer, view in zip(chosen, cache_layers(encoder, sentences, chosen, show_progress=show_progress)):
+            bar.set_postfix_str(f"{card.name}: fitting layer {layer}")
             result = probe(view, dataset, **probe_options)
             frames.append(result.to_frame().assign(encoder=name, layer=layer, layer_encoder=view.name))
+            bar.update()
+    bar.close()
     return pd.concat(frames, ignore_index=True)
 
 
