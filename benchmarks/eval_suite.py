@@ -32,9 +32,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pair", default="en-fr")
     parser.add_argument("--throughput-sentences", type=int, default=5000)
+    parser.add_argument("--encoders", nargs="+", choices=list(NAMED_ENCODERS), default=list(NAMED_ENCODERS))
     args = parser.parse_args()
     encoders = []
-    for name in NAMED_ENCODERS:
+    for name in args.encoders:
         try:
             encoders.append(named_encoder(name, args.pair))
         except WorkbenchError as err:
@@ -45,7 +46,7 @@ def main() -> None:
         evaluate(store, "all")  # fill the embedding and result caches (not timed)
         rows.append({"encoder": encoder.name,
                      "uncached_s": timed(lambda: evaluate(encoder, "all", cache=False)),
-                     "cached_embeddings_s": timed(lambda: [suite(store) for suite in SUITES.values()]),
+                     "cached_embeddings_s": timed(lambda: [suite.run(store) for suite in SUITES.values()]),
                      "cached_results_s": timed(lambda: evaluate(store, "all"))})
         print(rows[-1], flush=True)
     suite_times = pd.DataFrame(rows)

@@ -29,10 +29,13 @@ def main() -> None:
     parser.add_argument("--encoder", default="random-transformer")
     parser.add_argument("--pair", default="en-fr")
     parser.add_argument("--tasks", nargs="+", default=task_names())
+    parser.add_argument("--sizes", nargs=3, type=int, metavar=("TRAIN", "VALID", "TEST"),
+                        help="probing set sizes (default: each card's)")
     args = parser.parse_args()
     encoder = named_encoder(args.encoder, args.pair)
     tasks = [t for t in args.tasks if t in readable_tasks(encoder)]
-    datasets = {task: build_task(task) for task in tasks}
+    sizes = dict(zip(("train", "valid", "test"), args.sizes)) if args.sizes else None
+    datasets = {task: build_task(task, sizes=sizes) for task in tasks}
     rows = []
     with tempfile.TemporaryDirectory() as root:
         for task, dataset in datasets.items():
@@ -57,7 +60,7 @@ def main() -> None:
             print(f"{task}: {rows[-1]}", flush=True)
     df = pd.DataFrame(rows)
     total = df[["encode_s", "cache_read_s", "probe_fit_s", "result_cache_s"]].sum()
-    print(f"\n{encoder.name}, {len(df)} tasks at card size\n")
+    print(f"\n{encoder.name}, {len(df)} tasks at {'card size' if sizes is None else sizes}\n")
     print(df.round(3).to_string(index=False))
     uncached = total.encode_s + total.probe_fit_s
     cached = total.cache_read_s + total.probe_fit_s

@@ -1,0 +1,33 @@
+"""Every benchmark's default path runs end to end (at small sizes), so none can rot: each exits 0 and prints its
+table. The numbers themselves are measurements, recorded where they were taken, not asserted here."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+CASES = {
+    "encode_throughput.py": (["--n", "300", "--models", "sp-en-fr", "bgt-en-fr"], "ids_per_s"),
+    "eval_suite.py": (["--encoders", "random-sp-average", "--throughput-sentences", "300"], "sentences_per_s"),
+    "layer_encoding.py": (["--n", "100"], "one_pass_s"),
+    "probe_suite.py": (["--encoder", "random-sp-average", "--tasks", "length", "--sizes", "300", "60", "60"],
+                       "results cached"),
+    "train_throughput.py": (["--presets", "tiny", "--warmup-seconds", "1", "--seconds", "1"], "share of the update"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script", sorted(CASES))
+def test_a_benchmark_runs_end_to_end(script, tmp_path):
+    args, expected = CASES[script]
+    result = subprocess.run([sys.executable, str(REPO / "benchmarks" / script), *args], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=900, env={**os.environ, "OMP_NUM_THREADS": "2"})
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert expected in result.stdout
+
+
+def test_every_benchmark_is_run_by_the_test_above():
+    assert sorted(p.name for p in (REPO / "benchmarks").glob("*.py")) == sorted(CASES)
