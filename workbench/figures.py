@@ -322,7 +322,7 @@ def export_figures(figures: dict[str, tuple[go.Figure, pd.DataFrame]], folder: s
     problems = []
     for name, (fig, data) in figures.items():
         base = folder / f"{stem}-{name}"
-        atomic_write(base.with_suffix(".csv"), data.to_csv(index=False))
+        atomic_write(base.with_suffix(".csv"), spreadsheet_safe(data).to_csv(index=False))
         atomic_write(base.with_suffix(".json"), json.dumps(json.loads(data.to_json(orient="records")), indent=1))
         for fmt in formats if not problems else ():
             try:

@@ -50,6 +50,15 @@ def write_weights(tmp: Path, model: torch.nn.Module, tokenizer: Tokenizer, meta:
                                                     "files_sha256": file_digests(tmp)}))
 
 
+def read_weights(path: Path, device: str = "cpu") -> dict[str, torch.Tensor]:
+    """A safetensors file's tensors; a file that is not one (a pickle under the name, a header that lies about
+    its sizes) is refused with a sentence naming it."""
+    try:
+        return load_file(str(path), device=device)
+    except SafetensorError as err:
+        raise WorkbenchError(f"{path} is not a readable safetensors file ({err})") from None
+
+
 def read_config(folder: Path) -> dict:
     """A model or checkpoint folder's ``config.json``, refused by name unless it is a JSON object whose ``model``
     is an object naming its ``setting``."""
@@ -176,7 +185,7 @@ def write_checkpoint(run_dir: Path, model: torch.nn.Module, tokenizer: Tokenizer
 def read_trainer_state(folder: Path, device: torch.device) -> tuple[dict, dict, dict]:
     """A checkpoint's trainer state (update, data position, ...), optimizer state dict (on ``device``) and RNG
     states (``torch``, ``cuda``: a list). The caller has verified the folder's files."""
-    tensors = load_file(str(folder / "trainer_state.safetensors"))
+    tensors = read_weights(folder / "trainer_state.safetensors")
     state = read_json(folder / "trainer_state.json")
     opt = state.pop("optimizer")
     state.pop("files_sha256", None)  # checkpoints written before config.json covered the trainer state
@@ -250,10 +259,7 @@ def load(path_or_name: str | Path, device: str | torch.device = "cpu", trust_unv
     except WorkbenchError as err:
         raise WorkbenchError(f"{folder / 'config.json'}: {err}") from None
     tokenizer = Tokenizer(folder / "spm.model", tuple(meta["model"]["languages"]))
-    try:
-        state = load_file(str(folder / "model.safetensors"))  # float16 in trained/: copied into float32 parameters
-    except SafetensorError as err:
-        raise WorkbenchError(f"{folder / 'model.safetensors'} is not a readable safetensors file ({err})") from None
+    state = read_weights(folder / "model.safetensors")  # float16 in trained/: copied into float32 parameters
     if not meta.get("decoders", True):  # a shipped encoder-only model
         model.decoders = torch.nn.ModuleDict()
     try:

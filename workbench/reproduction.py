@@ -18,7 +18,7 @@ import torch
 from .cards import CARD_SIZES, TABLE3_MODELS, card, measure, summarise_views
 from .data.corpora import load_splits
 from .errors import WorkbenchError
-from .figures import export_figures, figure_html, gap_figure, page, pair_figure, table3_figure
+from .figures import export_figures, figure_html, gap_figure, page, pair_figure, spreadsheet_safe, table3_figure
 from .modelfolder import shipped
 from .paper import (
     FIGURE3_MEASURES, LANGUAGES, ROLES, TRACK_PAIR, figure3_orderings, language_gaps, our_table3, paper_table,
@@ -404,7 +404,7 @@ def reproduce(out: str | Path = REPO_ROOT / "reports" / "reproduction.html", rec
                 _table4_section(bgt, cards, transfer_examples, data)]
     problems = export_figures(figures, out.parent, stem=out.stem)
     for name, frame in data.items():
-        frame.to_csv(out.parent / f"{out.stem}-{name}.csv", index=False)
+        spreadsheet_safe(frame).to_csv(out.parent / f"{out.stem}-{name}.csv", index=False)
     warnings = "".join(f'<p class="warn">{html.escape(p)}</p>' for p in problems)
     sections.insert(1, warnings + figure_html({k: f for k, (f, _) in figures.items()}))
     sections.append(f"<p>Built in {time.perf_counter() - start:.0f} s by <code>workbench reproduce</code>.</p>")

@@ -32,7 +32,6 @@ import numpy as np
 import pandas as pd
 import torch
 from filelock import FileLock, Timeout
-from safetensors.torch import load_file
 from torch.profiler import record_function
 from tqdm.auto import tqdm
 
@@ -45,7 +44,7 @@ from .errors import WorkbenchError
 from .evaluation.sts import embed_unique, score_pairs
 from .modelfolder import (
     CURVE_COLUMNS, checkpoint_update, latest_checkpoint, learning_curve, model_path, read_config, read_metrics,
-    read_trainer_state, swap_folder, verify_files, write_checkpoint, write_weights)
+    read_trainer_state, read_weights, swap_folder, verify_files, write_checkpoint, write_weights)
 from .models import ARCHITECTURES, bgt, build_model, checked_config
 from .paths import atomic_write, read_json
 from .recipes import RESUME_FIELDS, WMF_PRESETS, TrainConfig
@@ -253,7 +252,7 @@ class Trainer:
         if saved != self.model.cfg:
             raise WorkbenchError(f"{folder} has model config {saved}, which differs from the requested "
                                  f"{self.model.cfg}")
-        self.model.load_state_dict(load_file(str(folder / "model.safetensors"), device=str(self.device)))
+        self.model.load_state_dict(read_weights(folder / "model.safetensors", str(self.device)))
         state, optimizer, rng = read_trainer_state(folder, self.device)
         if state.get("world", self.world) != self.world:
             raise WorkbenchError(f"{folder} was trained by {state['world']} process(es), not {self.world}: an "
@@ -281,7 +280,7 @@ class Trainer:
         if _without_regularisers(saved.to_dict()) != _without_regularisers(self.model.cfg.to_dict()):
             raise WorkbenchError(f"{folder} has another model config than the one requested")
         retuned = saved != self.model.cfg  # another bottleneck: its STS-B dev is no candidate for best/
-        self.model.load_state_dict(load_file(str(folder / "model.safetensors"), device=str(self.device)))
+        self.model.load_state_dict(read_weights(folder / "model.safetensors", str(self.device)))
         training = meta.get("training")  # an exported model's; a checkpoint's trainer state otherwise
         if training is None and (folder / "trainer_state.json").is_file():
             state = read_json(folder / "trainer_state.json")

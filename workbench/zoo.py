@@ -20,15 +20,14 @@ from pathlib import Path
 
 import pandas as pd
 import torch
-from safetensors import SafetensorError
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 
 from .cards import CARD_SIZES, write_card
 from .data import sha256_of
 from .errors import WorkbenchError, check_name
 from .modelfolder import (
-    checkpoint_update, file_digests, latest_checkpoint, learning_curve, read_metrics, shipped, swap_folder,
-    verify_files)
+    checkpoint_update, file_digests, latest_checkpoint, learning_curve, read_metrics, read_weights, shipped,
+    swap_folder, verify_files)
 from .models import checked_config
 from .paths import read_json, sealed_config, trained_dir
 from .recipes import TrainConfig
@@ -90,10 +89,10 @@ def _exported(run: str | Path, name: str | None, keep_decoders: bool | None, che
         record["checkpoint"] = "best STS-B dev (semantic)" if folder.name == "best" else "latest"
         curve = learning_curve(run).assign(run=name)
     if setting == "wmf":  # word factors in float16 (upcast on load); idf as it is
-        tensors = load_file(str(run / "model.safetensors"))
+        tensors = read_weights(run / "model.safetensors")
         return (name, {k: v.half() if k.startswith("factor.") else v for k, v in tensors.items()},
                 {**meta, "training": record}, None, None)
-    state = load_file(str(folder / "model.safetensors"))
+    state = read_weights(folder / "model.safetensors")
     state = {k: (v.half() if v.is_floating_point() else v) for k, v in state.items()
              if keep or not k.startswith("decoders.")}
     meta = {k: v for k, v in meta.items() if k not in ("update", "stsb_dev", "files_sha256")}  # the run's own
@@ -239,11 +238,7 @@ def import_shards(package: str | Path, name: str | None = None, root: str | Path
                                  "transfer?); copy it again")
     state = {}
     for file in sorted(f for f in manifest["files"] if f.endswith(".safetensors")):
-        try:
-            state.update(load_file(str(package / file)))
-        except SafetensorError as err:
-            raise WorkbenchError(f"{package / file} is not a readable safetensors file ({err}); export the "
-                                 "package again") from None
+        state.update(read_weights(package / file))
     for key, n in manifest["split"].items():
         missing = [f"{key}#part{i}" for i in range(n) if f"{key}#part{i}" not in state]
         if missing:
