@@ -151,7 +151,7 @@ def test_a_bare_string_is_refused_rather_than_encoded_character_by_character():
     for encoder in (untrained_encoder("random-sp-average"), cached(CountingEncoder(salt="bare"))):
         with pytest.raises(WorkbenchError, match="a list of sentences, not one string"):
             encoder.encode("hello world")
-    with pytest.raises(WorkbenchError, match="got a int"):
+    with pytest.raises(WorkbenchError, match="item 1 is a int"):
         cached(CountingEncoder(salt="bare")).encode(["fine", 3])
 
 
