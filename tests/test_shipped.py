@@ -78,9 +78,11 @@ def test_the_multilingual_nmt_reads_all_languages_and_lists_them_all_in_its_card
 
 
 def test_encoder_only_models_say_why_they_cannot_generate():
-    model = wb.load("bgt-en-es")
+    model = wb.load("bgt-small-en-fr")  # the GPU campaign's first export kept encoders only
     with pytest.raises(ValueError, match="shipped without its decoders"):
         model.generate(torch.zeros(1, model.cfg.latent_dim), torch.zeros(1, model.cfg.latent_dim))
+    with pytest.raises(wb.errors.WorkbenchError, match="holds encoders only"):
+        wb.transfer(model, ["A man is here."], ["Thanks."])
 
 
 def test_unknown_model_name_lists_what_is_shipped():
