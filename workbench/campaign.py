@@ -33,6 +33,7 @@ import sys
 import time
 from pathlib import Path
 
+from .data import sha256_of
 from .errors import WorkbenchError
 from .paths import REPO_ROOT, data_dir
 
@@ -77,14 +78,6 @@ def _out() -> Path:
 
 def _say(text: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {text}", flush=True)
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(2 ** 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def check_return(out: Path) -> dict:
@@ -268,7 +261,7 @@ def make_bundle(packages: Path, parts: Path) -> dict:
     index, current, written, i = [], None, 0, -1
     for path in files:
         index.append({"package": path.parent.name, "file": path.name, "bytes": path.stat().st_size,
-                      "sha256": _sha256(path)})
+                      "sha256": sha256_of(path)})
         with open(path, "rb") as source:
             for block in iter(lambda: source.read(2 ** 20), b""):
                 while block:
@@ -282,7 +275,7 @@ def make_bundle(packages: Path, parts: Path) -> dict:
                     written, block = written + len(take), block[len(take):]
     if current is not None:
         current.close()
-    bundle = {"format": BUNDLE_FORMAT, "files": index, "parts": {name: _sha256(parts / name) for name in names}}
+    bundle = {"format": BUNDLE_FORMAT, "files": index, "parts": {name: sha256_of(parts / name) for name in names}}
     (parts / BUNDLE).write_text(json.dumps(bundle, indent=1))
     return bundle
 
@@ -335,7 +328,7 @@ def unbundle(returns: list[str | Path], dest: str | Path) -> list[Path]:
         raise WorkbenchError(f"parts {', '.join(missing)} did not come back; `scripts/gpu_campaign fetch` on the "
                              "device while it is still the same machine, else train again")
     for name, digest in bundle["parts"].items():
-        if _sha256(found[name]) != digest:
+        if sha256_of(found[name]) != digest:
             raise WorkbenchError(f"{found[name]} does not match its sha256 in {BUNDLE} (damaged in transfer)")
     dest = Path(dest)
     stream = (open(found[name], "rb") for name in sorted(bundle["parts"]))
