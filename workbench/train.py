@@ -69,7 +69,9 @@ def loss_terms(out: dict, device: torch.device) -> torch.Tensor:
     """The :data:`SUMMED` terms of one forward pass as a float64 vector on ``device`` (0 where a model has no such
     term), without waiting for the device: the Trainer reads them once per update."""
     zero = torch.zeros((), dtype=torch.float64, device=device)
-    return torch.stack([out[k].detach().to(device, torch.float64) if k in out else zero for k in SUMMED])
+    # non_blocking: a term the model counted on the host (the pair count) is copied without waiting for the GPU
+    return torch.stack([out[k].detach().to(device, torch.float64, non_blocking=True) if k in out else zero
+                        for k in SUMMED])
 
 
 def learning_rate(update: int, cfg: TrainConfig) -> float:
