@@ -106,7 +106,8 @@ def job_config(job: str, seconds: float):
         changes = {"save_every": 500, "keep_checkpoints": 2}
     else:
         cfg = TrainConfig.from_preset(_preset(), model=model, pair=pair)
-        changes = {"eval_every": 10, "valid_every": 10, "save_every": 10}
+        # the time budget, not the preset's 40 updates, ends a dry run, as it ends the device's runs
+        changes = {"eval_every": 10, "valid_every": 10, "save_every": 10, "max_updates": 10 ** 6}
     return TrainConfig(**{**cfg.__dict__, **changes, "max_seconds": seconds})
 
 
