@@ -10,6 +10,7 @@ from safetensors.torch import load_file, save_file
 
 from workbench.cards import card
 from workbench.cli import main
+from workbench.data import sha256_of
 from workbench.errors import WorkbenchError
 from workbench.modelfolder import DIGESTED, load, model_path, shipped
 from workbench.paths import sealed_config, trained_dir
@@ -59,8 +60,14 @@ def test_every_shipped_config_is_sealed(name):
     assert meta[CONFIG_SEAL] == config_digest(meta)
 
 
+def _record_digest(folder, meta, name):
+    """Rewrite ``folder``'s config.json (``meta``) with the sha256 of its replaced file ``name``: a consistent folder
+    whose file is not what it was trained with."""
+    digests = {**meta["files_sha256"], name: sha256_of(folder / name)}
+    (folder / "config.json").write_text(json.dumps({**meta, "files_sha256": digests}))
+
+
 def test_an_edited_config_or_another_pairs_tokenizer_is_refused_even_with_its_digest_updated(tmp_path):
-    from workbench.data import sha256_of
     folder = tmp_path / "bgt"
     shutil.copytree(model_path("bgt-en-fr"), folder)
     meta = json.loads((folder / "config.json").read_text())
@@ -68,8 +75,7 @@ def test_an_edited_config_or_another_pairs_tokenizer_is_refused_even_with_its_di
     with pytest.raises(WorkbenchError, match="config.json was edited after the folder was written"):
         load(folder)
     shutil.copyfile(model_path("bgt-en-es") / "spm.model", folder / "spm.model")
-    digests = {**meta["files_sha256"], "spm.model": sha256_of(folder / "spm.model")}  # the list made to agree
-    (folder / "config.json").write_text(json.dumps({**meta, "files_sha256": digests}))
+    _record_digest(folder, meta, "spm.model")  # the list made to agree
     with pytest.raises(WorkbenchError, match="not the sentencepiece model this model was trained with"):
         load(folder)
 
@@ -77,7 +83,6 @@ def test_an_edited_config_or_another_pairs_tokenizer_is_refused_even_with_its_di
 def test_weights_that_lack_a_tensor_or_lie_in_their_header_are_refused_even_with_their_digest_updated(tmp_path):
     import struct
 
-    from workbench.data import sha256_of
     folder = tmp_path / "sp"
     shutil.copytree(model_path("sp-en-fr"), folder)
     meta = json.loads((folder / "config.json").read_text())
@@ -85,8 +90,7 @@ def test_weights_that_lack_a_tensor_or_lie_in_their_header_are_refused_even_with
 
     def replace_weights(write):
         write(folder / "model.safetensors")
-        digests = {**meta["files_sha256"], "model.safetensors": sha256_of(folder / "model.safetensors")}
-        (folder / "config.json").write_text(json.dumps({**meta, "files_sha256": digests}))
+        _record_digest(folder, meta, "model.safetensors")
 
     replace_weights(lambda path: save_file(dict(list(weights.items())[1:]), str(path)))  # one tensor fewer
     with pytest.raises(WorkbenchError, match="does not hold the network its config.json describes"):
