@@ -5,6 +5,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import numpy as np
@@ -24,9 +25,9 @@ SMALL = {"train": 600, "valid": 200, "test": 200}
 JOBS = "bgt-en-fr,bilingual_trans-en-fr"  # the dry run trains two of the campaign's jobs (the code is per job)
 
 
-def step(name, out, runs, *extra, jobs=JOBS):
+def step(name, out, runs, *extra, jobs=JOBS, env=None):
     env = {**os.environ, "OUT": str(out), "CAMPAIGN_PRESET": "tiny", "CAMPAIGN_RUNS": str(runs),
-           "CAMPAIGN_JOBS": jobs}
+           "CAMPAIGN_JOBS": jobs, **(env or {})}
     return subprocess.run(["bash", str(REPO / "scripts" / "gpu_campaign"), name, *extra], env=env,
                           capture_output=True, text=True, timeout=900)
 
@@ -40,14 +41,31 @@ def trained(tmp_path_factory):
     return root / "out", root / "runs", result
 
 
-def test_check_runs_the_gpu_tests_and_the_steady_state_throughput_with_its_phases(tmp_path):
+def test_check_runs_the_gpu_tests_and_bench_the_steady_state_throughput_with_its_phases(tmp_path):
     result = step("check", tmp_path / "out", tmp_path / "runs")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     log = (tmp_path / "out" / "check.log").read_text()
     assert "torch" in log and "4 skipped" in log  # the gpu tests are collected and skip without CUDA
+    assert "tokens_per_s" not in log  # the throughput is its own step: it cost training time on the device
+    result = step("bench", tmp_path / "out", tmp_path / "runs")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    log = (tmp_path / "out" / "bench.log").read_text()
     assert "tokens_per_s" in log and "tiny" in log and "MFU_%" in log and "warmup_updates" in log
     assert "share of the update" in log and "backward" in log  # the profiler's per-phase split
-    assert campaign.check_return(tmp_path / "out")["files"] == 1
+    assert campaign.check_return(tmp_path / "out")["files"] == 2
+
+
+def test_train_stops_its_jobs_at_the_calls_deadline_and_still_returns_them(tmp_path):
+    """A long budget in a short call: the jobs are stopped (SIGINT, a clean stop) so the export fits the call."""
+    started = time.time()
+    env = {"CAMPAIGN_CALL_START": str(started),
+           "CAMPAIGN_CALL_SECONDS": str(campaign.AFTER_TRAINING_SECONDS + 45)}
+    result = step("train", tmp_path / "out", tmp_path / "runs", "--seconds", "1000", jobs="bgt-en-fr", env=env)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "stopping the jobs (SIGINT)" in result.stdout
+    record = [json.loads(line) for line in (tmp_path / "runs" / "bgt-en-fr" / "metrics.jsonl").read_text().splitlines()]
+    assert record[-1]["stopped"] == "SIGINT" and record[-1]["train_seconds"] < 100
+    assert [p.name for p in campaign.unbundle([tmp_path / "out"], tmp_path / "back")] == ["bgt-en-fr"]
 
 
 def test_every_job_has_a_recipe_and_the_bgt_recipes_are_bgt_en_frs_but_for_the_pair(monkeypatch):

@@ -7,8 +7,8 @@ come back in ``$OUT`` within the device's return limits (:data:`RETURN_LIMITS`):
 - ``pack`` (here, before any device call): ``.campaign/`` with what the device cannot fetch — the five pairs'
   data and STS-B, the sentencepiece models the jobs and the check need, wheels of the pure-Python packages its
   image lacks — and the size of what will travel;
-- ``check``: ``nvidia-smi``, versions, ``pytest -m gpu`` and the steady-state throughput of one ``small`` BGT
-  (warm-up excluded, with the per-phase split), in about a minute;
+- ``check``: ``nvidia-smi``, versions and ``pytest -m gpu`` (about 2 minutes);
+- ``bench`` (only when asked): the steady-state throughput of one ``small`` BGT with its per-phase split;
 - ``train``: the campaign's jobs (:data:`JOBS`: BGT for every pair with the recipe in ``recipes/``, then
   BILINGUALTRANS en–fr) side by side on the one GPU, each stopped by its recipe's length or a shared time budget,
   STS-B-dev checkpoint selection, each exported *with decoders* as a package (:func:`workbench.zoo.export_shards`);
@@ -17,7 +17,8 @@ come back in ``$OUT`` within the device's return limits (:data:`RETURN_LIMITS`):
 - ``unbundle`` (here): join the parts of every return, check each file's sha256, and write the packages for
   ``workbench models import``.
 
-Steps can be chained in one call (``check train``). ``CAMPAIGN_PRESET=tiny`` runs the same steps on CPU with the
+Steps can be chained in one call (``check train``); ``train`` stops its jobs early (SIGINT: a clean stop) when the
+call's limit would otherwise cut off its export (:func:`_call_deadline`). ``CAMPAIGN_PRESET=tiny`` runs the same steps on CPU with the
 tiny preset instead of the recipes (the dry run of the test suite); ``CAMPAIGN_SECONDS`` is the time budget,
 ``CAMPAIGN_JOBS`` a comma-separated subset of the jobs.
 """
@@ -28,6 +29,7 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -38,6 +40,7 @@ from .errors import WorkbenchError
 from .paths import REPO_ROOT, data_dir
 
 RETURN_LIMITS = {"files": 8, "file_bytes": 16 * 2 ** 20, "total_bytes": 64 * 2 ** 20, "depth": 2}
+STAY_BEHIND = ("trained", "probes/parses")  # tracked folders the device does not need (the tree must fit TREE_LIMIT)
 TREE_LIMIT = 64 * 2 ** 20  # what travels to the device: tracked and untracked-not-ignored files + carried paths
 PAIRS = ("en-fr", "en-es", "en-ar", "en-tr", "en-ja")
 JOBS = (*(f"bgt-{pair}" for pair in PAIRS), "bilingual_trans-en-fr")  # in order of priority for the return
@@ -49,6 +52,8 @@ PART_BYTES = int(15.5 * 2 ** 20)  # four parts and the logs fill one return
 DEVICE_PYTHON = "3.12"  # the device image's interpreter (for the wheels pack downloads)
 WHEELS = ("plotly==7.1.0", "sacremoses==0.2.0")  # imported by the workbench, absent from the device image
 DEFAULT_SECONDS = 400  # each job's training budget on the device (docs/campaign.md)
+CALL_SECONDS = 600  # the device's limit on one call: past it the tool kills the call and nothing comes back
+AFTER_TRAINING_SECONDS = 60  # the jobs' clean stop (SIGINT), export, bundle and delivery (~30 s on 2026-11-27)
 
 
 def _preset() -> str:
@@ -74,6 +79,19 @@ def _out() -> Path:
     out = Path(os.environ["OUT"])
     out.mkdir(parents=True, exist_ok=True)
     return out
+
+
+def _call_deadline() -> float:
+    """When ``train`` must stop its jobs (``time.time()``) so that this device call returns its parts: the call's
+    start (``CAMPAIGN_CALL_START``, set by ``scripts/gpu_campaign``) plus the call limit, less the time the
+    export needs. On 2026-11-27 ``check`` took 4 minutes instead of 1 and the call limit ended a 400-s ``train``
+    before its export: the jobs' own budget cannot know how long the steps before it took."""
+    started = float(os.environ.get("CAMPAIGN_CALL_START") or _PROCESS_START)
+    limit = float(os.environ.get("CAMPAIGN_CALL_SECONDS", CALL_SECONDS))
+    return started + limit - AFTER_TRAINING_SECONDS
+
+
+_PROCESS_START = time.time()
 
 
 def _say(text: str) -> None:
@@ -113,6 +131,10 @@ def job_config(job: str, seconds: float):
 
 # --- pack (here) -------------------------------------------------------------------------------------------
 
+def _unexclude(folder: str) -> str:
+    return "\\#^/" + folder + "/$#d"
+
+
 def _travelling_bytes() -> int:
     """Bytes of the tracked and untracked-not-ignored files: the working tree the device receives."""
     listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO_ROOT,
@@ -148,49 +170,57 @@ def pack(download_wheels: bool = True) -> None:
     _say(f".campaign: {carried / 2 ** 20:.1f} MiB; the working tree: {tree / 2 ** 20:.1f} MiB; limit "
          f"{TREE_LIMIT / 2 ** 20:.0f} MiB together")
     if carried + tree > TREE_LIMIT:
-        print("The tree is too large to travel. trained/ is not needed on the device: for the campaign's calls\n"
-              "  git rm -r -q --cached trained && echo /trained/ >> .git/info/exclude\n"
+        print("The tree is too large to travel. trained/ and probes/parses/ are not needed on the device: for the "
+              "campaign's calls\n"
+              f"  git rm -r -q --cached {' '.join(STAY_BEHIND)} && printf '/%s/\\n' {' '.join(STAY_BEHIND)} "
+              ">> .git/info/exclude\n"
               "and afterwards\n"
-              "  git reset -q -- trained && sed -i '\\#^/trained/$#d' .git/info/exclude", flush=True)
+              f"  git reset -q -- {' '.join(STAY_BEHIND)} && sed -i '{';'.join(_unexclude(d) for d in STAY_BEHIND)}' "
+              ".git/info/exclude", flush=True)
     print("device call 1: run(command='bash scripts/gpu_campaign check train', carry=['.campaign'], timeout_s=600);"
           " call 2 at once: '... fetch'", flush=True)
 
 
 # --- check (device) ----------------------------------------------------------------------------------------
 
+def _run_logged(title: str, command: list[str], log_name: str) -> None:
+    """Run ``command``, print its tail, append it to ``$OUT/log_name``; a failure stops the call."""
+    out = _out()
+    _say(f"{title}: {' '.join(command[1:])}")
+    result = subprocess.run(command, capture_output=True, text=True, cwd=REPO_ROOT)
+    text = result.stdout + result.stderr
+    print(text[-6000:], flush=True)
+    with open(out / log_name, "a") as log:
+        log.write(f"## {title} (exit {result.returncode})\n{text}\n")
+    check_return(out)
+    if result.returncode not in (0, 5):  # 5: pytest found no test to run (none marked gpu selected)
+        raise WorkbenchError(f"{title} failed (see {log_name}); fix it on CPU before the next call")
+
+
 def check() -> None:
-    """Hardware and versions, the ``gpu`` tests, and steady-state throughput with its per-phase split."""
+    """Hardware and versions, then the ``gpu`` tests (about 2 minutes on 2026-11-27)."""
     import torch
     out = _out()
-    log = []
-    if shutil.which("nvidia-smi"):
-        smi = subprocess.run(["nvidia-smi"], capture_output=True, text=True).stdout
-        print(smi, flush=True)
-        log.append(smi)
+    smi = subprocess.run(["nvidia-smi"], capture_output=True, text=True).stdout if shutil.which("nvidia-smi") else ""
     versions = (f"python {sys.version.split()[0]}, torch {torch.__version__}, CUDA {torch.version.cuda}, "
                 f"device {torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'CPU'}")
+    print(smi, flush=True)
     _say(versions)
-    log.append(versions)
-    cuda = torch.cuda.is_available()
-    steps = [("gpu tests", [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider",
-                            "--durations", "5", str(REPO_ROOT / "tests" / "test_gpu.py")]),
-             ("throughput", [sys.executable, str(REPO_ROOT / "benchmarks" / "train_throughput.py"),
-                             "--presets", "small" if cuda else "tiny", "--warmup-seconds", "10" if cuda else "1",
-                             "--seconds", "5" if cuda else "1", "--profile"])]
-    failed = []
-    for title, command in steps:
-        _say(f"{title}: {' '.join(command[1:])}")
-        result = subprocess.run(command, capture_output=True, text=True, cwd=REPO_ROOT)
-        text = result.stdout + result.stderr
-        print(text[-6000:], flush=True)
-        log.append(f"## {title} (exit {result.returncode})\n{text}")
-        if result.returncode not in (0, 5):  # 5: pytest found no test to run (none marked gpu selected)
-            failed.append(title)
-    (out / "check.log").write_text("\n".join(log))
-    check_return(out)
-    if failed:
-        raise WorkbenchError(f"check: {', '.join(failed)} failed (see check.log); fix it on CPU before the next call")
+    (out / "check.log").write_text(f"{smi}\n{versions}\n")
+    _run_logged("gpu tests", [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider",
+                              "--durations", "5", str(REPO_ROOT / "tests" / "test_gpu.py")], "check.log")
     _say("check passed")
+
+
+def bench() -> None:
+    """Steady-state throughput of one ``small`` BGT with its per-phase split (~1.5 minutes). Not part of ``check``:
+    on 2026-11-27 its 10-s warm-up held 7 updates, far from the ~70 a GPU needs before its rate is steady, so
+    its numbers said little and its time came out of training."""
+    import torch
+    cuda = torch.cuda.is_available()
+    _run_logged("throughput", [sys.executable, str(REPO_ROOT / "benchmarks" / "train_throughput.py"),
+                               "--presets", "small" if cuda else "tiny", "--warmup-seconds", "30" if cuda else "1",
+                               "--seconds", "20" if cuda else "1", "--profile"], "bench.log")
 
 
 # --- train and fetch (device) ------------------------------------------------------------------------------
@@ -226,22 +256,34 @@ def train(seconds: float | None = None) -> None:
         procs[job] = (run, subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=REPO_ROOT, env=env),
                       log)
         _say(f"{job}: {' '.join(command[3:])}")
-    started = time.perf_counter()
+    started, deadline, stopping = time.perf_counter(), _call_deadline(), False
+    _say(f"the jobs are stopped at {time.strftime('%H:%M:%S', time.localtime(deadline))} at the latest, so that "
+         "this call's export and return fit its limit")
     while any(proc.poll() is None for _, proc, _ in procs.values()):
-        time.sleep(20 if _preset() != "tiny" else 2)
+        time.sleep(max(0.5, min(20 if _preset() != "tiny" else 2, deadline - time.time())))
+        if time.time() >= deadline and not stopping:
+            stopping = True  # a clean stop: each job ends its update, saves, and keeps its best checkpoint
+            _say("the call's deadline: stopping the jobs (SIGINT)")
+            for _, proc, _ in procs.values():
+                if proc.poll() is None:
+                    proc.send_signal(signal.SIGINT)
         _say(f"{time.perf_counter() - started:.0f} s: "
              + "; ".join(f"{job} {_progress(run)}" for job, (run, _, _) in procs.items()))
-    summary = []
+    summary, finished = [], []
     for job, (run, proc, log) in procs.items():
         log.close()
-        if proc.returncode != 0:
+        if proc.returncode != 0 and not (stopping and (run / "best").is_dir()):
             print((runs / f"{job}.log").read_text()[-4000:], flush=True)
-            raise WorkbenchError(f"training {job} failed (exit {proc.returncode}); its log is above")
+            if not stopping:
+                raise WorkbenchError(f"training {job} failed (exit {proc.returncode}); its log is above")
+            _say(f"{job}: stopped before its first checkpoint; nothing to export")  # the others still come back
+            continue
+        finished.append(job)
         summary.append(f"{job}: update {_progress(run)}")
     from .zoo import export_shards
     staging = runs / "packages"
     shutil.rmtree(staging, ignore_errors=True)
-    for job in jobs:
+    for job in finished:
         package = export_shards(runs / job, staging, name=job, keep_decoders=True, shard_mib=64)
         _say(f"packed {package.name}: {sum(p.stat().st_size for p in package.iterdir()) / 2 ** 20:.1f} MiB")
     (out / "train.log").write_text("\n".join(summary) + "\n")
@@ -369,14 +411,14 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
         steps, actions = ["unbundle"], {"unbundle": lambda: unbundle(args.returns, args.to)}
     else:
-        parser.add_argument("steps", nargs="+", choices=("pack", "check", "train", "fetch"),
-                            metavar="STEP", help="pack | check | train | fetch (several in one device call: "
-                                                 "check train) | unbundle RETURN... --to DIR")
+        parser.add_argument("steps", nargs="+", choices=("pack", "check", "bench", "train", "fetch"),
+                            metavar="STEP", help="pack | check | bench | train | fetch (several in one "
+                                                 "device call: check train) | unbundle RETURN... --to DIR")
         parser.add_argument("--seconds", type=float, help=f"train: each job's time budget (default {DEFAULT_SECONDS})")
         parser.add_argument("--no-wheels", action="store_true", help="pack: skip downloading the device's wheels")
         args = parser.parse_args(argv)
         steps = args.steps
-        actions = {"pack": lambda: pack(not args.no_wheels), "check": check, "train": lambda: train(args.seconds),
+        actions = {"pack": lambda: pack(not args.no_wheels), "check": check, "bench": bench, "train": lambda: train(args.seconds),
                    "fetch": fetch}
     for name in steps:
         try:
