@@ -71,7 +71,7 @@ def test_train_stops_its_jobs_at_the_calls_deadline_and_still_returns_them(tmp_p
 def test_every_job_has_a_recipe_and_the_bgt_recipes_are_bgt_en_frs_but_for_the_pair(monkeypatch):
     monkeypatch.setenv("CAMPAIGN_PRESET", "recipes")
     shipped = json.loads((REPO / "trained" / "bgt-en-fr" / "config.json").read_text())["train"]
-    for job in campaign.JOBS:
+    for job in campaign.KNOWN_JOBS:
         cfg = campaign.job_config(job, 400)
         assert cfg.max_seconds == 400 and f"{cfg.model}-{cfg.pair}" == job and cfg.max_updates == 4400
         if cfg.model == "bgt":

@@ -7,6 +7,7 @@ from workbench.paper import (
     our_table3,
     paper_table,
     figure3_orderings,
+    retrieval_by_language,
     table2_expected,
     table3_cells,
     tatoeba_table,
@@ -94,6 +95,17 @@ def test_tatoeba_table_comes_from_the_cards():
         (sp["xx->en"] + sp["en->xx"]) / 2)
     assert table.loc["nmt-all"].notna().all()  # one encoder, every language, both directions
     assert "bgt-en-ja" in table.index and "english_ae-en-fr" not in table.index  # English-only: no Tatoeba
+
+
+def test_retrieval_by_language_is_each_pairs_bgt_tatoeba_error_in_the_rows_of_a_gap():
+    cards = {name: card(name) for name in shipped()}
+    rows = retrieval_by_language(cards)
+    table = tatoeba_table(cards).set_index("model")
+    assert list(rows.columns) == ["language", "task", "gap"] and set(rows["task"]) == {"Tatoeba error"}
+    assert sorted(rows["language"]) == sorted(lang for lang in ("fr", "es", "ar", "tr", "ja") if f"bgt-en-{lang}" in cards)
+    for row in rows.itertuples():
+        assert row.gap == pytest.approx(table.loc[f"bgt-en-{row.language}", "mean"])
+    assert retrieval_by_language({"sp-en-fr": cards["sp-en-fr"]}).empty  # BGT's only
 
 
 def test_training_budgets_say_which_pairs_had_fewer_updates():

@@ -44,6 +44,7 @@ STAY_BEHIND = ("trained", "probes/parses")  # tracked folders the device does no
 TREE_LIMIT = 64 * 2 ** 20  # what travels to the device: tracked and untracked-not-ignored files + carried paths
 PAIRS = ("en-fr", "en-es", "en-ar", "en-tr", "en-ja")
 JOBS = (*(f"bgt-{pair}" for pair in PAIRS), "bilingual_trans-en-fr")  # in order of priority for the return
+KNOWN_JOBS = (*JOBS, *(f"bilingual_trans-{pair}" for pair in PAIRS if pair != "en-fr"))  # CAMPAIGN_JOBS may name
 RECIPES = REPO_ROOT / "recipes"
 PACK = REPO_ROOT / ".campaign"
 BUNDLE = "bundle.json"
@@ -62,9 +63,9 @@ def _preset() -> str:
 
 def _jobs() -> tuple[str, ...]:
     chosen = tuple(j for j in os.environ.get("CAMPAIGN_JOBS", "").split(",") if j) or JOBS
-    unknown = sorted(set(chosen) - set(JOBS))
+    unknown = sorted(set(chosen) - set(KNOWN_JOBS))
     if unknown:
-        raise WorkbenchError(f"CAMPAIGN_JOBS names {', '.join(unknown)}; the jobs are {', '.join(JOBS)}")
+        raise WorkbenchError(f"CAMPAIGN_JOBS names {', '.join(unknown)}; the jobs are {', '.join(KNOWN_JOBS)}")
     return chosen
 
 

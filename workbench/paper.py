@@ -244,6 +244,18 @@ def tatoeba_table(cards: dict[str, dict]) -> pd.DataFrame:
     return df[["model", *pairs, "mean"]] if rows else df
 
 
+def retrieval_by_language(cards: dict[str, dict]) -> pd.DataFrame:
+    """Tatoeba error (%, the mean of xx→en and en→xx) of each pair's BGT semantic encoder as ``language, task,
+    gap`` rows (task ``Tatoeba error``): beside :func:`language_gaps`' rows, so that one distance correlation
+    (:func:`workbench.distance.gap_correlations`) reads both. Lower is better, unlike a gap."""
+    rows = []
+    for lang in LANGUAGES:
+        errors = cards.get(f"bgt-en-{lang}", {}).get("views", {}).get("semantic", {}).get("tatoeba", {}).get(lang)
+        if errors:
+            rows.append({"language": lang, "task": "Tatoeba error", "gap": float(np.mean(list(errors.values())))})
+    return pd.DataFrame(rows, columns=["language", "task", "gap"])
+
+
 def side_by_side(ours: pd.DataFrame, paper: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """Our columns each followed by the paper's ``<column> (paper)``, rows matched on ``keys``."""
     merged = ours.merge(paper, on=keys, how="left", suffixes=("", " (paper)"))

@@ -16,7 +16,9 @@ from .common import Command
 
 def _models_arguments(p: argparse.ArgumentParser) -> None:
     msub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
-    msub.add_parser("list", help="the models in trained/ with their headline numbers")
+    q = msub.add_parser("list", help="the models in trained/ with their headline numbers")
+    q.add_argument("--markdown", action="store_true", help="trained/README.md's table (from the cards; the tests "
+                                                           "check the README against it)")
     q = msub.add_parser("export", help="copy a run into trained/NAME (fp16) and measure it for its card")
     q.add_argument("run", help="run directory or checkpoint folder")
     q.add_argument("--name", required=True, help="model name, e.g. bgt-en-fr (letters, digits, _ . -)")
@@ -41,7 +43,7 @@ def _models_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _models(args) -> None:
-    from ..cards import card
+    from ..cards import card, summary_markdown
     from ..modelfolder import shipped
     from ..zoo import export, import_shards, retrain, retrain_plan
     if args.action == "retrain":
@@ -59,6 +61,9 @@ def _models(args) -> None:
                        force=args.force)
                 if args.action == "export" else import_shards(args.package, name=args.name, force=args.force))
         print(f"shipped: {path.resolve()}\ncard: {(path / 'card.md').resolve()}")
+        return
+    if args.markdown:
+        print(summary_markdown())
         return
     rows = []
     for name in shipped():
