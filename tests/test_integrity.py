@@ -276,3 +276,19 @@ def test_reports_refuse_impossible_numbers_and_escape_what_they_are_given(tmp_pa
     text = path.read_text()
     assert "<img src=x" not in text and "&lt;img src=x onerror=" in text
     assert pd.read_csv(tmp_path / "r.csv")["encoder"].iloc[0].startswith("'=HYPERLINK")
+
+
+@pytest.mark.parametrize("name", ["bgt-en-fr", "wmf-en-fr"])
+def test_load_reads_the_config_and_each_file_once_and_loads_the_bytes_it_verified(name, monkeypatch):
+    """One read of config.json, of the weights and of the tokenizer; the digest is of the bytes that are loaded."""
+    from pathlib import Path
+    import workbench.modelfolder as modelfolder
+    reads = []
+    original_read_bytes, original_read_text = Path.read_bytes, Path.read_text
+    monkeypatch.setattr(Path, "read_bytes", lambda self: reads.append(self.name) or original_read_bytes(self))
+    monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: reads.append(self.name) or original_read_text(self, *a, **k))
+    monkeypatch.setattr(modelfolder, "sha256_of", lambda path: pytest.fail(f"{path} hashed from disk again"))
+    model = load(name)
+    files = [f for f in reads if f in ("config.json", "model.safetensors", "spm.model")]
+    assert sorted(files) == sorted(set(files)) and "config.json" in files and "model.safetensors" in files
+    assert model.encoder("semantic").encode(["A man is playing a guitar."]).shape[0] == 1

@@ -1,5 +1,6 @@
 """Model folders: what a checkpoint, a training run and a shipped model hold on disk, how each is verified,
-and :func:`load`, which turns any of them into a ready model.
+and :class:`ModelFolder` (behind :func:`load`), which opens any of them once — config read once, each file read
+and hashed once — and turns it into a ready model.
 
 - A **checkpoint** (``runs/NAME/checkpoints/update-N/``, or a run's ``best/``) holds ``config.json`` (the model
   config, the training config, the sha256 of the tokenizer, of the training data and of every other file of the
@@ -18,6 +19,7 @@ written in a temporary sibling and swapped in whole (:func:`swap_folder`).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -28,6 +30,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 from safetensors import SafetensorError
+from safetensors.torch import load as load_tensors
 from safetensors.torch import load_file, save_file
 
 from .data import sha256_of
@@ -85,28 +88,33 @@ def file_digests(folder: Path, names: tuple[str, ...] = DIGESTED) -> dict[str, s
     return {name: sha256_of(folder / name) for name in names if (folder / name).is_file()}
 
 
-def check_digests(folder: Path, digests: dict[str, str], recorded_in: str) -> None:
+def check_digests(folder: Path, digests: dict[str, str], recorded_in: str, sha256=None) -> None:
+    """Refuse ``folder`` unless each named file has its recorded sha256 (``sha256(name)``: how to get one; default:
+    hash the file on disk)."""
+    sha256 = sha256 or (lambda name: sha256_of(folder / name))
     for name, digest in digests.items():
-        if not (folder / name).is_file() or sha256_of(folder / name) != digest:
+        if not (folder / name).is_file() or sha256(name) != digest:
             raise WorkbenchError(f"{folder / name} is missing or does not match the sha256 recorded in "
                                  f"{folder / recorded_in} (damaged or replaced); restore it, or use another "
                                  "checkpoint or model")
 
 
-def verify_files(folder: Path, meta: dict, trust_unverified: bool = False) -> None:
+def verify_files(folder: Path, meta: dict, trust_unverified: bool = False, sha256=None) -> None:
     """Refuse a model or checkpoint folder whose files differ from the sha256 its config recorded, that holds a
     file the config does not cover, whose config was edited (its seal, where it has one), whose ``spm.model`` is
     not the tokenizer it was trained with, or whose config records no digests at all (unless
-    ``trust_unverified``)."""
+    ``trust_unverified``). ``sha256(name)``: a file's digest (default: hash it on disk; :class:`ModelFolder` passes
+    the digests of the bytes it read, so each file is read once)."""
+    sha256 = sha256 or (lambda name: sha256_of(folder / name))
     if CONFIG_SEAL in meta and meta[CONFIG_SEAL] != config_digest(meta):
         raise WorkbenchError(f"{folder / 'config.json'} was edited after the folder was written (its content no "
                              f"longer matches its {CONFIG_SEAL}); restore it, or re-export the folder")
     digests = meta.get("files_sha256")
     if digests is not None:
-        check_digests(folder, digests, "config.json")  # damage first: it names the damaged file
+        check_digests(folder, digests, "config.json", sha256)  # damage first: it names the damaged file
     spm = folder / "spm.model"
     known = (digests or {}).get("spm.model")  # verified just above: no second hashing
-    if spm.is_file() and "tokenizer_sha256" in meta and (known or sha256_of(spm)) != meta["tokenizer_sha256"]:
+    if spm.is_file() and "tokenizer_sha256" in meta and (known or sha256("spm.model")) != meta["tokenizer_sha256"]:
         raise WorkbenchError(f"{spm} is not the sentencepiece model this model was trained with (its sha256 "
                              "differs from tokenizer_sha256 in config.json)")
     if digests is None:
@@ -121,7 +129,7 @@ def verify_files(folder: Path, meta: dict, trust_unverified: bool = False) -> No
     if "trainer_state.json" not in digests and state.is_file():  # a checkpoint written before config.json
         legacy = json.loads(state.read_text()).get("files_sha256")  # covered the trainer state: its own list
         if legacy is not None:
-            check_digests(folder, legacy, "trainer_state.json")
+            check_digests(folder, legacy, "trainer_state.json", sha256)
             covered |= {"trainer_state.json", *legacy}
     extra = sorted(name for name in DIGESTED if (folder / name).is_file() and name not in covered)
     if extra:
@@ -237,39 +245,85 @@ def model_path(path_or_name: str | Path) -> Path:
     return named if not path.exists() and named.exists() else path
 
 
+class ModelFolder:
+    """One model folder — a checkpoint, a run (its latest checkpoint), a shipped model or a WMF fit — opened once:
+    ``config.json`` parsed once, each file read once and checked against the sha256 the config records before
+    anything uses it (the bytes that were hashed are the bytes that are loaded: nothing can change in between).
+
+    ``ModelFolder("bgt-en-fr").model()`` is what :func:`load` returns."""
+
+    def __init__(self, path_or_name: str | Path, trust_unverified: bool = False):
+        path = model_path(path_or_name)
+        if not path.exists():
+            raise WorkbenchError(f"no model at {path_or_name!r}: give a run directory, a checkpoint folder, or a "
+                                 f"name in {trained_dir()} ({', '.join(shipped()) or 'none shipped'})")
+        self.path = path if (path / "config.json").is_file() else latest_checkpoint(path)
+        self.config = read_config(self.path)
+        self._bytes: dict[str, bytes] = {}
+        self._digests: dict[str, str] = {}
+        verify_files(self.path, self.config, trust_unverified, sha256=self.sha256)
+
+    def read(self, name: str) -> bytes:
+        """A file's bytes, read once (and hashed from the same bytes by :meth:`sha256`)."""
+        if name not in self._bytes:
+            self._bytes[name] = (self.path / name).read_bytes()
+        return self._bytes[name]
+
+    def sha256(self, name: str) -> str:
+        if name not in self._digests:
+            self._digests[name] = hashlib.sha256(self.read(name)).hexdigest()
+        return self._digests[name]
+
+    def weights(self) -> dict[str, torch.Tensor]:
+        """The tensors of ``model.safetensors`` (a file that is not one is refused by name)."""
+        try:
+            return load_tensors(self.read("model.safetensors"))
+        except SafetensorError as err:
+            raise WorkbenchError(f"{self.path / 'model.safetensors'} is not a readable safetensors file ({err})") \
+                from None
+
+    def model(self, device: str | torch.device = "cpu") -> torch.nn.Module:
+        """The network with its tokenizer attached, in eval mode; the file bytes are released afterwards."""
+        meta, folder = self.config, self.path
+        try:
+            if meta["model"]["setting"] == "wmf":
+                from .models.wmf import WMF  # WMF's module imports scikit-learn: only for WMF folders
+                return WMF.from_parts(meta, self.weights_numpy())
+            try:
+                model = build_model(meta["model"])
+            except WorkbenchError as err:
+                raise WorkbenchError(f"{folder / 'config.json'}: {err}") from None
+            tokenizer = Tokenizer(folder / "spm.model", tuple(meta["model"]["languages"]), data=self.read("spm.model"))
+            state = self.weights()  # float16 in trained/: copied into float32 parameters
+            if not meta.get("decoders", True):  # a shipped encoder-only model
+                model.decoders = torch.nn.ModuleDict()
+            try:
+                model.load_state_dict(state)
+            except RuntimeError as err:  # missing, unexpected or mis-shaped tensors: never a partly random model
+                first = str(err).strip().splitlines()[:2]
+                raise WorkbenchError(f"{folder / 'model.safetensors'} does not hold the network its config.json "
+                                     f"describes ({' '.join(first)[:300]})") from None
+            model.tokenizer = tokenizer
+            return model.to(device).eval()
+        finally:
+            self._bytes.clear()
+
+    def weights_numpy(self) -> dict:
+        from safetensors.numpy import load as load_numpy
+        try:
+            return load_numpy(self.read("model.safetensors"))
+        except SafetensorError as err:
+            raise WorkbenchError(f"{self.path / 'model.safetensors'} is not a readable safetensors file ({err})") \
+                from None
+
+
 def load(path_or_name: str | Path, device: str | torch.device = "cpu", trust_unverified: bool = False
          ) -> torch.nn.Module:
     """A trained model (run directory, checkpoint folder, or the name of a model in ``trained/``) with its
     tokenizer attached, in eval mode: ``load(p).encoder("semantic").encode([...])``. Its files are checked
-    against the sha256 list in its ``config.json``; a folder without one is refused unless
+    against the sha256 list in its ``config.json`` (:class:`ModelFolder`); a folder without one is refused unless
     ``trust_unverified``."""
-    path = model_path(path_or_name)
-    if not path.exists():
-        raise WorkbenchError(f"no model at {path_or_name!r}: give a run directory, a checkpoint folder, or a name "
-                             f"in {trained_dir()} ({', '.join(shipped()) or 'none shipped'})")
-    if (path / "config.json").is_file() and read_config(path)["model"]["setting"] == "wmf":
-        from .models.wmf import WMF
-        verify_files(path, read_config(path), trust_unverified)
-        return WMF.load(path)
-    folder = latest_checkpoint(path)
-    meta = read_config(folder)
-    verify_files(folder, meta, trust_unverified)
-    try:
-        model = build_model(meta["model"])
-    except WorkbenchError as err:
-        raise WorkbenchError(f"{folder / 'config.json'}: {err}") from None
-    tokenizer = Tokenizer(folder / "spm.model", tuple(meta["model"]["languages"]))
-    state = read_weights(folder / "model.safetensors")  # float16 in trained/: copied into float32 parameters
-    if not meta.get("decoders", True):  # a shipped encoder-only model
-        model.decoders = torch.nn.ModuleDict()
-    try:
-        model.load_state_dict(state)
-    except RuntimeError as err:  # missing, unexpected or mis-shaped tensors: never a partly random model
-        first = str(err).strip().splitlines()[:2]
-        raise WorkbenchError(f"{folder / 'model.safetensors'} does not hold the network its config.json describes "
-                             f"({' '.join(first)[:300]})") from None
-    model.tokenizer = tokenizer
-    return model.to(device).eval()
+    return ModelFolder(path_or_name, trust_unverified).model(device)
 
 
 def shipped(root: str | Path | None = None) -> list[str]:

@@ -81,9 +81,10 @@ class Tokenizer:
 
     pad_id, unk_id, bos_id, eos_id = PAD, UNK, BOS, EOS
 
-    def __init__(self, model_file: str | Path, languages: tuple[str, ...] | None = None):
+    def __init__(self, model_file: str | Path, languages: tuple[str, ...] | None = None, data: bytes | None = None):
+        """``data``: the file's bytes where the caller has read (and verified) them already."""
         self.model_file, self.languages = Path(model_file), languages
-        data = self.model_file.read_bytes()
+        data = self.model_file.read_bytes() if data is None else data
         self.digest = hashlib.sha256(data).hexdigest()
         self.sp = spm.SentencePieceProcessor(model_proto=data)
         if self.sp.pad_id() != PAD or self.sp.eos_id() != EOS:

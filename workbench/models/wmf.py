@@ -195,9 +195,12 @@ class WMF:
     @classmethod
     def load(cls, folder: str | Path) -> "WMF":
         folder = Path(folder)
-        meta = read_json(folder / "config.json")
+        return cls.from_parts(read_json(folder / "config.json"), load_file(str(folder / "model.safetensors")))
+
+    @classmethod
+    def from_parts(cls, meta: dict, tensors: dict) -> "WMF":
+        """The fit from its ``config.json`` content and its tensors (numpy), as a model folder holds them."""
         model = cls(WMFConfig.from_dict({k: v for k, v in meta["model"].items() if k != "setting"}))
-        tensors = load_file(str(folder / "model.safetensors"))
         for lang, words in meta["vocabulary"].items():
             vectorizer = tfidf_vectorizer(vocabulary=words)
             vectorizer.fit(words[:1])  # sets up the vocabulary; the trained idf replaces the fitted one
