@@ -30,7 +30,6 @@ from pathlib import Path
 import pandas as pd
 import torch
 from safetensors import SafetensorError
-from safetensors.torch import load as load_tensors
 from safetensors.torch import load_file, save_file
 
 from .data import sha256_of
@@ -247,8 +246,8 @@ def model_path(path_or_name: str | Path) -> Path:
 
 class ModelFolder:
     """One model folder — a checkpoint, a run (its latest checkpoint), a shipped model or a WMF fit — opened once:
-    ``config.json`` parsed once, each file read once and checked against the sha256 the config records before
-    anything uses it (the bytes that were hashed are the bytes that are loaded: nothing can change in between).
+    ``config.json`` parsed once, each file hashed once and checked against the sha256 the config records before
+    anything uses it; the tokenizer is loaded from the very bytes that were hashed.
 
     ``ModelFolder("bgt-en-fr").model()`` is what :func:`load` returns."""
 
@@ -270,17 +269,16 @@ class ModelFolder:
         return self._bytes[name]
 
     def sha256(self, name: str) -> str:
+        """A file's sha256, computed once: of the bytes :meth:`read` holds for small files, streamed from disk for
+        the weights (which :meth:`weights` then maps, so they are never held twice in memory)."""
         if name not in self._digests:
-            self._digests[name] = hashlib.sha256(self.read(name)).hexdigest()
+            self._digests[name] = (sha256_of(self.path / name) if name.endswith(".safetensors")
+                                   else hashlib.sha256(self.read(name)).hexdigest())
         return self._digests[name]
 
     def weights(self) -> dict[str, torch.Tensor]:
         """The tensors of ``model.safetensors`` (a file that is not one is refused by name)."""
-        try:
-            return load_tensors(self.read("model.safetensors"))
-        except SafetensorError as err:
-            raise WorkbenchError(f"{self.path / 'model.safetensors'} is not a readable safetensors file ({err})") \
-                from None
+        return read_weights(self.path / "model.safetensors")
 
     def model(self, device: str | torch.device = "cpu") -> torch.nn.Module:
         """The network with its tokenizer attached, in eval mode; the file bytes are released afterwards."""
@@ -309,9 +307,9 @@ class ModelFolder:
             self._bytes.clear()
 
     def weights_numpy(self) -> dict:
-        from safetensors.numpy import load as load_numpy
+        from safetensors.numpy import load_file as load_numpy
         try:
-            return load_numpy(self.read("model.safetensors"))
+            return load_numpy(str(self.path / "model.safetensors"))
         except SafetensorError as err:
             raise WorkbenchError(f"{self.path / 'model.safetensors'} is not a readable safetensors file ({err})") \
                 from None
