@@ -250,7 +250,7 @@ class Trainer:
     def _restore(self, folder: Path) -> None:
         meta = read_config(folder)
         verify_files(folder, meta)
-        saved = build_model(meta["model"]).cfg
+        saved = checked_config(meta["model"])  # the config alone: no second network is built to compare it
         if saved != self.model.cfg:
             raise WorkbenchError(f"{folder} has model config {saved}, which differs from the requested "
                                  f"{self.model.cfg}")
