@@ -36,13 +36,13 @@ import time
 from pathlib import Path
 
 from .data import sha256_of
+from .data.corpora import PAIRS
 from .errors import WorkbenchError
 from .paths import REPO_ROOT, data_dir
 
 RETURN_LIMITS = {"files": 8, "file_bytes": 16 * 2 ** 20, "total_bytes": 64 * 2 ** 20, "depth": 2}
 STAY_BEHIND = ("trained", "probes/parses")  # tracked folders the device does not need (the tree must fit TREE_LIMIT)
 TREE_LIMIT = 64 * 2 ** 20  # what travels to the device: tracked and untracked-not-ignored files + carried paths
-PAIRS = ("en-fr", "en-es", "en-ar", "en-tr", "en-ja")
 JOBS = (*(f"bgt-{pair}" for pair in PAIRS), "bilingual_trans-en-fr")  # in order of priority for the return
 KNOWN_JOBS = (*JOBS, *(f"bilingual_trans-{pair}" for pair in PAIRS if pair != "en-fr"))  # CAMPAIGN_JOBS may name
 RECIPES = REPO_ROOT / "recipes"

@@ -10,13 +10,12 @@ import numpy as np
 import pandas as pd
 
 from .cards import CARD_SIZES, TABLE3_MODELS, card
-from .data.corpora import load_splits
+from .data.corpora import LANGUAGES, load_splits
 from .data.tokenizer import Tokenizer
 from .errors import WorkbenchError
 from .modelfolder import shipped
 from .paths import trained_dir
 
-LANGUAGES = ("fr", "es", "ar", "tr", "ja")
 TASKS = {"sts": "STS", "subj_num": "SubjNum", "obj_num": "ObjNum", "tree_depth": "Depth", "top_const": "TopConst",
          "word_content": "Word", "length": "Len", "punct_num": "PunctNum", "punct_first": "PunctFirst",
          "gender": "Gender"}
