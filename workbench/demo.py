@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
-from tqdm.auto import tqdm
+from .progress import progress_bar
 
 from .cache import cached
 from .cards import CARD_SIZES, GENDER_TASKS, TABLE3_TASKS
@@ -70,7 +70,7 @@ def compare(pairs: tuple[str, ...] = ("en-fr",), sizes: dict[str, int] = CARD_SI
         plan += [(pair, e, (*tasks, *([gender] if gender and "semantic" in e.name else [])), True) for e in english]
         if gender:
             plan.append((pair, foreign, (gender,), False))
-    steps = tqdm(total=sum(len(t) + s for _, _, t, s in plan), desc="compare", disable=not show_progress,
+    steps = progress_bar(total=sum(len(t) + s for _, _, t, s in plan), desc="compare", disable=not show_progress,
                  unit="step")
     frames: list[pd.DataFrame] = []
     for pair, encoder, encoder_tasks, sts in plan:

@@ -12,7 +12,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
+from .progress import progress_bar
 
 from .data.tokenizer import Tokenizer, pair_tokenizer
 from .errors import WorkbenchError, check_name, check_sentences
@@ -101,7 +101,7 @@ class RandomEmbeddingAverage(NamedEncoder):
     def encode(self, sentences: Sequence[str], batch_size: int = 256, show_progress: bool = False) -> np.ndarray:
         sentences = check_sentences(sentences)
         out = np.empty((len(sentences), self.dim), dtype=np.float32)
-        for start in tqdm(range(0, len(sentences), batch_size), desc=f"encode {self.name}",
+        for start in progress_bar(range(0, len(sentences), batch_size), desc=f"encode {self.name}",
                           disable=not show_progress, unit="batch"):
             for row, ids in enumerate(self.tokenizer.encode(sentences[start:start + batch_size]), start=start):
                 ids = ids[:-1] or ids  # drop EOS unless the sentence is empty

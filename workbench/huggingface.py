@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from safetensors import SafetensorError
-from tqdm.auto import tqdm
+from .progress import progress_bar
 
 from .errors import WorkbenchError, check_name, check_sentences
 from .models import MAX_PARAMETERS
@@ -234,7 +234,7 @@ class HFEncoder(NamedEncoder):
         layers = [layer % (self.n_layers + 1) for layer in layers]
         out = {layer: np.empty((len(sentences), self.dim), dtype=np.float32) for layer in layers}
         order = np.argsort([len(s) for s in sentences], kind="stable")
-        for start in tqdm(range(0, len(order), batch_size), desc=f"encode {self.name}", unit="batch",
+        for start in progress_bar(range(0, len(order), batch_size), desc=f"encode {self.name}", unit="batch",
                           disable=not show_progress):
             index = order[start:start + batch_size]
             batch = self.tokenizer([sentences[i] for i in index], padding=True, truncation=True,

@@ -33,7 +33,7 @@ import pandas as pd
 import torch
 from filelock import FileLock, Timeout
 from torch.profiler import record_function
-from tqdm.auto import tqdm
+from .progress import progress_bar
 
 from .data.batching import collate
 from .data.corpora import language_of, load_splits
@@ -473,7 +473,7 @@ class Trainer:
         signals = (signal.SIGINT, signal.SIGTERM) if threading.current_thread() is threading.main_thread() else ()
         previous = {sig: signal.signal(sig, lambda number, _: stop.setdefault("signal", signal.Signals(number).name))
                     for sig in signals}
-        bar = tqdm(total=cfg.max_updates, initial=self.state["update"], desc=f"train {cfg.model} {cfg.pair}",
+        bar = progress_bar(total=cfg.max_updates, initial=self.state["update"], desc=f"train {cfg.model} {cfg.pair}",
                    unit="update", disable=not self.show_progress or self.rank != 0)
         record: dict = {}
         try:

@@ -65,7 +65,7 @@ def _probe_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _probe(args) -> None:
-    from tqdm.auto import tqdm
+    from ..progress import progress_bar
 
     from ..probing.probe import check_options, probe
     from ..modelfolder import load
@@ -88,7 +88,7 @@ def _probe(args) -> None:
     if args.layers:
         return _probe_layers(args, encoder, given, sizes)
     rows = []
-    for task in tqdm(args.task, desc="probing", unit="task", disable=len(args.task) == 1):
+    for task in progress_bar(args.task, desc="probing", unit="task", disable=len(args.task) == 1):
         result = probe(encoder, task, classifier=args.classifier, control=not args.no_control and args.control,
                        mdl=args.mdl, sizes=sizes, given=given, transfer=args.transfer, seeds=args.seeds)
         rows.append(result.to_frame())
@@ -155,7 +155,7 @@ def _probes_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _probes(args) -> None:
-    from tqdm.auto import tqdm
+    from ..progress import progress_bar
 
     from ..probing.build import build_task
     from ..probing.tasks import get_task, task_names
@@ -172,7 +172,7 @@ def _probes(args) -> None:
         from ..probing.build import ship_parses
         print(f"shipped parses: {ship_parses()}")
     rows = []
-    for task in tqdm(args.tasks, desc="building tasks", unit="task"):
+    for task in progress_bar(args.tasks, desc="building tasks", unit="task"):
         manifest = build_task(task, sizes=probing_sizes(args), force=args.force).manifest
         rows.append({"task": task, **manifest["sizes"], "classes": len(manifest["label_counts"]["tr"])})
     print(pd.DataFrame(rows).to_string(index=False))

@@ -15,7 +15,7 @@ import urllib.request
 import zipfile
 from pathlib import Path
 
-from tqdm.auto import tqdm
+from ..progress import progress_bar
 
 from ..errors import DataFormatError, WorkbenchError
 from . import sha256_of
@@ -60,7 +60,7 @@ def download(url: str, dest: str | Path, sha256: str | None = None, show_progres
                 offset = 0
             length = response.headers.get("Content-Length")
             total = offset + int(length) if length is not None else None
-            with open(part, "ab" if resumed else "wb") as f, tqdm(
+            with open(part, "ab" if resumed else "wb") as f, progress_bar(
                     total=total, initial=offset, unit="B", unit_scale=True, desc=dest.name,
                     disable=not show_progress) as bar:
                 for block in iter(lambda: response.read(1 << 16), b""):

@@ -11,7 +11,7 @@ from itertools import chain
 import numpy as np
 import torch
 from torch import nn
-from tqdm.auto import tqdm
+from ..progress import progress_bar
 
 from ..data.tokenizer import Tokenizer
 from ..errors import WorkbenchError, check_name, check_sentences
@@ -181,7 +181,7 @@ class NetworkEncoder(NamedEncoder):
         out = {layer: np.empty((len(ids), self._dim(layer)), dtype=np.float32) for layer in layers}
         device = next(self.module.parameters()).device
         self.module.eval()
-        for index in tqdm(_length_sorted_batches(lengths, batch_size), desc=f"encode {self.name}",
+        for index in progress_bar(_length_sorted_batches(lengths, batch_size), desc=f"encode {self.name}",
                           disable=not show_progress, unit="batch"):
             width = int(lengths[index].max())
             columns = np.arange(width)

@@ -28,7 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 from safetensors.numpy import load_file, save_file
 from sklearn.feature_extraction.text import TfidfVectorizer
-from tqdm.auto import tqdm
+from ..progress import progress_bar
 
 from ..data import sha256_of
 from ..data.tokenizer import preprocess
@@ -135,7 +135,7 @@ class WMF:
         A = rng.normal(0, 1.0, (cfg.k, Y.shape[0]))
         w, l2 = cfg.missing_weight, cfg.l2
         self.history = []
-        for _ in tqdm(range(cfg.iterations), desc=f"ALS {cfg.variant}", disable=not show_progress):
+        for _ in progress_bar(range(cfg.iterations), desc=f"ALS {cfg.variant}", disable=not show_progress):
             if cfg.variant == "b-wmf":
                 Q = solve_columns(np.hstack([P, A]), sp.vstack([X, Y]).tocsc(), w, l2)
                 P = solve_columns(Q, X.T.tocsc(), w, l2)

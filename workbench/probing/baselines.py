@@ -19,7 +19,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.naive_bayes import MultinomialNB
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
-from tqdm.auto import tqdm
+from ..progress import progress_bar
 
 from ..data.moses import tokenise_many
 from ..errors import check_name
@@ -92,7 +92,7 @@ def text_baselines(tasks: Sequence[str] = tuple(SENTEVAL_NAMES), baselines: Sequ
     for name in baselines:
         check_name("baseline", name, BASELINES)
     rows = []
-    with tqdm(total=len(tasks) * len(baselines), desc="text baselines", unit="fit",
+    with progress_bar(total=len(tasks) * len(baselines), desc="text baselines", unit="fit",
               disable=not show_progress) as bar:
         for task in tasks:
             texts, labels = _splits(build_task(task, **build_options))

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 import torch
-from tqdm.auto import tqdm
+from ..progress import progress_bar
 
 from ..cache import cached
 from ..data.sts import STS_DATASETS
@@ -90,7 +90,7 @@ def erasure_effects(encoders: Sequence[Encoder], tasks: Sequence[str], sizes: di
         return {f"Tatoeba {dataset} error": float(part["value"].mean()) for dataset, part in df.groupby("dataset")}
 
     rows = []
-    steps = tqdm(total=len(encoders) * len(tasks), desc="erasure", unit="concept", disable=not show_progress)
+    steps = progress_bar(total=len(encoders) * len(tasks), desc="erasure", unit="concept", disable=not show_progress)
     for encoder in map(cached, encoders):  # the STS/Tatoeba embeddings, read again through each erased encoder
         sts_before, errors_before = sts(encoder), retrieval(encoder)
         for task in tasks:

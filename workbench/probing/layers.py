@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
+from ..progress import progress_bar
 
 from ..cache import cache_layers
 from ..encoders import Encoder
@@ -56,7 +56,7 @@ def probe_layers(encoder: Encoder, tasks: str | Sequence[str], layers: str | Seq
     chosen = encoder_layers(encoder, layers)
     name = getattr(encoder, "base_name", encoder.name)  # the network, whichever layer it was read at
     frames = []
-    bar = tqdm(total=len(cards) * len(chosen), desc=f"layers of {encoder.name}", unit="probe",
+    bar = progress_bar(total=len(cards) * len(chosen), desc=f"layers of {encoder.name}", unit="probe",
                disable=not show_progress)  # one bar, a step per (task, layer): fitting a layer shows progress
     for card in cards:
         dataset = build_task(card, **({"sizes": sizes} if sizes else {}))

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
-from tqdm.auto import tqdm
+from ..progress import progress_bar
 
 from ..cache import sentences_digest
 from ..data import sha256_of
@@ -104,7 +104,7 @@ def parse(sentences: Sequence[str], language: str, show_progress: bool = True) -
         log.warning("stored parses %s do not match their sentences; parsing again", stored)
     inputs = (Doc(nlp.vocab, words=words, spaces=[True] * (len(words) - 1) + [False])
               for words in (s.split() for s in sentences))
-    docs = list(tqdm(nlp.pipe(inputs, batch_size=256), total=len(sentences), desc=f"parse {language}",
+    docs = list(progress_bar(nlp.pipe(inputs, batch_size=256), total=len(sentences), desc=f"parse {language}",
                      unit="sent", disable=not show_progress))
     path.parent.mkdir(parents=True, exist_ok=True)
     store = DocBin(attrs=["ORTH", "TAG", "POS", "MORPH", "HEAD", "DEP", "SENT_START"], docs=docs)
