@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 import pandas as pd
-from .progress import progress_bar
 
 from .cache import cached
 from .cards import CARD_SIZES, GENDER_TASKS, TABLE3_TASKS
@@ -24,6 +23,7 @@ from .modelfolder import shipped
 from .paths import home_dir
 from .probing.build import check_sizes, pending
 from .probing.probe import probe
+from .progress import progress_bar
 
 log = logging.getLogger(__name__)
 

@@ -12,12 +12,12 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 import torch
-from .progress import progress_bar
 
 from .data.tokenizer import Tokenizer, pair_tokenizer
 from .errors import WorkbenchError, check_name, check_sentences
 from .models.base import NamedEncoder, NetworkEncoder
 from .models.transformer import SentenceEncoder, TransformerConfig
+from .progress import progress_bar
 
 log = logging.getLogger(__name__)
 

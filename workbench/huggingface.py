@@ -20,12 +20,12 @@ from pathlib import Path
 import numpy as np
 import torch
 from safetensors import SafetensorError
-from .progress import progress_bar
 
 from .errors import WorkbenchError, check_name, check_sentences
 from .models import MAX_PARAMETERS
 from .models.base import NamedEncoder
 from .paths import read_json
+from .progress import progress_bar
 
 POOLINGS = ("mean", "cls", "model")
 _WEIGHTS = re.compile(r".+\.safetensors$")

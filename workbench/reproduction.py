@@ -24,7 +24,7 @@ from .paper import (
     FIGURE3_MEASURES, LANGUAGES, ROLES, TRACK_PAIR, figure3_orderings, language_gaps, our_table3, paper_table,
     side_by_side, sts_rows, table2_expected, table3_cells, tatoeba_table, training_budgets, unequal_budgets, verdict,
     vocabulary_overlap)
-from .paths import REPO_ROOT
+from .paths import REPO_ROOT, atomic_write
 
 
 def _table(df: pd.DataFrame) -> str:
@@ -409,5 +409,5 @@ def reproduce(out: str | Path = REPO_ROOT / "reports" / "reproduction.html", rec
     sections.insert(1, warnings + figure_html({k: f for k, (f, _) in figures.items()}))
     sections.append(f"<p>Built in {time.perf_counter() - start:.0f} s by <code>workbench reproduce</code>.</p>")
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(page("BGT reproduction: our shipped models vs the paper", "".join(sections)), encoding="utf-8")
+    atomic_write(out, page("BGT reproduction: our shipped models vs the paper", "".join(sections)))
     return out

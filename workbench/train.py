@@ -33,7 +33,6 @@ import pandas as pd
 import torch
 from filelock import FileLock, Timeout
 from torch.profiler import record_function
-from .progress import progress_bar
 
 from .data.batching import collate
 from .data.corpora import language_of, load_splits
@@ -47,6 +46,7 @@ from .modelfolder import (
     read_trainer_state, read_weights, swap_folder, verify_files, write_checkpoint, write_weights)
 from .models import ARCHITECTURES, bgt, build_model, checked_config
 from .paths import atomic_write, read_json
+from .progress import progress_bar
 from .recipes import RESUME_FIELDS, WMF_PRESETS, TrainConfig
 
 log = logging.getLogger(__name__)

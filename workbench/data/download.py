@@ -15,9 +15,9 @@ import urllib.request
 import zipfile
 from pathlib import Path
 
-from ..progress import progress_bar
-
 from ..errors import DataFormatError, WorkbenchError
+from ..paths import atomic_write
+from ..progress import progress_bar
 from . import sha256_of
 from .sts import STS_DATASETS
 
@@ -141,6 +141,6 @@ def sts_archive_to_tsv(zip_path: str | Path, year: int, out_dir: str | Path) -> 
                     raise DataFormatError(f"{zip_path}!STS.input.{dataset}.txt", number, f"{len(fields)} columns",
                                           "at least 2 tab-separated sentences")
                 rows.append(f"{score.strip()}\t{fields[0]}\t{fields[1]}")
-            (out_dir / f"{dataset}.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+            atomic_write(out_dir / f"{dataset}.tsv", "\n".join(rows) + "\n")
             counts[dataset] = len(rows) - 1
     return counts

@@ -11,10 +11,10 @@ from itertools import chain
 import numpy as np
 import torch
 from torch import nn
-from ..progress import progress_bar
 
 from ..data.tokenizer import Tokenizer
 from ..errors import WorkbenchError, check_name, check_sentences
+from ..progress import progress_bar
 
 
 class ModelConfig:

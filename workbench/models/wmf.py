@@ -28,13 +28,13 @@ import numpy as np
 import scipy.sparse as sp
 from safetensors.numpy import load_file, save_file
 from sklearn.feature_extraction.text import TfidfVectorizer
-from ..progress import progress_bar
 
 from ..data import sha256_of
 from ..data.tokenizer import preprocess
 from ..errors import check_sentences
-from ..paths import read_json, sealed_config
+from ..paths import atomic_write, read_json, sealed_config
 from .base import ModelConfig
+from ..progress import progress_bar
 
 VARIANTS = ("b-wmf", "x-wmf")
 
@@ -183,9 +183,9 @@ class WMF:
         folder.mkdir(parents=True, exist_ok=True)
         tensors = {f"factor.{lang}": np.ascontiguousarray(f) for lang, f in self.factors.items()}
         tensors.update({f"idf.{lang}": v.idf_ for lang, v in self.vectorizers.items()})
-        save_file(tensors, str(folder / "model.safetensors"))
+        atomic_write(folder / "model.safetensors", lambda tmp: save_file(tensors, str(tmp)))
         vocab = {lang: sorted(v.vocabulary_, key=v.vocabulary_.get) for lang, v in self.vectorizers.items()}
-        (folder / "config.json").write_text(sealed_config({"model": {**asdict(self.cfg), "setting": "wmf"},
+        atomic_write(folder / "config.json", sealed_config({"model": {**asdict(self.cfg), "setting": "wmf"},
                                                            "vocabulary": vocab, "history": self.history,
                                                            "files_sha256": {"model.safetensors": sha256_of(
                                                                folder / "model.safetensors")},

@@ -14,7 +14,6 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 import torch
-from ..progress import progress_bar
 
 from ..cache import cached
 from ..data.sts import STS_DATASETS
@@ -25,6 +24,7 @@ from ..evaluation.sts import evaluate_sts
 from ..models.base import NamedEncoder
 from .build import build_task
 from .probe import probe
+from ..progress import progress_bar
 from .tasks import get_task
 
 

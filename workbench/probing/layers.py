@@ -14,13 +14,13 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from ..progress import progress_bar
 
 from ..cache import cache_layers
 from ..encoders import Encoder
 from ..errors import WorkbenchError
 from .build import build_task
 from .probe import check_options, probe
+from ..progress import progress_bar
 from .tasks import get_task
 
 

@@ -17,12 +17,11 @@ from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
-from ..progress import progress_bar
-
 from ..cache import sentences_digest
 from ..data import sha256_of
 from ..errors import WorkbenchError
 from ..paths import REPO_ROOT, atomic_write, home_dir, read_json
+from ..progress import progress_bar
 
 log = logging.getLogger(__name__)
 
