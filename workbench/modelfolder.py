@@ -307,7 +307,8 @@ class ModelFolder:
             self._bytes.clear()
 
     def weights_numpy(self) -> dict:
-        from safetensors.numpy import load_file as load_numpy
+        """The tensors as numpy arrays (WMF's factors and idf are numpy)."""
+        from safetensors.numpy import load_file as load_numpy  # only WMF folders need the numpy reader
         try:
             return load_numpy(str(self.path / "model.safetensors"))
         except SafetensorError as err:
