@@ -286,9 +286,11 @@ def test_load_reads_the_config_and_each_file_once_and_loads_the_bytes_it_verifie
     reads = []
     original_read_bytes, original_read_text = Path.read_bytes, Path.read_text
     monkeypatch.setattr(Path, "read_bytes", lambda self: reads.append(self.name) or original_read_bytes(self))
-    monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: reads.append(self.name) or original_read_text(self, *a, **k))
+    monkeypatch.setattr(Path, "read_text",
+                        lambda self, *a, **k: reads.append(self.name) or original_read_text(self, *a, **k))
     hashed, original_sha256_of = [], modelfolder.sha256_of
-    monkeypatch.setattr(modelfolder, "sha256_of", lambda path: hashed.append(Path(path).name) or original_sha256_of(path))
+    monkeypatch.setattr(modelfolder, "sha256_of",
+                        lambda path: hashed.append(Path(path).name) or original_sha256_of(path))
     model = load(name)
     files = [f for f in reads if f in ("config.json", "spm.model")]
     assert sorted(files) == sorted(set(files)) and "config.json" in files  # each read once

@@ -102,7 +102,8 @@ def test_retrieval_by_language_is_each_pairs_bgt_tatoeba_error_in_the_rows_of_a_
     rows = retrieval_by_language(cards)
     table = tatoeba_table(cards).set_index("model")
     assert list(rows.columns) == ["language", "task", "gap"] and set(rows["task"]) == {"Tatoeba error"}
-    assert sorted(rows["language"]) == sorted(lang for lang in ("fr", "es", "ar", "tr", "ja") if f"bgt-en-{lang}" in cards)
+    assert sorted(rows["language"]) == sorted(lang for lang in ("fr", "es", "ar", "tr", "ja")
+                                              if f"bgt-en-{lang}" in cards)
     for row in rows.itertuples():
         assert row.gap == pytest.approx(table.loc[f"bgt-en-{row.language}", "mean"])
     assert retrieval_by_language({"sp-en-fr": cards["sp-en-fr"]}).empty  # BGT's only

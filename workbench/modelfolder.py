@@ -286,7 +286,7 @@ class ModelFolder:
         try:
             if meta["model"]["setting"] == "wmf":
                 from .models.wmf import WMF  # WMF's module imports scikit-learn: only for WMF folders
-                return WMF.from_parts(meta, self.weights_numpy())
+                return WMF.from_parts(meta, {k: v.numpy() for k, v in self.weights().items()})
             try:
                 model = build_model(meta["model"])
             except WorkbenchError as err:
@@ -305,15 +305,6 @@ class ModelFolder:
             return model.to(device).eval()
         finally:
             self._bytes.clear()
-
-    def weights_numpy(self) -> dict:
-        """The tensors as numpy arrays (WMF's factors and idf are numpy)."""
-        from safetensors.numpy import load_file as load_numpy  # only WMF folders need the numpy reader
-        try:
-            return load_numpy(str(self.path / "model.safetensors"))
-        except SafetensorError as err:
-            raise WorkbenchError(f"{self.path / 'model.safetensors'} is not a readable safetensors file ({err})") \
-                from None
 
 
 def load(path_or_name: str | Path, device: str | torch.device = "cpu", trust_unverified: bool = False

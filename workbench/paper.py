@@ -244,14 +244,12 @@ def tatoeba_table(cards: dict[str, dict]) -> pd.DataFrame:
 
 
 def retrieval_by_language(cards: dict[str, dict]) -> pd.DataFrame:
-    """Tatoeba error (%, the mean of xx→en and en→xx) of each pair's BGT semantic encoder as ``language, task,
-    gap`` rows (task ``Tatoeba error``): beside :func:`language_gaps`' rows, so that one distance correlation
-    (:func:`workbench.distance.gap_correlations`) reads both. Lower is better, unlike a gap."""
-    rows = []
-    for lang in LANGUAGES:
-        errors = cards.get(f"bgt-en-{lang}", {}).get("views", {}).get("semantic", {}).get("tatoeba", {}).get(lang)
-        if errors:
-            rows.append({"language": lang, "task": "Tatoeba error", "gap": float(np.mean(list(errors.values())))})
+    """Tatoeba error (%, the mean of xx→en and en→xx; :func:`tatoeba_table`'s) of each pair's BGT semantic encoder
+    as ``language, task, gap`` rows (task ``Tatoeba error``): beside :func:`language_gaps`' rows, so that one
+    distance correlation (:func:`workbench.distance.gap_correlations`) reads both. Lower is better, unlike a gap."""
+    bgts = {f"bgt-en-{lang}": lang for lang in LANGUAGES if f"bgt-en-{lang}" in cards}
+    table = tatoeba_table({name: cards[name] for name in bgts})
+    rows = [{"language": bgts[row.model], "task": "Tatoeba error", "gap": row.mean} for row in table.itertuples()]
     return pd.DataFrame(rows, columns=["language", "task", "gap"])
 
 
