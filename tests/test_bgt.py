@@ -236,6 +236,25 @@ def test_language_kl_weight_and_a_smaller_language_latent():
     assert len(base.generate(z_sem, torch.zeros(2, 3), max_len=4)) == 2
 
 
+def test_a_free_bits_floor_makes_the_language_kl_free_below_it():
+    b = batch()
+    torch.manual_seed(0)
+    base = BGT(config()).eval()
+    floored = BGT(config(language_free_bits=1e3)).eval()
+    floored.load_state_dict(base.state_dict())
+    out, out_f = base(b.en, b.xx, b.sem_en, 50), floored(b.en, b.xx, b.sem_en, 50)
+    torch.testing.assert_close(out_f["kl_language"], out["kl_language"])  # the reported KL is the real one
+    beta, n = base.kl_weight(50), b.en.shape[0]
+    torch.testing.assert_close(out_f["loss"] - out["loss"], beta * (2 * n * 1e3 - out["kl_language"]))
+    out_f["loss"].backward()
+    # with mean decoding the language latents' logv is trained by their KL alone: under the floor, not at all
+    assert floored.encoders["en"].hidden2logv.weight.grad.abs().max() == 0
+    assert floored.encoders["semantic"].hidden2logv.weight.grad.abs().max() > 0
+    low = BGT(config(language_free_bits=1e-6)).eval()
+    low.load_state_dict(base.state_dict())
+    torch.testing.assert_close(low(b.en, b.xx, b.sem_en, 50)["loss"], out["loss"])  # above the floor: as before
+
+
 def test_word_dropout_pads_decoder_inputs_but_never_the_first():
     from workbench.models.bgt import drop_words
     prev = torch.tensor([[3, 5, 6, 7, 8, 0], [3, 9, 9, 9, 0, 0]])
@@ -255,6 +274,7 @@ def test_word_dropout_pads_decoder_inputs_but_never_the_first():
     ({"decoder_latent": "z"}, "decoder_latent 'z' is not one of mean, sample, sample_language"),
     ({"language_latent_dim": 0}, "language_latent_dim must be a positive integer"),
     ({"language_kl_weight": -1.0}, "language_kl_weight must be a number ≥ 0"),
+    ({"language_free_bits": -2}, "language_free_bits must be a number of nats ≥ 0"),
     ({"word_dropout": 1.0}, r"word_dropout must be a number in \[0, 1\)")])
 def test_bottleneck_settings_are_checked(change, message):
     with pytest.raises(ValueError, match=message):

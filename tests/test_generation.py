@@ -5,6 +5,7 @@ import torch
 
 from workbench.data.tokenizer import detokenise
 from workbench.errors import WorkbenchError
+from workbench.evaluation.style_transfer import FORM
 from workbench.generation import content_words, latent_ablation, transfer, transfer_table
 from workbench.modelfolder import load
 
@@ -67,7 +68,7 @@ def test_the_transfer_scorer_tells_a_copy_of_the_source_from_a_copy_of_the_style
     copy_style = _scored(["Where did you go last night?", "Thank you so much!"])
     assert not copy_style[judge].any() and not copy_style["keeps_source_word"].any()
     assert copy_style["keeps_style_word"].all()
-    for attribute in ("length", "punctuation", "first_word"):
+    for attribute in FORM:
         assert copy_style[f"{attribute}_follows_style"].all()
     # what style transfer should give: the source's content words in the style sentence's form
     mix = _scored(["Where did the cat sit on the mat?", "Thank you for the fresh bread from the market yesterday!"])
@@ -78,13 +79,21 @@ def test_the_transfer_scorer_tells_a_copy_of_the_source_from_a_copy_of_the_style
 
 def test_transfer_shares_count_form_only_where_source_and_style_differ_and_carry_a_bootstrap_ci():
     from workbench.evaluation.style_transfer import form, share, summarise_transfers
-    assert form("Where did you go, Tom?") == {"length": 1, "punctuation": ",?", "first_word": "where"}
-    assert form("I don't know.")["length"] == 0 and form("I don't know.")["first_word"] == "i"
+    assert form("Where did you go, Tom?") == {"length": 1, "punctuation": ",?", "first_word": "where",
+                                              "sentence_type": "question", "negation": False, "person": 2}
+    assert form("I don't know.") == {"length": 0, "punctuation": ".", "first_word": "i",
+                                     "sentence_type": "statement", "negation": True, "person": 1}
+    assert form("The cat has never been so happy!")["sentence_type"] == "exclamation"
+    assert form("The cat has never been so happy!")["negation"] and form("The cat sat.")["person"] == 0
+    assert form("They're here, aren't they?")["person"] == 3 and form("I'm sure.")["person"] == 1
     summary = summarise_transfers(_scored(["Where did you go last night?", "Thank you so much!"])).set_index("metric")
     assert summary.loc["keeps_style_word", "value"] == 1.0 and summary.loc["keeps_source_word", "value"] == 0.0
     # both pairs differ in punctuation and first word; in length (tokens, marks included) only the second
-    # (7 vs 7: bin 5-8 for both; 9 vs 5: bins 9-12 and 5-8)
+    # (7 vs 7: bin 5-8 for both; 9 vs 5: bins 9-12 and 5-8); both in sentence type (statement vs question,
+    # statement vs exclamation) and person (none vs 2nd, 1st vs 2nd); neither in negation
     assert summary.loc["length_follows_style", "n"] == 1 and summary.loc["punctuation_follows_style", "n"] == 2
+    assert summary.loc["sentence_type_follows_style", "n"] == 2 and summary.loc["negation_follows_style", "n"] == 0
+    assert summary.loc["person_follows_style", "n"] == 2 and summary.loc["form_follows_style", "n"] == 1 + 2 * 4
     assert summary.loc["form_follows_style", "value"] == 1.0
     value, low, high = share([True, False, False, True], n_boot=500)
     assert value == 0.5 and 0.0 <= low < 0.5 < high <= 1.0
@@ -117,3 +126,18 @@ def test_workbench_transfer_eval_scores_a_pairs_file_and_writes_the_summary_and_
     assert "closer_to_source[sp-en-fr:semantic]" in capsys.readouterr().out
     assert cli.main(["transfer", "--eval", "--source", "a .", "--style", "b ."]) == 2
     assert "does not take --source/--style" in capsys.readouterr().err
+
+
+def test_a_cards_style_transfer_section_can_be_measured_again_and_the_card_stays_sealed(tmp_path):
+    import shutil
+    from workbench.cards import card, remeasure_transfer
+    from workbench.paths import trained_dir
+    for name in ("bgt-en-fr", "sp-en-fr"):
+        shutil.copytree(trained_dir() / name, tmp_path / name)
+    before = card("bgt-en-fr", tmp_path)
+    after = remeasure_transfer("bgt-en-fr", tmp_path, transfer_pairs=4)
+    assert card("bgt-en-fr", tmp_path) == after and after["views"] == before["views"]
+    assert {f"{a}_follows_style" for a in FORM} <= set(after["style_transfer"])
+    load(tmp_path / "bgt-en-fr")  # every file still matches the sha256 list
+    with pytest.raises(WorkbenchError, match="sp-en-fr has no style-transfer section"):
+        remeasure_transfer("sp-en-fr", tmp_path)

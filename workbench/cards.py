@@ -107,6 +107,21 @@ def write_card(name: str, root: str | Path | None = None, sizes: dict[str, int] 
             "decoders": config.get("decoders", False), "megabytes": round(size / 2 ** 20, 1),
             "curve": (folder / "curve.csv").is_file(),
             "probing_sizes": sizes, "views": views, **({"style_transfer": transfer} if transfer else {})}
+    return _save(folder, info, config)
+
+
+def remeasure_transfer(name: str, root: str | Path | None = None, transfer_pairs: int = 200) -> dict:
+    """Measure only the style-transfer section of a shipped BGT's card again (after the evaluation changed; the
+    other numbers stay as measured)."""
+    folder = (Path(root) if root else trained_dir()) / name
+    info, config = card(name, root), read_json(folder / "config.json")
+    if "style_transfer" not in info:
+        raise WorkbenchError(f"{name} has no style-transfer section (only BGTs shipped with decoders have one)")
+    info["style_transfer"] = _transfer_summary(load(folder), transfer_pairs)
+    return _save(folder, info, config)
+
+
+def _save(folder: Path, info: dict, config: dict) -> dict:
     atomic_write(folder / "card.json", json.dumps(info, indent=1))
     atomic_write(folder / "card.md", _card_markdown(info, config))
     # the folder was verified by load() above; the new card joins its sha256 list

@@ -119,7 +119,7 @@ def style_transfer_note(name: str = "bgt-en-fr", n_examples: int = 3) -> str:
             f"from the style sentence (English language latent). On 200 fixed held-out pairs (its card; "
             f"<code>workbench transfer --eval</code>): the output is closer in meaning to the source than to the "
             f"style sentence in {closer[0]}% of pairs [{closer[1]}–{closer[2]}], and its form (length, "
-            f"punctuation, first word) follows the style sentence in {form[0]}% [{form[1]}–{form[2]}]: "
+            f"punctuation, first word, sentence type, negation, person) follows the style sentence in {form[0]}% [{form[1]}–{form[2]}]: "
             f"{_verdict(closer[0], form[0])} (<code>trained/HISTORY.md</code>)."
             + (f" Beside it: {'; '.join(others)}." if others else "") + "</p>"
             f"<table><tr><th>source</th><th>style</th><th>output</th></tr>{rows}</table>")

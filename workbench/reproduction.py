@@ -357,7 +357,7 @@ def _table4_section(bgt, cards: dict, transfer_examples: int, data: dict) -> str
                      + _check(closer >= 60, f"bgt-en-fr's outputs closer in meaning to the source than to the "
                                             f"style sentence: {closer}% (target ≥ 60%)")
                      + _check(scores["form_follows_style"][0] >= 60, f"their form (length bin, punctuation, first "
-                              f"word) follows the style sentence: {scores['form_follows_style'][0]}% (≥ 60%)")
+                              f"word, sentence type, negation, person) follows the style sentence: {scores['form_follows_style'][0]}% (≥ 60%)")
                      + "</ul>")
     # Why it works or not: which latent carries each source's content (the prior mean stands in for the other).
     ablation = latent_ablation(bgt, sources, beam=5)

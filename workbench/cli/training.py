@@ -10,6 +10,7 @@ from ..data.corpora import PAIRS, split_summary
 from ..data.sts import STS_DATASETS
 from ..errors import WorkbenchError
 from ..models import MODELS
+from ..paths import trained_dir
 from ..recipes import PRESETS
 from .common import Command
 
@@ -28,6 +29,9 @@ def _models_arguments(p: argparse.ArgumentParser) -> None:
                    help="keep the decoders (default: only for bgt-en-fr, the style-transfer model)")
     q.add_argument("--checkpoint", choices=("best", "latest"), default="best",
                    help="best: the run's best semantic STS-B dev (best/), where it has one; latest: its last")
+    q = msub.add_parser("card", help="measure shipped models' cards again: only their style-transfer section "
+                                     "(after its evaluation changed); the other numbers stay as measured")
+    q.add_argument("names", nargs="+", metavar="NAME", help="shipped BGTs with decoders")
     q = msub.add_parser("retrain", help="train shipped models again from scratch with their recorded recipes "
                                         "(config.json) and export them (scripts/train_shipped)")
     q.add_argument("--only", nargs="+", metavar="NAME", help="these shipped models (default: all)")
@@ -43,7 +47,7 @@ def _models_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _models(args) -> None:
-    from ..cards import card, summary_markdown
+    from ..cards import card, remeasure_transfer, summary_markdown
     from ..modelfolder import shipped
     from ..zoo import export, import_shards, retrain, retrain_plan
     if args.action == "retrain":
@@ -55,6 +59,12 @@ def _models(args) -> None:
         if not args.dry_run:
             for path in retrain(plan, args.runs, force=args.force):
                 print(f"shipped: {path.resolve()}")
+        return
+    if args.action == "card":
+        for name in args.names:
+            form = remeasure_transfer(name)["style_transfer"]["form_follows_style"]
+            print(f"{name}: style transfer measured again (form follows the style {form[0]}%): "
+                  f"{(trained_dir() / name / 'card.md').resolve()}")
         return
     if args.action in ("export", "import"):
         path = (export(args.run, name=args.name, keep_decoders=args.keep_decoders, checkpoint=args.checkpoint,

@@ -7,8 +7,10 @@ trains on) is transferred, and each output is scored against both of its inputs:
   encoder that is not the model under test (the shipped ``sp-en-fr``; all-MiniLM-L6-v2 too when installed)?
 - **content words**: does the output keep a content word of the source (one the style sentence lacks)? one of
   the style sentence (one the source lacks)?
-- **form**: does the output's length bin, punctuation marks and first word match the style sentence's? Each
-  attribute counts only on pairs where source and style differ in it (elsewhere it cannot tell them apart).
+- **form**: does the output's length bin, punctuation marks, first word, sentence type (question, exclamation,
+  statement), negation (negated or not) and pronoun person (of its first personal pronoun) match the style
+  sentence's? Each attribute counts only on pairs where source and style differ in it (elsewhere it cannot tell
+  them apart); ``form_follows_style`` pools the six.
 
 Shares come with percentile bootstrap 95% CIs over pairs. :func:`transfer_scores` adds the latent ablation
 (:func:`workbench.generation.latent_ablation`) over the same source sentences: how often a sentence decoded
@@ -26,7 +28,12 @@ from ..errors import WorkbenchError
 
 JUDGE = "sp-en-fr"  # a shipped paraphrastic model: cheap, good at STS, and not a BGT
 LENGTH_EDGES = (5, 9, 13, 17, 21)  # length bins by token count: 1-4, 5-8, 9-12, 13-16, 17-20, 21+
-FORM = ("length", "punctuation", "first_word")
+FORM = ("length", "punctuation", "first_word", "sentence_type", "negation", "person")
+NEGATIONS = frozenset({"not", "no", "never", "nothing", "nobody", "none", "nowhere", "neither", "nor", "cannot"})
+PERSONS = {1: frozenset({"i", "me", "my", "mine", "myself", "we", "us", "our", "ours", "ourselves"}),
+           2: frozenset({"you", "your", "yours", "yourself", "yourselves"}),
+           3: frozenset({"he", "him", "his", "himself", "she", "her", "hers", "herself", "it", "its", "itself",
+                         "they", "them", "their", "theirs", "themselves"})}
 _TOKEN = re.compile(r"[^\W_]+(?:'[^\W_]+)?|[^\w\s]")
 _PUNCTUATION = re.compile(r"[^\w\s']")
 
@@ -57,12 +64,18 @@ def tokens(sentence: str) -> list[str]:
 
 
 def form(sentence: str) -> dict[str, object]:
-    """The surface form the style sentence should lend: length bin, punctuation marks in order, first word."""
+    """The form the style sentence should lend: length bin, punctuation marks in order, first word, sentence
+    type (by its last mark), negation, and the person of its first personal pronoun (0: none)."""
     toks = tokens(sentence)
     words = [t for t in toks if not _PUNCTUATION.fullmatch(t)]
+    last = toks[-1] if toks else ""
+    heads = [w.split("'")[0] for w in words]  # "i'm" -> "i", "don't" stays "don" (negation reads the suffix)
     return {"length": int(np.searchsorted(LENGTH_EDGES, len(toks), side="right")),
             "punctuation": "".join(t for t in toks if _PUNCTUATION.fullmatch(t)),
-            "first_word": words[0] if words else ""}
+            "first_word": words[0] if words else "",
+            "sentence_type": {"?": "question", "!": "exclamation"}.get(last, "statement"),
+            "negation": any(w in NEGATIONS or w.endswith("n't") for w in words),
+            "person": next((p for h in heads for p, pronouns in PERSONS.items() if h in pronouns), 0)}
 
 
 def _cosines(judge, a: Sequence[str], b: Sequence[str]) -> np.ndarray:
@@ -107,7 +120,7 @@ def share(values: Sequence[bool], n_boot: int = 1000, seed: int = 0) -> tuple[fl
 
 def summarise_transfers(scored: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
     """The shares of a :func:`score_transfers` table: one row per metric (``metric``, ``value``, ``ci_low``,
-    ``ci_high``, ``n``); ``form_follows_style`` pools the three form attributes over their informative pairs."""
+    ``ci_high``, ``n``); ``form_follows_style`` pools the form attributes over their informative pairs."""
     rows = []
 
     def add(metric: str, values) -> None:

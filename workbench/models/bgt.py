@@ -26,11 +26,16 @@ How the BGT variants bottleneck their latents (defaults: the released code):
                            ``"sample_language"`` (only z_en / z_xx sampled; z_sem stays the mean)
 ``language_latent_dim``    the size of z_en / z_xx (default: ``latent_dim``)
 ``language_kl_weight``     multiplies the language latents' KL term (default 1)
+``language_free_bits``     a floor, in nats, under each language latent's KL: below it the KL costs nothing
+                           (free bits at the latent's level; default 0, no floor)
 ``word_dropout``           share of the generative decoders' input tokens replaced by padding (default 0)
 =========================  ========================================================================================
 
 The first three limit what the language latents can carry, so that the content must pass through z_sem (the
-style-transfer premise); word dropout makes the decoders rely on the latents rather than on the words before.
+style-transfer premise). The floor does the opposite at the small end: a latent under a KL can collapse to
+carrying nothing, and the floor leaves it a few nats it may spend for free (meaningful with sampled language
+latents, where the KL is a real limit). Word dropout makes the decoders rely on the latents rather than on the
+words before.
 """
 from __future__ import annotations
 
@@ -56,7 +61,7 @@ SETTINGS = ("bgt", "bgt_no_prior", "bgt_no_langvars", "bilingual_trans", "englis
 DECODER_LATENTS = ("mean", "sample", "sample_language")
 # Settings that change how the latents are regularised but no parameter's shape: a run initialised from a
 # trained model (``train --init-from``) may change them, to fine-tune it with another bottleneck.
-REGULARISERS = ("decoder_latent", "language_kl_weight", "word_dropout")
+REGULARISERS = ("decoder_latent", "language_kl_weight", "language_free_bits", "word_dropout")
 
 
 def _positive_int(value) -> bool:
@@ -87,6 +92,7 @@ class BGTConfig(ModelConfig):
     decoder_latent: str = "mean"
     language_latent_dim: int | None = None  # size of z_en / z_xx (None: latent_dim); a smaller one holds less
     language_kl_weight: float = 1.0  # multiplies the language latents' KL (with β): a tighter bottleneck above 1
+    language_free_bits: float = 0.0  # nats of each language latent's KL (batch mean) that cost nothing
     word_dropout: float = 0.0  # share of the generative decoders' input tokens replaced by padding in training
     sem_side: str = "example"  # "example" | "microbatch" (docs/method.md#semantic-side)
     attention_relu: bool = False  # the released code's sublayer is linear (docs/method.md#attention-relu)
@@ -109,6 +115,8 @@ class BGTConfig(ModelConfig):
             problems.append(f"language_latent_dim must be a positive integer or None, not {self.language_latent_dim!r}")
         if not _number_in(self.language_kl_weight, 0, math.inf):
             problems.append(f"language_kl_weight must be a number ≥ 0, not {self.language_kl_weight!r}")
+        if not _number_in(self.language_free_bits, 0, math.inf):
+            problems.append(f"language_free_bits must be a number of nats ≥ 0, not {self.language_free_bits!r}")
         if not _number_in(self.word_dropout, 0, 1) or self.word_dropout == 1:
             problems.append(f"word_dropout must be a number in [0, 1), not {self.word_dropout!r}")
         if self.sem_side not in ("example", "microbatch"):
@@ -207,6 +215,15 @@ def kl_to_standard_normal(mu: torch.Tensor, logv: torch.Tensor) -> torch.Tensor:
     return -0.5 * (1 + logv - mu.pow(2) - logv.exp()).sum(-1)
 
 
+def free_bits(kl: torch.Tensor, floor: float) -> torch.Tensor:
+    """The summed KL of a batch (``kl``: one value per example) with its mean held at ≥ ``floor`` nats: n ·
+    max(floor, mean). Below the floor the term is constant, so its gradient is zero and the latent may carry
+    that much without cost (Kingma et al. 2016's free bits, for a whole latent rather than per dimension)."""
+    if not floor:
+        return kl.sum()
+    return kl.shape[0] * torch.clamp(kl.mean(), min=floor)
+
+
 def token_loss(logits: torch.Tensor, target: torch.Tensor, pad_id: int, smoothing: float) -> torch.Tensor:
     """Cross-entropy summed over the non-pad target tokens, label-smoothed in fairseq's form
     (1−ε)·NLL + ε/V·Σ_v −log p_v (PyTorch's ``label_smoothing`` is the same form); ε = 0: the NLL.
@@ -284,7 +301,7 @@ class BGT(SentenceModel):
         cfg, s = self.cfg, self.cfg.setting
         pad, eos, fx = cfg.pad_id, cfg.eos_id, cfg.foreign
         zero = en.new_zeros((), dtype=torch.float)
-        recon = trans = kl_sem = kl_lang = zero
+        recon = trans = kl_sem = kl_lang = kl_lang_cost = zero
         target = {"en": en, fx: xx}
 
         def decoded(decoder: str, tokens: torch.Tensor, cond: torch.Tensor, smoothing: float,
@@ -330,13 +347,15 @@ class BGT(SentenceModel):
                         z_l = self.latent(mu_l, logv_l, language=True)
                         cond = torch.cat([z_l, z_sem], dim=-1)  # [language ; semantic]
                         if logv_l is not None:
-                            kl_lang = kl_lang + kl_to_standard_normal(mu_l, logv_l).sum()
+                            kl_l = kl_to_standard_normal(mu_l, logv_l)
+                            kl_lang = kl_lang + kl_l.sum()
+                            kl_lang_cost = kl_lang_cost + free_bits(kl_l, cfg.language_free_bits)
                     # un-smoothed NLL (docs/method.md#losses)
                     recon = recon + decoded(lang, target[lang], cond, 0.0, cfg.word_dropout)
         beta = self.kl_weight(update)
         trans_weight = 0.5 if s == "bilingual_trans" else cfg.trans_weight  # docs/method.md#translation-loss
         kl = kl_sem + kl_lang
-        loss = cfg.recon_weight * recon + beta * (kl_sem + cfg.language_kl_weight * kl_lang) + trans_weight * trans
+        loss = cfg.recon_weight * recon + beta * (kl_sem + cfg.language_kl_weight * kl_lang_cost) + trans_weight * trans
         active = (torch.cat(means, dim=-1).detach().float().var(dim=0) >= 0.01).sum() if en.shape[0] > 1 else 0
         return {"loss": loss, "recon": recon.detach(), "trans": trans.detach(), "kl": kl.detach(),
                 "kl_semantic": kl_sem.detach(), "kl_language": kl_lang.detach(),
