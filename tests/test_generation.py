@@ -141,3 +141,17 @@ def test_a_cards_style_transfer_section_can_be_measured_again_and_the_card_stays
     load(tmp_path / "bgt-en-fr")  # every file still matches the sha256 list
     with pytest.raises(WorkbenchError, match="sp-en-fr has no style-transfer section"):
         remeasure_transfer("sp-en-fr", tmp_path)
+
+
+def test_form_origins_name_the_attributes_each_output_took_from_its_style_and_its_source():
+    from workbench.evaluation.style_transfer import form_origins
+    table = pd.DataFrame({"source": ["The cat sat on the mat.", "I don't like it."],
+                          "style": ["Where did you go last night?", "We love the sea!"],
+                          "output": ["Where did the cat sit?", "I don't like the sea."]})
+    origins = form_origins(table)
+    first, second = origins.iloc[0], origins.iloc[1]
+    assert "first_word=where" in first["form_from_style"] and "sentence_type=question" in first["form_from_style"]
+    assert "person" not in first["form_from_style"] and "person=0" in first["form_from_source"]
+    assert second["form_from_style"] == "" and "negation=True" in second["form_from_source"]
+    with pytest.raises(WorkbenchError, match="lacks columns"):
+        form_origins(table.drop(columns="output"))

@@ -122,6 +122,7 @@ def test_training_budgets_say_which_pairs_had_fewer_updates():
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("shipped-sts")  # one worker: the shipped models' STS embeddings it caches serve test_shipped
 def test_reproduce_writes_the_report(tmp_path):
     path = reproduce(tmp_path / "reproduction.html", transfer_examples=2, show_progress=False,
                      disentangle=("en-fr",), n_boot=200)  # 1,000 by default; fewer keep the test short

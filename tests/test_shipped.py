@@ -12,6 +12,7 @@ from workbench.modelfolder import shipped
 from workbench.paths import trained_dir
 from workbench.zoo import WITH_DECODERS
 
+pytestmark = pytest.mark.xdist_group("shipped-sts")  # on the reproduction test's worker (its cached STS)
 SHIPPED = shipped()
 TABLE3 = [f"{model}-en-{lang}" for lang in ("fr", "es", "ar", "tr", "ja") for model in ("bgt", "bilingual_trans")]
 

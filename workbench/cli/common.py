@@ -29,7 +29,7 @@ class Command:
 def size_args(p: argparse.ArgumentParser, train: int | None = None, valid: int | None = None,
               test: int | None = None) -> None:
     """``--train-size``, ``--valid-size``, ``--test-size`` (default: the values given, else the task card's)."""
-    what = "the card's" if train is None else "{}"
+    what = "default: the task card's full size, `workbench probes list`" if train is None else "{}"
     p.add_argument("--train-size", type=int, default=train, help=f"training examples ({what.format(train)})")
     p.add_argument("--valid-size", type=int, default=valid, help=f"validation examples ({what.format(valid)})")
     p.add_argument("--test-size", type=int, default=test, help=f"test examples ({what.format(test)})")

@@ -58,7 +58,8 @@ def _probe_arguments(p: argparse.ArgumentParser) -> None:
                         "logistic probe is seed-free, the MLP is not)")
     p.add_argument("--layers", nargs="+", metavar="LAYER",
                    help="probe at each of these layers of the encoder (numbers, or 'all'): one row per task and "
-                        "layer, with the peak and expected layer per task")
+                        "layer, with where each property peaks and is lost; without sizes at the model cards' "
+                        "6000/1000/1000 (a task card's full size takes minutes per layer)")
     p.add_argument("--out", help="also write the tidy results as CSV")
     p.add_argument("--force", action="store_true", help="replace --out if it exists")
     size_args(p)
@@ -110,6 +111,11 @@ def _probe_layers(args, encoder, given, sizes) -> None:
     if args.layer is not None:
         raise WorkbenchError("--layer reads one layer, --layers sweeps several: give one of them")
     layers = "all" if args.layers == ["all"] else _layer_numbers(args.layers)
+    if sizes is None:
+        from ..cards import CARD_SIZES
+        sizes = CARD_SIZES
+        print(f"sweeping at the model cards' sizes, {sizes['train']}/{sizes['valid']}/{sizes['test']} sentences "
+              "per task (--train-size/--valid-size/--test-size for others)", flush=True)
     df = probe_layers(encoder, args.task, layers, sizes=sizes, classifier=args.classifier,
                       control=not args.no_control and args.control, mdl=args.mdl)
     table = df[df["metric"] == "accuracy"].pivot_table(index="task", columns="layer", values="value", sort=False)

@@ -109,6 +109,21 @@ def score_transfers(table: pd.DataFrame, judges: Sequence = ()) -> pd.DataFrame:
     return out
 
 
+def form_origins(table: pd.DataFrame) -> pd.DataFrame:
+    """Where each output's form came from: ``table`` (``source``, ``style``, ``output``, e.g. a
+    :func:`workbench.generation.transfer_table`) with ``form_from_style`` and ``form_from_source`` added — the form
+    attributes in which source and style differ that the output shares with each, as ``attribute=value``,
+    comma-separated (an attribute in neither column follows neither input)."""
+    missing = {"source", "style", "output"} - set(table.columns)
+    if missing:
+        raise WorkbenchError(f"the transfer table lacks columns {sorted(missing)}; it needs source, style, output")
+    taken = {"style": [], "source": []}
+    for o, s, t in (tuple(form(str(x)) for x in row) for row in zip(table["output"], table["source"], table["style"])):
+        for name, given in (("style", t), ("source", s)):
+            taken[name].append(", ".join(f"{a}={o[a]}" for a in FORM if s[a] != t[a] and o[a] == given[a]))
+    return table.assign(form_from_style=taken["style"], form_from_source=taken["source"])
+
+
 def share(values: Sequence[bool], n_boot: int = 1000, seed: int = 0) -> tuple[float, float, float]:
     """The share of True values with a percentile bootstrap 95% CI (NaNs if there are none)."""
     values = np.asarray(values, dtype=float)
