@@ -130,3 +130,22 @@ def _report(args) -> None:
 REPORT_COMMAND = Command(
     "report", "HTML report (+ CSV/JSON) from a results CSV",
     _report_arguments, _report, out="folder")
+
+
+def _docs_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--write", action="store_true", help="rewrite the numbers that drifted (default: only check)")
+
+
+def _docs(args) -> None:
+    from ..docfacts import FACTS, documents, refresh
+    drifted = refresh(write=args.write)
+    checked = f"{len(FACTS)} kinds of fact in {len(documents())} documents"
+    if drifted and not args.write:
+        raise WorkbenchError(f"these numbers in the docs drifted from what they state ({checked}): "
+                             f"{'; '.join(drifted)}. Rewrite them with: workbench docs --write")
+    print(f"rewrote {'; '.join(drifted)}" if drifted else f"the docs' numbers are current ({checked})")
+
+
+DOCS_COMMAND = Command(
+    "docs", "check (or --write) the numbers the README and docs state against their generators",
+    _docs_arguments, _docs)

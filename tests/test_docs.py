@@ -1,0 +1,33 @@
+"""The numbers the README and docs mark as facts are what their generators give now (workbench docs)."""
+import pytest
+
+from workbench import cli
+from workbench.docfacts import FACTS, documents, refresh
+from workbench.errors import WorkbenchError
+from workbench.paths import REPO_ROOT
+
+
+@pytest.mark.slow  # builds every probing dataset at its full size for the probe-sizes table (~2 min on a new home)
+def test_every_marked_number_in_the_docs_is_current(capsys):
+    assert cli.main(["docs"]) == 0, capsys.readouterr().err
+    assert "the docs' numbers are current" in capsys.readouterr().out
+
+
+def test_a_planted_drift_is_found_named_and_rewritten(tmp_path, capsys):
+    doc = tmp_path / "doc.md"
+    right = FACTS["shipped-count"]()
+    doc.write_text(f"We ship <!-- fact: shipped-count -->{int(right) + 1}<!-- /fact --> models.\n")
+    assert refresh([doc]) == [f"{doc}: shipped-count"]
+    assert refresh([doc], write=True) == [f"{doc}: shipped-count"]
+    assert doc.read_text() == f"We ship <!-- fact: shipped-count -->{right}<!-- /fact --> models.\n"
+    assert refresh([doc]) == []
+    doc.write_text("<!-- fact: no-such-fact -->1<!-- /fact -->")
+    with pytest.raises(WorkbenchError, match="unknown fact 'no-such-fact'; known: trained-table"):
+        refresh([doc])
+
+
+def test_the_documents_checked_include_the_readmes_and_every_doc():
+    names = {p.relative_to(REPO_ROOT).as_posix() for p in documents()}
+    assert {"README.md", "docs/method.md", "docs/probing.md"} <= names
+    stated = "".join(p.read_text() for p in documents())
+    assert all(f"<!-- fact: {name} -->" in stated for name in FACTS)  # every generator states something

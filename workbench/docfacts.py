@@ -1,0 +1,131 @@
+"""The numbers the README and the docs state, each written by a generator from where it is measured.
+
+A number in a Markdown file sits between two markers, ``<!-- fact: NAME -->`` and ``<!-- /fact -->`` (inline, or
+around a whole table); :data:`FACTS` maps NAME to the function that writes it from the model cards, the corpora,
+the built probing datasets or a recorded measurement (:data:`MEASUREMENTS`: what was timed, when, on which machine
+and under which load). ``workbench docs`` checks that every marked number is what its generator gives now (the
+test suite runs it, so a drifted number fails CI); ``workbench docs --write`` rewrites them.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from .errors import WorkbenchError
+from .paths import REPO_ROOT, atomic_write
+
+DOCUMENTS = ("README.md", "docs", "trained/README.md", "notebooks/README.md")
+MEASUREMENTS = REPO_ROOT / "docs" / "measurements.json"
+_MARKED = re.compile(r"(<!-- fact: (?P<name>[\w-]+) -->)(?P<body>.*?)(<!-- /fact -->)", re.S)
+
+
+def _trained_table() -> str:
+    from .cards import summary_markdown
+    return f"\n{summary_markdown()}\n"
+
+
+def _split_sizes() -> str:
+    from .data.corpora import PAIRS, split_summary
+    lines = ["| pair | train | valid | probe | test |", "|---|---:|---:|---:|---:|"]
+    for pair in PAIRS:
+        counts = split_summary(pair)
+        lines.append(f"| {pair} | " + " | ".join(f"{counts[s]:,}" for s in ("train", "valid", "probe", "test")) + " |")
+    return "\n" + "\n".join(lines) + "\n"
+
+
+def _probe_sizes() -> str:
+    """The probing datasets as ``probes build`` builds them (it builds what is missing: minutes on a fresh home)."""
+    from .probing.build import build_task
+    from .probing.tasks import get_task, task_names
+    lines = ["| task | classes | train / valid / test | what the label is |", "|---|---:|---|---|"]
+    for card in map(get_task, task_names()):
+        manifest = build_task(card).manifest
+        sizes = " / ".join(f"{manifest['sizes'][s]:,}" for s in ("tr", "va", "te"))
+        lines.append(f"| {card.name} | {len(manifest['label_counts']['tr'])} | {sizes} | {card.description} |")
+    return "\n" + "\n".join(lines) + "\n"
+
+
+def _trained_size() -> str:
+    from .paths import trained_dir
+    return f"{sum(p.stat().st_size for p in trained_dir().rglob('*') if p.is_file()) / 2 ** 20:.0f} MiB"
+
+
+def _probe_pool() -> str:
+    from .data.corpora import probe_pool
+    return f"{len(probe_pool()):,}"
+
+
+def _count_shipped() -> str:
+    from .modelfolder import shipped
+    return str(len(shipped()))
+
+
+def _count_tasks() -> str:
+    from .probing.tasks import task_names
+    return str(len(task_names()))
+
+
+def measured(name: str) -> dict:
+    """One recorded measurement of :data:`MEASUREMENTS`: ``seconds``, ``date``, ``machine``, ``load``, ``what``."""
+    records = json.loads(MEASUREMENTS.read_text(encoding="utf-8"))
+    if name not in records:
+        raise WorkbenchError(f"no measurement {name!r} in {MEASUREMENTS}; recorded: {', '.join(sorted(records))}")
+    return records[name]
+
+
+def _time(name: str) -> Callable[[], str]:
+    def stated() -> str:
+        m = measured(name)
+        seconds = m["seconds"]
+        said = f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min ({seconds:.0f} s)"
+        return f"{said} ({m['date']}, {m['machine']}, {m['load']})"
+    return stated
+
+
+FACTS: dict[str, Callable[[], str]] = {
+    "trained-table": _trained_table,
+    "trained-size": _trained_size,
+    "split-sizes": _split_sizes,
+    "probe-sizes": _probe_sizes,
+    "probe-pool": _probe_pool,
+    "shipped-count": _count_shipped,
+    "task-count": _count_tasks,
+    "time-setup": _time("setup"),
+    "time-demo": _time("demo_first_run"),
+    "time-demo-again": _time("demo_second_run"),
+    "time-suite": _time("suite"),
+}
+
+
+def documents(root: Path = REPO_ROOT) -> list[Path]:
+    """The Markdown files whose facts are kept: :data:`DOCUMENTS` (a folder: its ``*.md``)."""
+    paths = []
+    for entry in DOCUMENTS:
+        path = root / entry
+        paths += sorted(path.glob("*.md")) if path.is_dir() else [path] if path.is_file() else []
+    return paths
+
+
+def refresh(paths: list[Path] | None = None, write: bool = False) -> list[str]:
+    """The marked facts of ``paths`` (default :func:`documents`) that differ from what their generators give now,
+    as ``file: NAME``; with ``write``, rewrite them. An unknown NAME is an error (it would never be checked)."""
+    drifted, cache = [], {}
+    for path in paths if paths is not None else documents():
+        text = path.read_text(encoding="utf-8")
+
+        def fresh(match: re.Match) -> str:
+            name = match["name"]
+            if name not in FACTS:
+                raise WorkbenchError(f"{path}: unknown fact {name!r}; known: {', '.join(FACTS)}")
+            if name not in cache:
+                cache[name] = FACTS[name]()
+            if match["body"] != cache[name]:
+                drifted.append(f"{path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path}: {name}")
+            return match.group(1) + cache[name] + match.group(4)
+
+        new = _MARKED.sub(fresh, text)
+        if write and new != text:
+            atomic_write(path, new)
+    return drifted
