@@ -447,7 +447,8 @@ def _api_cases():
     from workbench.figures import read_results, tidy
     from workbench.generation import transfer, transfer_table
     from workbench.probing.baselines import text_baselines
-    from workbench.probing.build import build_task, check_sizes
+    from workbench.checks import check_sizes
+    from workbench.probing.build import build_task
     from workbench.zoo import check_model_name
     small = {"train": 100, "valid": 20, "test": 20}
     return [
@@ -608,7 +609,7 @@ def test_count_options_accept_exactly_the_whole_numbers_from_one(field, value):
        st.integers(-5, 10 ** 4))
 def test_sizes_and_resample_counts_accept_exactly_their_valid_range(sizes, n_boot):
     from workbench.evaluation.significance import check_n_boot
-    from workbench.probing.build import check_sizes
+    from workbench.checks import check_sizes
     if min(sizes.values()) >= 1:
         assert check_sizes(sizes) == sizes
     else:

@@ -29,6 +29,7 @@ from filelock import FileLock
 from safetensors import SafetensorError, safe_open
 from safetensors.numpy import save_file
 
+from .checks import whole
 from .encoders import Encoder, check_embeddings
 from .errors import WorkbenchError, check_sentences
 from .paths import atomic_write, home_dir
@@ -70,7 +71,7 @@ class CachedEncoder:
             raise WorkbenchError(f"cache dtype {dtype!r} is not valid; valid: float16, float32")
         self.encoder, self.dtype, self.root = encoder, dtype, root
         self.name, self.dim, self.fingerprint = encoder.name, encoder.dim, check_fingerprint(encoder)
-        if not isinstance(self.dim, int) or isinstance(self.dim, bool) or self.dim < 1:
+        if not whole(self.dim):
             raise WorkbenchError(f"encoder {self.name!r} declares dim {self.dim!r}; an embedding needs a whole "
                                  "number ≥ 1 of dimensions")
         self._check_claim()

@@ -15,13 +15,15 @@ import pandas as pd
 
 from .cache import cached
 from .cards import CARD_SIZES, GENDER_TASKS, TABLE3_TASKS
+from .checks import check_sizes
+from .data.corpora import language_of
 from .data.sts import STS_DATASETS
 from .errors import WorkbenchError
 from .evaluation.sts import evaluate_sts
 from .figures import report
 from .modelfolder import shipped
 from .paths import home_dir
-from .probing.build import check_sizes, pending
+from .probing.build import pending
 from .probing.probe import probe
 from .progress import progress_bar
 
@@ -37,7 +39,7 @@ def demo_encoders(pair: str) -> list:
         raise WorkbenchError(f"the demo needs the shipped models {', '.join(missing)} in trained/; shipped: "
                              f"{', '.join(shipped()) or 'none'}")
     bgt, trans = load(names[0]), load(names[1])
-    foreign = pair.split("-")[1]
+    foreign = language_of(pair)
     return [bgt.encoder("semantic"), bgt.encoder("en"), trans.encoder("semantic"), bgt.encoder(foreign)]
 
 
@@ -46,7 +48,7 @@ PARSE_RATE = 800  # pool sentences parsed per second by spaCy's small pipelines 
 
 def first_run_line(pairs: tuple[str, ...], sizes: dict[str, int], tasks: tuple[str, ...] = TABLE3_TASKS) -> str:
     """One line on what this run still has to build (parses: about how long), or that all of it is built."""
-    gender = [GENDER_TASKS[p.split("-")[1]] for p in pairs if p.split("-")[1] in GENDER_TASKS]
+    gender = [GENDER_TASKS[language_of(p)] for p in pairs if language_of(p) in GENDER_TASKS]
     missing, to_parse = pending([*tasks, *gender], sizes)
     if not missing:
         return f"probing sets already built (cache: {home_dir()}); probes and STS already run are read from it"
@@ -66,7 +68,7 @@ def compare(pairs: tuple[str, ...] = ("en-fr",), sizes: dict[str, int] = CARD_SI
     plan = []  # (pair, encoder, tasks, STS?)
     for pair in pairs:
         *english, foreign = [cached(e) for e in demo_encoders(pair)]
-        gender = GENDER_TASKS.get(pair.split("-")[1])
+        gender = GENDER_TASKS.get(language_of(pair))
         plan += [(pair, e, (*tasks, *([gender] if gender and "semantic" in e.name else [])), True) for e in english]
         if gender:
             plan.append((pair, foreign, (gender,), False))

@@ -21,6 +21,7 @@ import numpy as np
 import torch
 from safetensors import SafetensorError
 
+from .checks import whole
 from .errors import WorkbenchError, check_name, check_sentences
 from .models import MAX_PARAMETERS
 from .models.base import NamedEncoder
@@ -122,7 +123,7 @@ def _declared_size(config) -> int:
     """About how many parameters ``config`` declares (blocks of 12·d² each, and the embeddings), counted before
     anything is allocated."""
     values = [getattr(config, k, None) for k in ("num_hidden_layers", "hidden_size", "vocab_size")]
-    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in values):
+    if not all(map(whole, values)):
         raise WorkbenchError(f"the model's config.json gives num_hidden_layers, hidden_size and vocab_size as "
                              f"{values}; each must be a whole number ≥ 1")
     layers, hidden, vocab = values
@@ -205,7 +206,7 @@ class HFEncoder(NamedEncoder):
 
     def _read_at(self, layer: int) -> None:
         """Point this encoder at ``layer``: its number from 0, its name and its fingerprint."""
-        if not isinstance(layer, int) or isinstance(layer, bool) or not -self.n_layers - 1 <= layer <= self.n_layers:
+        if not whole(layer, -self.n_layers - 1, self.n_layers):
             raise WorkbenchError(f"layer {layer!r} does not exist in {self.folder.name}: it has layers 0 (embeddings) "
                                  f"to {self.n_layers}, or -1 to -{self.n_layers + 1} counting from the top")
         self.layer = layer % (self.n_layers + 1)

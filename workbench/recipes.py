@@ -12,6 +12,7 @@ import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from .checks import number, whole
 from .data.corpora import PAIRS, language_of, pairs_of
 from .data.tokenizer import EOS, PAD, Tokenizer
 from .errors import WorkbenchError, check_name
@@ -224,12 +225,11 @@ class TrainConfig:
 
 
 def _count(low: int):
-    return lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= low
+    return lambda v: whole(v, low)
 
 
 def _number(low: float, high: float = math.inf, open_low: bool = False):
-    return lambda v: (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-                      and (v > low if open_low else v >= low) and v <= high)
+    return lambda v: number(v, low, high, open_low=open_low)
 
 
 # What each numeric TrainConfig field accepts (checked when a config is built: presets, files, CLI flags).

@@ -16,7 +16,7 @@ import pandas as pd
 import torch
 
 from .cards import CARD_SIZES, TABLE3_MODELS, card, measure, summarise_views
-from .data.corpora import load_splits
+from .data.corpora import language_of, load_splits
 from .errors import WorkbenchError
 from .figures import export_figures, figure_html, gap_figure, page, pair_figure, spreadsheet_safe, table3_figure
 from .modelfolder import shipped
@@ -65,7 +65,7 @@ def _disentanglement_section(pairs: list[str], figures: dict, data: dict) -> str
     from .modelfolder import load
     frames = []
     for pair in pairs:
-        language = pair.split("-")[1]
+        language = language_of(pair)
         encoders = [load(f"{m}-{pair}").encoder("semantic") for m in TABLE3_MODELS if f"{m}-{pair}" in shipped()]
         frames.append(erasure_effects(encoders, [f"language_id_en_{language}"], sizes=CARD_SIZES,
                                       tatoeba=[language], show_progress=False).assign(pair=pair))

@@ -23,6 +23,7 @@ import torch
 from safetensors.torch import save_file
 
 from .cards import CARD_SIZES, write_card
+from .checks import whole
 from .data import sha256_of
 from .errors import WorkbenchError, check_name
 from .modelfolder import (
@@ -206,8 +207,7 @@ def _checked_manifest(package: Path) -> dict:
         problems.append("'files' lacks spm.model")
     if not any(isinstance(f, str) and f.endswith(".safetensors") for f in files):
         problems.append("'files' names no .safetensors weights")
-    if not isinstance(split, dict) or not all(isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= 10_000
-                                              for n in split.values()):
+    if not isinstance(split, dict) or not all(whole(n, 1, 10_000) for n in split.values()):
         problems.append("'split' must map tensor names to part counts (1 to 10,000)")
     if not isinstance(manifest.get("config"), dict) or not isinstance(manifest["config"].get("model"), dict):
         problems.append("'config' must hold the model's config ('model')")

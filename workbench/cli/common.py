@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from ..checks import check_sizes
 from ..data.corpora import PAIRS
 from ..errors import WorkbenchError
 
@@ -75,7 +76,6 @@ def probing_sizes(args) -> dict[str, int] | None:
         return None  # the cards' sizes
     if any(v is None for v in given.values()):
         raise WorkbenchError("give all of --train-size, --valid-size and --test-size, or none (the cards' sizes)")
-    from ..probing.build import check_sizes
     return check_sizes(given)
 
 

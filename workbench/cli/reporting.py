@@ -5,6 +5,7 @@ import argparse
 import time
 from pathlib import Path
 
+from ..checks import check_sizes
 from ..data.corpora import PAIRS
 from ..data.sts import STS_DATASETS
 from ..errors import WorkbenchError
@@ -21,7 +22,6 @@ def _demo_arguments(p: argparse.ArgumentParser) -> None:
 
 def _demo(args) -> None:
     from ..demo import first_run_line, run_demo
-    from ..probing.build import check_sizes
     sizes = check_sizes({"train": args.train_size, "valid": args.valid_size, "test": args.test_size})
     pairs = tuple(PAIRS) if args.all else tuple(args.pair)
     start = time.perf_counter()

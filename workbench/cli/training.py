@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..data.corpora import PAIRS, split_summary
+from ..data.corpora import PAIRS, language_of, split_summary
 from ..data.sts import STS_DATASETS
 from ..errors import WorkbenchError
 from ..models import MODELS
@@ -224,7 +224,7 @@ def _data(args) -> None:
     root = Path(args.dest) if args.dest else data_dir()
     if args.what == "opus":
         for pair in args.pair or PAIRS:
-            language = pair.split("-")[1]
+            language = language_of(pair)
             url = OPUS_URL.format(corpus=args.corpus, version=args.version, pair=pair)
             archive = download(url, root / "downloads" / f"{args.corpus}-{args.version}-{pair}.zip")
             n = opus_moses_to_tsv(archive, language, root / "parallel" / f"{pair}.tsv.gz")

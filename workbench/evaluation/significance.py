@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..checks import whole
 from ..errors import WorkbenchError
 
 
@@ -19,7 +20,7 @@ class BootstrapResult:
 
 def check_n_boot(n_boot) -> int:
     """``n_boot`` if it is a whole number of at least 100 resamples, else a clear error."""
-    if not isinstance(n_boot, int) or isinstance(n_boot, bool) or n_boot < 100:
+    if not whole(n_boot, 100):
         raise WorkbenchError(f"n_boot must be a whole number ≥ 100 resamples (got {n_boot}); 2000 is the default")
     return n_boot
 

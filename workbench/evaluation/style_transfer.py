@@ -24,6 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from ..checks import whole
 from ..errors import WorkbenchError
 
 JUDGE = "sp-en-fr"  # a shipped paraphrastic model: cheap, good at STS, and not a BGT
@@ -43,7 +44,7 @@ def transfer_pairs(n: int = 200, seed: int = 0, pair: str = "en-fr", min_tokens:
     """``n`` (source, style) pairs of distinct English sentences of ``pair``'s test split (``min_tokens`` to
     ``max_tokens`` words), drawn with ``seed``: the same pairs for every model, so numbers compare."""
     from ..data.corpora import load_splits
-    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+    if not whole(n):
         raise WorkbenchError(f"n must be a positive number of pairs, got {n!r}")
     seen, pool = set(), []
     for english, _ in load_splits(pair)["test"]:

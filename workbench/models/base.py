@@ -4,6 +4,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import asdict, fields
 from itertools import chain
@@ -12,6 +13,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..checks import number, whole
 from ..data.tokenizer import Tokenizer
 from ..errors import WorkbenchError, check_name, check_sentences
 from ..progress import progress_bar
@@ -27,17 +29,15 @@ class ModelConfig:
         problems = []
         for f in fields(self):
             value = getattr(self, f.name)
-            number = isinstance(value, (int, float)) and not isinstance(value, bool)
             if f.type == "int" and f.name not in ("pad_id", "eos_id"):
-                if not (number and isinstance(value, int) and value >= 1):
+                if not whole(value):
                     problems.append(f"{f.name} must be a positive integer, not {value!r}")
-            elif f.name in ("dropout", "shuffle_prob") and not (number and 0 <= value < 1):
+            elif f.name in ("dropout", "shuffle_prob") and not number(value, 0, 1, open_high=True):
                 problems.append(f"{f.name} must be a number in [0, 1), not {value!r}")
         vocab = getattr(self, "vocab_size", None)
         for name in ("pad_id", "eos_id"):
             value = getattr(self, name, 0)
-            if not (isinstance(value, int) and not isinstance(value, bool) and 0 <= value
-                    and (not isinstance(vocab, int) or value < vocab)):
+            if not whole(value, 0, vocab - 1 if isinstance(vocab, int) else math.inf):
                 problems.append(f"{name} must be an integer in [0, vocab_size), not {value!r}")
         return problems
 
@@ -97,7 +97,7 @@ def _check_layer(module: torch.nn.Module, layer: int, name: str) -> int:
         raise WorkbenchError(f"{name} has no layers to choose from ({type(module).__name__}): only layer=-1, its "
                              "sentence embedding; layers exist for the Transformer encoders (BGT and its ablations)")
     top = len(module.layers)
-    if not isinstance(layer, int) or isinstance(layer, bool) or not 0 <= layer <= top:
+    if not whole(layer, 0, top):
         raise WorkbenchError(f"layer {layer!r} does not exist in {name}: 0 (embeddings) to {top} (the top block's "
                              "mean), or -1 (the sentence embedding, mu)")
     return layer

@@ -46,6 +46,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..checks import number, whole
 from .base import ModelConfig, SentenceModel
 from .transformer import (
     EncoderLayer,
@@ -62,14 +63,6 @@ DECODER_LATENTS = ("mean", "sample", "sample_language")
 # Settings that change how the latents are regularised but no parameter's shape: a run initialised from a
 # trained model (``train --init-from``) may change them, to fine-tune it with another bottleneck.
 REGULARISERS = ("decoder_latent", "language_kl_weight", "language_free_bits", "word_dropout")
-
-
-def _positive_int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
-
-
-def _number_in(value, low: float, high: float) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and low <= value <= high
 
 
 @dataclass
@@ -111,13 +104,13 @@ class BGTConfig(ModelConfig):
             problems.append(f"setting {self.setting!r} is not one of {', '.join(SETTINGS)}")
         if self.decoder_latent not in DECODER_LATENTS:
             problems.append(f"decoder_latent {self.decoder_latent!r} is not one of {', '.join(DECODER_LATENTS)}")
-        if self.language_latent_dim is not None and not _positive_int(self.language_latent_dim):
+        if self.language_latent_dim is not None and not whole(self.language_latent_dim):
             problems.append(f"language_latent_dim must be a positive integer or None, not {self.language_latent_dim!r}")
-        if not _number_in(self.language_kl_weight, 0, math.inf):
+        if not number(self.language_kl_weight, 0):
             problems.append(f"language_kl_weight must be a number ≥ 0, not {self.language_kl_weight!r}")
-        if not _number_in(self.language_free_bits, 0, math.inf):
+        if not number(self.language_free_bits, 0):
             problems.append(f"language_free_bits must be a number of nats ≥ 0, not {self.language_free_bits!r}")
-        if not _number_in(self.word_dropout, 0, 1) or self.word_dropout == 1:
+        if not number(self.word_dropout, 0, 1, open_high=True):
             problems.append(f"word_dropout must be a number in [0, 1), not {self.word_dropout!r}")
         if self.sem_side not in ("example", "microbatch"):
             problems.append(f"sem_side {self.sem_side!r} is not 'example' or 'microbatch'")

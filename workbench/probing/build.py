@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..checks import check_sizes
 from ..data.corpora import PAIRS, SplitConfig, bucket, corpus_path, load_splits, normalise, probe_pool
 from ..data.moses import tokenise_many
 from ..data.tokenizer import detokenise
@@ -35,7 +36,6 @@ from .tasks import TaskCard, get_task
 log = logging.getLogger(__name__)
 
 BUILDER_VERSION = 8
-SPLIT_SIZES = ("train", "valid", "test")
 SPLIT_NAMES = ("tr", "va", "te")  # SentEval's split tags
 COLUMNS = ["split", "label", "sentence", "word"]
 
@@ -137,16 +137,6 @@ def split_by_word(by_label: dict[str, list[tuple[str, str]]], targets: dict[str,
             need[tag][label] -= len(chosen)
             rows += [(tag, label, sentence, word) for sentence, word in chosen]
     return rows
-
-
-def check_sizes(sizes: dict[str, int]) -> dict[str, int]:
-    """``sizes`` if it gives train, valid and test as whole numbers ≥ 1, else a clear error."""
-    sizes = dict(sizes)
-    if set(sizes) != set(SPLIT_SIZES) or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1
-                                                 for v in sizes.values()):
-        raise WorkbenchError(f"probing sizes must give {', '.join(SPLIT_SIZES)} as whole numbers ≥ 1 "
-                             f"(got {sizes})")
-    return sizes
 
 
 def _pool_key(config: SplitConfig) -> str:

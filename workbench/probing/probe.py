@@ -17,9 +17,10 @@ import numpy as np
 import pandas as pd
 
 from ..cache import cached, remember
+from ..checks import whole
 from ..encoders import Encoder, check_embeddings, check_reads
 from ..errors import WorkbenchError, check_name
-from ..data.corpora import PAIRS, normalise
+from ..data.corpora import PAIRS, language_of, normalise
 from .build import ProbingDataset, build_task, translations
 from .classifiers import CLASSIFIERS
 from .control import CONTROLS, control_labels, control_words, uninformative
@@ -159,7 +160,7 @@ def probe(encoder: Encoder, task: str | ProbingDataset, classifier: str = "logre
     seen in training and on those whose word was not.
     """
     control = check_options(classifier, control, mdl)
-    if not isinstance(seeds, int) or isinstance(seeds, bool) or seeds < 1:
+    if not whole(seeds):
         raise WorkbenchError(f"seeds must be a whole number ≥ 1 (got {seeds!r})")
     if seeds > 1:
         if given is not None:
@@ -261,7 +262,7 @@ def _check_transfer(card, encoder, transfer: str, given) -> None:
         valid = [name for name in task_names() if get_task(name).transfers]
         raise WorkbenchError(f"task {card.name!r}'s label does not survive translation, so it cannot transfer; "
                              f"tasks that do: {', '.join(valid)}")
-    check_name("transfer language", transfer, [pair.split("-")[1] for pair in PAIRS])
+    check_name("transfer language", transfer, [language_of(pair) for pair in PAIRS])
     check_reads(encoder, (transfer,), f"transfer to {transfer!r}")
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from ..checks import SPLITS, whole
 from ..encoders import check_reads, unread
 from ..errors import UnknownNameError, WorkbenchError
 from ..paths import REPO_ROOT
@@ -57,7 +58,7 @@ class TaskCard:
             raise WorkbenchError(f'{path}: labels must be a non-empty list, or "derived" when the builder '
                                  "chooses them from the data (e.g. WordContent's target words)")
         sizes = data["sizes"]
-        if set(sizes) != {"train", "valid", "test"} or any(not isinstance(v, int) or v <= 0 for v in sizes.values()):
+        if not isinstance(sizes, dict) or set(sizes) != set(SPLITS) or not all(map(whole, sizes.values())):
             raise WorkbenchError(f"{path}: [sizes] must give positive integers for train, valid and test")
         known = set(required) | {"params", "max_per_label", "balanced", "lexical_split", "description", "analogue",
                                  "citation", "transfers"}
