@@ -27,8 +27,8 @@ from sacremoses import MosesTokenizer
 from workbench.data.corpora import load_splits
 from workbench.data.tokenizer import clear_memo, preprocess_many
 from workbench.encoders import named_encoder, NAMED_ENCODERS
-from workbench.errors import WorkbenchError
-from workbench.modelfolder import load, shipped
+from workbench.checks import WorkbenchError
+from workbench.models.folder import load, shipped
 
 DEFAULT_MODELS = ("sp-en-fr", "bilstm-en-fr", "wmf-en-fr", "nmt-all", "bgt-en-fr")
 

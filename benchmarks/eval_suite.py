@@ -18,7 +18,7 @@ import pandas as pd
 from workbench.cache import cached
 from workbench.data.sts import load_sts
 from workbench.encoders import named_encoder, NAMED_ENCODERS
-from workbench.errors import WorkbenchError
+from workbench.checks import WorkbenchError
 from workbench.evaluation import evaluate, SUITES
 
 

@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 
 from workbench.data.corpora import load_splits
-from workbench.errors import WorkbenchError
-from workbench.modelfolder import load
+from workbench.checks import WorkbenchError
+from workbench.models.folder import load
 
 
 def best_of(call, repeat: int = 3) -> float:
@@ -51,10 +51,10 @@ def main() -> None:
     encoders = [load(args.model).encoder("semantic")]
     try:
         if args.hf:
-            from workbench.huggingface import hf_encoder
+            from workbench.models.huggingface import hf_encoder
             encoders.append(hf_encoder(args.hf))
         else:
-            from workbench.reference import minilm
+            from workbench.models.huggingface import minilm
             encoders.append(minilm())
     except WorkbenchError as err:
         print(f"skipped the Hugging Face encoder: {err}")

@@ -39,9 +39,9 @@ import pandas as pd
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from workbench import train
-from workbench.recipes import TrainConfig
-from workbench.train import SUMMED, Trainer
+from workbench.training import trainer
+from workbench.training.recipes import TrainConfig
+from workbench.training.trainer import SUMMED, Trainer
 
 PEAK_BF16 = {"H100": 989e12, "H200": 989e12, "A100": 312e12}
 PHASES = ("data", "forward", "backward", "optimizer", "sync")
@@ -70,12 +70,12 @@ def per_term_syncs():
     def loss_terms(out, device):
         return torch.tensor([float(out[k].detach()) if k in out else 0.0 for k in SUMMED],
                             dtype=torch.float64).to(device)
-    saved = train.loss_terms
-    train.loss_terms = loss_terms
+    saved = trainer.loss_terms
+    trainer.loss_terms = loss_terms
     try:
         yield
     finally:
-        train.loss_terms = saved
+        trainer.loss_terms = saved
 
 
 def cpu_matmul_rate(n: int = 2048, repeats: int = 10) -> float:

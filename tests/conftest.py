@@ -31,8 +31,8 @@ def small_tokenizer(tmp_path_factory):
 @pytest.fixture(scope="module")
 def short_run(tmp_path_factory):
     """A four-update tiny BGT run with checkpoints at updates 2 and 4 (copy it with ``run_copy`` to damage it)."""
-    from workbench.recipes import TrainConfig
-    from workbench.train import Trainer
+    from workbench.training.recipes import TrainConfig
+    from workbench.training.trainer import Trainer
     run = tmp_path_factory.mktemp("short") / "run"
     Trainer(TrainConfig.from_preset("tiny", max_pairs=1000, max_valid_pairs=100, max_updates=4, save_every=2,
                                     valid_every=4, eval_every=0), run, show_progress=False).run()

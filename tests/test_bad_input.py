@@ -13,11 +13,11 @@ import torch
 from safetensors.torch import load_file
 
 from workbench.cli import main
-from workbench.errors import WorkbenchError
-from workbench.modelfolder import load, model_path
+from workbench.checks import WorkbenchError
+from workbench.models.folder import load, model_path
 from workbench.paths import sealed_config
-from workbench.recipes import TrainConfig
-from workbench.train import Trainer
+from workbench.training.recipes import TrainConfig
+from workbench.training.trainer import Trainer
 
 
 @pytest.mark.parametrize("flags, message", [
@@ -161,7 +161,7 @@ def test_a_token_budget_no_pair_fits_says_to_raise_it(tmp_path):
 
 def test_encode_refuses_non_finite_vectors_as_probe_does(run_copy, tmp_path, capsys):
     from safetensors.torch import save_file
-    from workbench.modelfolder import file_digests, latest_checkpoint
+    from workbench.models.folder import file_digests, latest_checkpoint
     folder = latest_checkpoint(run_copy)
     weights = load_file(str(folder / "model.safetensors"))
     weights = {k: (torch.full_like(v, float("nan")) if v.is_floating_point() else v) for k, v in weights.items()}
@@ -180,7 +180,7 @@ def test_api_values_out_of_range_say_what_is_valid(tmp_path):
     import workbench as wb
     from workbench.cache import clear_cache
     from workbench.evaluation.significance import paired_bootstrap
-    from workbench.generation import transfer
+    from workbench.style_transfer.generation import transfer
     from workbench.probing.build import build_task
     with pytest.raises(WorkbenchError, match=r"probing sizes must give train, valid, test as whole numbers ≥ 1"):
         build_task("length", sizes={"train": -5, "valid": 3, "test": 100})
@@ -444,12 +444,12 @@ def _bgt(view):
 def _api_cases():
     import workbench as wb
     from workbench.evaluation import compare_sts
-    from workbench.figures import read_results, tidy
-    from workbench.generation import transfer, transfer_table
+    from workbench.reports.figures import read_results, tidy
+    from workbench.style_transfer.generation import transfer, transfer_table
     from workbench.probing.baselines import text_baselines
     from workbench.checks import check_sizes
     from workbench.probing.build import build_task
-    from workbench.zoo import check_model_name
+    from workbench.zoo.packaging import check_model_name
     small = {"train": 100, "valid": 20, "test": 20}
     return [
         (lambda: wb.probe(Constant(), "length", classifier="svm"), "unknown probe classifier 'svm'; valid: logreg"),
@@ -569,7 +569,7 @@ from hypothesis import strategies as st  # noqa: E402
 @given(st.text(min_size=0, max_size=12))
 def test_any_accepted_model_name_stays_one_folder_inside_trained(name):
     from workbench.paths import REPO_ROOT
-    from workbench.zoo import check_model_name
+    from workbench.zoo.packaging import check_model_name
     root = REPO_ROOT / "trained"
     try:
         check_model_name(name)

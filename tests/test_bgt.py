@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from workbench.data.batching import collate
-from workbench.errors import WorkbenchError
+from workbench.checks import WorkbenchError
 from workbench.models.bgt import (
     BGT,
     SETTINGS,

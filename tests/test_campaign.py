@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from safetensors.torch import load_file
 
-from workbench import campaign
-from workbench.cards import card
-from workbench.errors import WorkbenchError
-from workbench.modelfolder import load
-from workbench.zoo import export_shards, import_shards
+from workbench.zoo import campaign
+from workbench.zoo.cards import card
+from workbench.checks import WorkbenchError
+from workbench.models.folder import load
+from workbench.zoo.packaging import export_shards, import_shards
 
 REPO = Path(__file__).resolve().parent.parent
 SMALL = {"train": 600, "valid": 200, "test": 200}

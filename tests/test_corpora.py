@@ -3,7 +3,7 @@ import gzip
 import pytest
 
 from workbench.data import corpora
-from workbench.errors import DataFormatError, UnknownNameError
+from workbench.checks import DataFormatError, UnknownNameError
 
 
 def write_gz(path, lines: bytes):

@@ -2,7 +2,7 @@ import pandas as pd
 import pytest
 
 from workbench import cli
-from workbench.demo import run_demo
+from workbench.reports.demo import run_demo
 
 
 @pytest.mark.slow
@@ -24,7 +24,7 @@ def test_demo_end_to_end_on_reduced_sizes(tmp_path):
     assert set(sts.task) == {"STS16"} and len(sts) == 3
     assert (tmp_path / "demo" / "results.csv").is_file()
     # the style-transfer lines: the card's evaluation beside held-out examples
-    from workbench.cards import card
+    from workbench.zoo.cards import card
     closer = next(v for m, v in card("bgt-en-fr")["style_transfer"].items() if m.startswith("closer_to_source"))
     assert "Style transfer with bgt-en-fr" in html and f"in {closer[0]}% of pairs" in html
     assert html.count("<tr><td>") >= 3
@@ -32,7 +32,7 @@ def test_demo_end_to_end_on_reduced_sizes(tmp_path):
 
 def test_first_run_line_names_what_is_still_to_build():
     from workbench.data.corpora import SplitConfig
-    from workbench.demo import first_run_line
+    from workbench.reports.demo import first_run_line
     from workbench.probing.build import _tokenised_pool, build_task, pending
     from workbench.probing.parse import stored_parses
     sizes = {"train": 301, "valid": 31, "test": 31}  # sizes no other test builds
@@ -102,7 +102,7 @@ def test_report_command_from_csv(tmp_path, capsys):
 def test_report_without_a_browser_says_so_and_still_writes_html(tmp_path, monkeypatch, caplog):
     import plotly.graph_objects as go
 
-    from workbench.figures import report
+    from workbench.reports.figures import report
 
     def no_browser(*args, **kwargs):
         raise RuntimeError("Kaleido requires Google Chrome to be installed.")

@@ -3,8 +3,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from workbench.distance import gap_correlations, language_distances, missing_features, spearman_exact
-from workbench.errors import WorkbenchError
+from workbench.reports.distance import gap_correlations, language_distances, missing_features, spearman_exact
+from workbench.checks import WorkbenchError
 
 pytest.importorskip("urielplus")
 

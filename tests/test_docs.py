@@ -2,8 +2,8 @@
 import pytest
 
 from workbench import cli
-from workbench.docfacts import FACTS, documents, refresh
-from workbench.errors import WorkbenchError
+from workbench.reports.docfacts import FACTS, documents, refresh
+from workbench.checks import WorkbenchError
 from workbench.paths import REPO_ROOT
 
 

@@ -11,7 +11,7 @@ import pytest
 from workbench.data import download as dl
 from workbench.data.corpora import read_pairs
 from workbench.data.sts import read_scored_pairs
-from workbench.errors import WorkbenchError
+from workbench.checks import WorkbenchError
 
 
 class RangeHandler(http.server.SimpleHTTPRequestHandler):

@@ -4,7 +4,7 @@ import pytest
 from scipy.stats import pearsonr, spearmanr
 
 from workbench.encoders import random_transformer, RandomEmbeddingAverage
-from workbench.errors import UnknownNameError
+from workbench.checks import UnknownNameError
 from workbench.evaluation import evaluate
 from workbench.evaluation.sts import cosine, evaluate_sts, score_pairs
 

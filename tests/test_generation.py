@@ -4,10 +4,10 @@ import pytest
 import torch
 
 from workbench.data.tokenizer import detokenise
-from workbench.errors import WorkbenchError
-from workbench.evaluation.style_transfer import FORM
-from workbench.generation import content_words, latent_ablation, transfer, transfer_table
-from workbench.modelfolder import load
+from workbench.checks import WorkbenchError
+from workbench.style_transfer.evaluation import FORM
+from workbench.style_transfer.generation import content_words, latent_ablation, transfer, transfer_table
+from workbench.models.folder import load
 
 
 def test_content_words_drop_stop_words_contractions_and_possessives():
@@ -53,7 +53,7 @@ def test_latent_ablation_decodes_from_each_latent_with_the_other_at_the_prior_me
 
 
 def _scored(outputs):
-    from workbench.evaluation.style_transfer import score_transfers
+    from workbench.style_transfer.evaluation import score_transfers
     pairs = pd.DataFrame({"source": ["The cat sat on the mat.", "We bought fresh bread at the market yesterday."],
                           "style": ["Where did you go last night?", "Thank you so much!"]})
     return score_transfers(pairs.assign(output=outputs), [load("sp-en-fr").encoder()])
@@ -78,7 +78,7 @@ def test_the_transfer_scorer_tells_a_copy_of_the_source_from_a_copy_of_the_style
 
 
 def test_transfer_shares_count_form_only_where_source_and_style_differ_and_carry_a_bootstrap_ci():
-    from workbench.evaluation.style_transfer import form, share, summarise_transfers
+    from workbench.style_transfer.evaluation import form, share, summarise_transfers
     assert form("Where did you go, Tom?") == {"length": 1, "punctuation": ",?", "first_word": "where",
                                               "sentence_type": "question", "negation": False, "person": 2}
     assert form("I don't know.") == {"length": 0, "punctuation": ".", "first_word": "i",
@@ -101,7 +101,7 @@ def test_transfer_shares_count_form_only_where_source_and_style_differ_and_carry
 
 def test_transfer_pairs_are_a_fixed_sample_of_distinct_held_out_sentences():
     from workbench.data.corpora import load_splits
-    from workbench.evaluation.style_transfer import transfer_pairs
+    from workbench.style_transfer.evaluation import transfer_pairs
     pairs = transfer_pairs(n=50)
     assert pairs.equals(transfer_pairs(n=50)) and not pairs.equals(transfer_pairs(n=50, seed=1))
     sentences = [*pairs["source"], *pairs["style"]]
@@ -130,7 +130,7 @@ def test_workbench_transfer_eval_scores_a_pairs_file_and_writes_the_summary_and_
 
 def test_a_cards_style_transfer_section_can_be_measured_again_and_the_card_stays_sealed(tmp_path):
     import shutil
-    from workbench.cards import card, remeasure_transfer
+    from workbench.zoo.cards import card, remeasure_transfer
     from workbench.paths import trained_dir
     for name in ("bgt-en-fr", "sp-en-fr"):
         shutil.copytree(trained_dir() / name, tmp_path / name)
@@ -144,7 +144,7 @@ def test_a_cards_style_transfer_section_can_be_measured_again_and_the_card_stays
 
 
 def test_form_origins_name_the_attributes_each_output_took_from_its_style_and_its_source():
-    from workbench.evaluation.style_transfer import form_origins
+    from workbench.style_transfer.evaluation import form_origins
     table = pd.DataFrame({"source": ["The cat sat on the mat.", "I don't like it."],
                           "style": ["Where did you go last night?", "We love the sea!"],
                           "output": ["Where did the cat sit?", "I don't like the sea."]})

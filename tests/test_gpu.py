@@ -12,8 +12,8 @@ import torch
 from workbench.data.batching import collate
 from workbench.data.tokenizer import pair_tokenizer
 from workbench.models import build_model
-from workbench.recipes import TrainConfig
-from workbench.train import Trainer
+from workbench.training.recipes import TrainConfig
+from workbench.training.trainer import Trainer
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA (a GPU); runs in the GPU campaign")]

@@ -8,14 +8,14 @@ import pandas as pd
 import pytest
 from safetensors.torch import load_file, save_file
 
-from workbench.cards import card
+from workbench.zoo.cards import card
 from workbench.cli import main
 from workbench.data import sha256_of
-from workbench.errors import WorkbenchError
-from workbench.modelfolder import DIGESTED, load, model_path, shipped
+from workbench.checks import WorkbenchError
+from workbench.models.folder import DIGESTED, load, model_path, shipped
 from workbench.paths import sealed_config, trained_dir
-from workbench.recipes import TrainConfig
-from workbench.train import Trainer
+from workbench.training.recipes import TrainConfig
+from workbench.training.trainer import Trainer
 
 
 def _snapshot(folder):
@@ -264,7 +264,7 @@ def test_encode_writes_exactly_the_path_it_is_given(tmp_path):
 
 
 def test_reports_refuse_impossible_numbers_and_escape_what_they_are_given(tmp_path):
-    from workbench.figures import report
+    from workbench.reports.figures import report
     good = pd.DataFrame({"encoder": ["=HYPERLINK(\"http://x\")", "b"], "task": ["length"] * 2,
                          "metric": ["accuracy"] * 2, "value": [0.5, 0.75]})
     for bad, message in ((good.assign(value=[-5, 0.5]), "accuracy must lie in \\[0, 1\\]"),
@@ -282,7 +282,7 @@ def test_reports_refuse_impossible_numbers_and_escape_what_they_are_given(tmp_pa
 def test_load_reads_the_config_and_each_file_once_and_loads_the_bytes_it_verified(name, monkeypatch):
     """One read of config.json and of the tokenizer, one hashing of the weights."""
     from pathlib import Path
-    import workbench.modelfolder as modelfolder
+    import workbench.models.folder as modelfolder
     reads = []
     original_read_bytes, original_read_text = Path.read_bytes, Path.read_text
     monkeypatch.setattr(Path, "read_bytes", lambda self: reads.append(self.name) or original_read_bytes(self))

@@ -7,7 +7,7 @@ import pytest
 import workbench as wb
 from workbench import cli
 from workbench.cache import cache_layers, cached
-from workbench.errors import WorkbenchError
+from workbench.checks import WorkbenchError
 from workbench.probing.build import build_task
 from workbench.probing.layers import expected_layer, layer_profile, probe_layers
 
@@ -114,7 +114,7 @@ def test_the_profile_says_where_a_property_is_strongest_where_it_is_lost_and_if_
 
 
 def test_a_sweep_without_sizes_runs_at_the_model_cards_sizes_and_says_so(capsys, monkeypatch):
-    monkeypatch.setattr("workbench.cards.CARD_SIZES", {"train": 300, "valid": 100, "test": 100})  # small, same path
+    monkeypatch.setattr("workbench.cli.measuring.CARD_SIZES", {"train": 300, "valid": 100, "test": 100})  # small, same path
     assert cli.main(["probe", "--model", "bgt-en-fr", "--task", "length", "--layers", "0", "--no-control"]) == 0
     out = capsys.readouterr().out
     assert "sweeping at the model cards' sizes, 300/100/100 sentences per task" in out and "length" in out
@@ -143,7 +143,7 @@ def minilm_folder():
 
 def test_hugging_face_encoder_matches_sentence_transformers(minilm_folder):
     st = pytest.importorskip("sentence_transformers")
-    from workbench.reference import minilm
+    from workbench.models.huggingface import minilm
     reference = minilm()
     expected = st.SentenceTransformer(str(minilm_folder), device="cpu").encode(SENTENCES, convert_to_numpy=True)
     np.testing.assert_allclose(reference.encode(SENTENCES), expected, atol=1e-6)
@@ -243,7 +243,7 @@ def test_without_the_extra_the_call_names_it(monkeypatch):
 
 
 def test_sweep_figures_show_each_layer(semantic, tmp_path):
-    from workbench.figures import figures_for
+    from workbench.reports.figures import figures_for
     df = probe_layers(semantic, ["bigram_shift"], sizes=SIZES, show_progress=False)
     figures = figures_for(df)
     assert list(figures) == ["layers-0", "layer-lines"]
@@ -257,7 +257,7 @@ def test_sweep_figures_show_each_layer(semantic, tmp_path):
 
 
 def test_layer_explorer_redraws_for_the_chosen_tasks(semantic):
-    from workbench.widgets import LayerExplorer
+    from workbench.reports.widgets import LayerExplorer
     df = probe_layers(semantic, ["bigram_shift"], sizes=SIZES, show_progress=False)
     app = LayerExplorer(df)
     lines = [trace for trace in app.figure.data if trace.mode == "lines+markers"]
@@ -270,7 +270,7 @@ def test_layer_explorer_redraws_for_the_chosen_tasks(semantic):
 
 
 def test_a_model_card_declares_the_languages_an_hf_encoder_reads(tmp_path):
-    from workbench.huggingface import _declared_languages
+    from workbench.models.huggingface import _declared_languages
     (tmp_path / "README.md").write_text("---\nlanguage:\n- en\n- fr\nlicense: mit\ntags:\n- multilingual\n---\n# x\n")
     assert _declared_languages(tmp_path) == ("en", "fr")
     (tmp_path / "README.md").write_text("---\nlanguage: multilingual\n---\n")

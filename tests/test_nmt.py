@@ -9,11 +9,11 @@ from workbench import cli
 from workbench.data.batching import collate
 from workbench.data.corpora import load_splits
 from workbench.data.tokenizer import detokenise, pair_tokenizer
-from workbench.errors import WorkbenchError
+from workbench.checks import WorkbenchError
 from workbench.evaluation import evaluate
-from workbench.modelfolder import load
+from workbench.models.folder import load
 from workbench.models.nmt import MultilingualNMT, NMTConfig
-from workbench.recipes import TrainConfig
+from workbench.training.recipes import TrainConfig
 
 
 @pytest.fixture(scope="module")

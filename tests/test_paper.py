@@ -2,7 +2,7 @@
 import pandas as pd
 import pytest
 
-from workbench.paper import (
+from workbench.reports.paper import (
     language_gaps,
     our_table3,
     paper_table,
@@ -15,9 +15,9 @@ from workbench.paper import (
     unequal_budgets,
     vocabulary_overlap,
 )
-from workbench.cards import card
-from workbench.reproduction import reproduce
-from workbench.modelfolder import shipped
+from workbench.zoo.cards import card
+from workbench.reports.reproduction import reproduce
+from workbench.models.folder import shipped
 
 
 def test_paper_tables_carry_the_spec_numbers():

@@ -7,11 +7,11 @@ import torch
 
 from workbench.data.batching import collate
 from workbench.evaluation.sts import evaluate_sts
-from workbench.modelfolder import load
+from workbench.models.folder import load
 from workbench.models import build_model
 from workbench.models.paraphrastic import Paraphrastic, ParaphrasticConfig
-from workbench.recipes import TrainConfig
-from workbench.train import Trainer
+from workbench.training.recipes import TrainConfig
+from workbench.training.trainer import Trainer
 
 
 def config(setting="sp", **changes):

@@ -6,7 +6,7 @@ import pytest
 
 from workbench.data.corpora import probe_pool
 from workbench.data.tokenizer import preprocess, tokenise
-from workbench.errors import UnknownNameError, WorkbenchError
+from workbench.checks import UnknownNameError, WorkbenchError
 from workbench.probing import build, builders
 from workbench.probing.classifiers import LogisticProbe
 from workbench.probing.control import control_labels, control_words, first_word_type
@@ -157,7 +157,7 @@ def test_control_labels_follow_word_types_and_the_label_distribution(task, kind,
 
 
 def test_selectivity_is_positive_where_a_trained_encoder_encodes_the_property():
-    from workbench.modelfolder import load
+    from workbench.models.folder import load
     english = load("bgt-en-fr").encoder("en")
     for task in ("subj_num", "tense"):
         result = probe(english, task, sizes=SMALL)
@@ -231,7 +231,7 @@ def test_erasing_a_concept_leaves_a_linear_probe_at_the_majority_and_sts_nearly_
     assert before.accuracy > before.majority + 0.15  # BGT's semantic encoder knows the length ...
     assert after.accuracy <= after.majority + 0.03  # ... and after LEACE no linear probe does
     assert erased.dim == sp.dim and erased.languages == sp.languages and erased.fingerprint != sp.fingerprint
-    from workbench.figures import erasure_figure
+    from workbench.reports.figures import erasure_figure
     from workbench.probing.erase import erasure_effects
     effects = erasure_effects([sp], ["length"], sizes=SMALL, years=(2016,), show_progress=False)
     accuracy, sts = effects.iloc[0], effects.iloc[1]
@@ -258,7 +258,7 @@ def test_conditional_probe_measures_what_one_view_adds_beyond_another(length_tas
     assert rows.loc["given_accuracy", "value"] == pytest.approx(gained.given_accuracy)
     with pytest.raises(WorkbenchError, match="given itself"):
         probe(exact, length_task, given=exact)
-    from workbench.figures import conditional_figure
+    from workbench.reports.figures import conditional_figure
     both = pd.concat([gained.to_frame(), nothing.to_frame()])
     bars = conditional_figure(both).data
     assert [b.name for b in bars] == ["exact-length beyond noise-view", "noise-view beyond exact-length"]
@@ -276,7 +276,7 @@ def test_language_identity_uses_one_side_of_each_pair_and_needs_a_shared_encoder
     assert data["label"].value_counts().to_dict() == {"en": 1050, "fr": 1050}
     card = get_task("language_id_en_fr")
     assert card.languages == ("en", "fr")
-    from workbench.modelfolder import load
+    from workbench.models.folder import load
     bgt = load("bgt-en-fr")
     with pytest.raises(WorkbenchError, match="holds en and fr sentences but encoder 'bgt-en-fr:en' reads en: use "
                                              "an encoder that reads all of them"):
@@ -285,7 +285,7 @@ def test_language_identity_uses_one_side_of_each_pair_and_needs_a_shared_encoder
 
 def test_erasing_language_from_bgts_semantic_encoder_keeps_meaning():
     from workbench.probing.erase import erasure_effects
-    from workbench.modelfolder import load
+    from workbench.models.folder import load
     semantic = load("bgt-en-fr").encoder("semantic")
     sizes = {"train": 4000, "valid": 500, "test": 1000}  # LEACE's statistics need more than SMALL's 1,500 here
     effects = erasure_effects([semantic], ["language_id_en_fr"], sizes=sizes, years=(2016,), tatoeba=["fr"],
@@ -297,7 +297,7 @@ def test_erasing_language_from_bgts_semantic_encoder_keeps_meaning():
 
 
 def test_a_probe_trained_on_english_transfers_to_the_translations():
-    from workbench.modelfolder import load
+    from workbench.models.folder import load
     semantic = load("bgt-en-fr").encoder("semantic")
     result = probe(semantic, "subj_num", sizes=SMALL, transfer="fr", control=False)
     assert result.transfer == "fr" and 50 <= result.n_transfer < result.n_test  # those with a translation
@@ -356,7 +356,7 @@ def test_split_by_word_puts_every_word_in_one_split_and_meets_the_sizes():
 
 def test_a_lexically_split_task_holds_out_its_words_and_results_say_seen_and_unseen():
     from dataclasses import replace
-    from workbench.modelfolder import load
+    from workbench.models.folder import load
     lexical = build.build_task("subj_num", sizes=SMALL)
     assert get_task("subj_num").lexical_split and lexical.manifest["split"] == "lexical"
     data = lexical.data.assign(w=lexical.data["word"].str.lower())
@@ -413,7 +413,7 @@ def test_a_control_is_called_uninformative_from_its_word_types_alone(task, cavea
 
 
 def test_an_uninformative_control_is_named_in_the_result_and_hatched_in_the_figure(length_task):
-    from workbench.figures import selectivity_figure
+    from workbench.reports.figures import selectivity_figure
     result = probe(FirstWordEncoder("first-word-caveat"), length_task)
     assert "uninformative: the control keys on first words" in str(result)
     rows = result.to_frame().set_index("metric")

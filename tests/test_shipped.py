@@ -6,11 +6,11 @@ import torch
 
 import workbench as wb
 from workbench import cli
-from workbench.cards import card
+from workbench.zoo.cards import card
 from workbench.evaluation import evaluate
-from workbench.modelfolder import shipped
+from workbench.models.folder import shipped
 from workbench.paths import trained_dir
-from workbench.zoo import WITH_DECODERS
+from workbench.zoo.packaging import WITH_DECODERS
 
 pytestmark = pytest.mark.xdist_group("shipped-sts")  # on the reproduction test's worker (its cached STS)
 SHIPPED = shipped()
@@ -84,14 +84,14 @@ def test_encoder_only_models_say_why_they_cannot_generate():
     model = wb.load("bgt-small-en-fr")  # the GPU campaign's first export kept encoders only
     with pytest.raises(ValueError, match="shipped without its decoders"):
         model.generate(torch.zeros(1, model.cfg.latent_dim), torch.zeros(1, model.cfg.latent_dim))
-    with pytest.raises(wb.errors.WorkbenchError, match="holds encoders only"):
+    with pytest.raises(wb.WorkbenchError, match="holds encoders only"):
         wb.transfer(model, ["A man is here."], ["Thanks."])
 
 
 def test_unknown_model_name_lists_what_is_shipped():
-    with pytest.raises(wb.errors.WorkbenchError, match="no model at 'bgt-en-xx'"):
+    with pytest.raises(wb.WorkbenchError, match="no model at 'bgt-en-xx'"):
         wb.load("bgt-en-xx")
-    with pytest.raises(wb.errors.WorkbenchError, match="shipped: .*bgt-en-fr"):
+    with pytest.raises(wb.WorkbenchError, match="shipped: .*bgt-en-fr"):
         card("bgt-en-xx")
 
 
@@ -99,8 +99,8 @@ def test_every_shipped_model_records_the_recipe_the_retraining_script_runs(capsy
     from dataclasses import asdict
     from pathlib import Path
 
-    from workbench.recipes import TrainConfig
-    from workbench.zoo import retrain_plan
+    from workbench.training.recipes import TrainConfig
+    from workbench.zoo.packaging import retrain_plan
     plan = retrain_plan().set_index("name")
     assert sorted(plan.index) == shipped()
     for name in shipped():

@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 from workbench.data import sts
-from workbench.errors import DataFormatError, UnknownNameError
+from workbench.checks import DataFormatError, UnknownNameError
 from workbench.paths import data_dir
 
 

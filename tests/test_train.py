@@ -14,12 +14,12 @@ import torch
 
 from workbench.data.sts import load_stsb
 from workbench.data.tokenizer import pair_tokenizer
-from workbench.errors import UnknownNameError, WorkbenchError
+from workbench.checks import UnknownNameError, WorkbenchError
 from workbench.evaluation.sts import cosine
-from workbench.modelfolder import learning_curve, load
+from workbench.models.folder import learning_curve, load
 from workbench.paths import sealed_config
-from workbench.recipes import TrainConfig
-from workbench.train import learning_rate, Trainer
+from workbench.training.recipes import TrainConfig
+from workbench.training.trainer import learning_rate, Trainer
 
 QUICK = {"max_pairs": 1000, "max_valid_pairs": 100, "max_updates": 40, "save_every": 4, "valid_every": 10}
 LOSS_KEYS = ("loss", "recon", "trans", "kl", "grad_norm", "kl_weight", "lr", "sentences", "tokens")
@@ -171,7 +171,7 @@ def test_a_new_run_continues_a_trained_model_when_its_run_directory_is_lost(tiny
 
 
 def test_an_export_that_keeps_its_decoders_continues_training_when_the_run_is_lost(tiny_run, tmp_path):
-    from workbench.zoo import export
+    from workbench.zoo.packaging import export
     _, run_dir = tiny_run
     folder = export(run_dir, name="bgt-tiny", keep_decoders=True, root=tmp_path,
                     sizes={"train": 600, "valid": 200, "test": 200}, show_progress=False)
@@ -191,8 +191,8 @@ def test_an_export_that_keeps_its_decoders_continues_training_when_the_run_is_lo
 
 
 def test_the_card_names_the_threads_each_part_of_a_run_trained_on(run_copy, tmp_path):
-    from workbench.train import hardware
-    from workbench.zoo import export_shards
+    from workbench.training.trainer import hardware
+    from workbench.zoo.packaging import export_shards
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # a run resumed beside another, one thread each: slower per update, so said
     try:
@@ -211,7 +211,7 @@ def test_the_card_names_the_threads_each_part_of_a_run_trained_on(run_copy, tmp_
 
 def test_a_model_folders_recipe_runs_as_long_as_its_whole_run_with_no_time_limit(tiny_run, tmp_path):
     from workbench.cli import main
-    from workbench.modelfolder import latest_checkpoint, read_config
+    from workbench.models.folder import latest_checkpoint, read_config
     _, run_dir = tiny_run
     meta = json.loads((run_dir / "best" / "config.json").read_text())
     folder = tmp_path / "model"  # as exported from a run whose last part was resumed with --max-seconds 5
@@ -249,7 +249,7 @@ def test_max_seconds_stops_with_a_checkpoint_that_resumes(tmp_path, tiny_tokeniz
 
 def test_a_bare_resume_continues_with_the_recipe_the_run_records(tmp_path, tiny_tokenizer, capsys):
     from workbench.cli import main
-    from workbench.modelfolder import latest_checkpoint, read_config
+    from workbench.models.folder import latest_checkpoint, read_config
     run = tmp_path / "run"
     cfg = TrainConfig.from_preset("tiny", lr=2e-3, max_pairs=1000, max_valid_pairs=100, max_updates=2, save_every=2,
                                   valid_every=2, eval_every=0)
@@ -298,7 +298,7 @@ def test_a_signal_that_lands_while_an_update_is_measured_stops_the_next_one(tmp_
 
 def test_curve_command_draws_the_views_against_updates_and_seconds(tiny_run, tmp_path, capsys):
     from workbench.cli import main
-    from workbench.modelfolder import learning_curve
+    from workbench.models.folder import learning_curve
     _, run_dir = tiny_run
     curves = learning_curve(run_dir)
     sts = curves[curves["metric"] == "stsb_dev"]
@@ -399,9 +399,9 @@ def test_cli_probes_a_view_of_a_trained_model(tiny_run, capsys):
 def test_export_writes_an_fp16_encoder_only_model_whose_card_matches(tiny_run, tmp_path):
     from safetensors import safe_open
 
-    from workbench.cards import card
-    from workbench.modelfolder import shipped
-    from workbench.zoo import export
+    from workbench.zoo.cards import card
+    from workbench.models.folder import shipped
+    from workbench.zoo.packaging import export
     _, run_dir = tiny_run
     folder = export(run_dir, name="bgt-tiny", root=tmp_path, sizes={"train": 600, "valid": 200, "test": 200},
                     show_progress=False)

@@ -14,19 +14,20 @@
     wb.probe_layers(bgt.encoder("semantic"), ["length", "bigram_shift"])   # every layer: where does it live?
 """
 from .cache import cached
+from .checks import WorkbenchError
 from .encoders import Encoder, untrained_encoder
 from .evaluation import evaluate
-from .evaluation.style_transfer import transfer_scores
-from .figures import report
-from .generation import transfer
-from .huggingface import hf_encoder
-from .modelfolder import learning_curve, load, shipped
+from .models.folder import learning_curve, load, shipped
+from .models.huggingface import hf_encoder
 from .probing.build import build_task
 from .probing.erase import erase
 from .probing.layers import layer_profile, probe_layers
 from .probing.probe import ProbeResult, probe, probe_all
 from .probing.tasks import get_task, task_names
+from .reports.figures import report
+from .style_transfer.evaluation import transfer_scores
+from .style_transfer.generation import transfer
 
-__all__ = ["Encoder", "untrained_encoder", "evaluate", "report", "build_task", "ProbeResult", "probe",
+__all__ = ["WorkbenchError", "Encoder", "untrained_encoder", "evaluate", "report", "build_task", "ProbeResult", "probe",
            "probe_all", "erase", "get_task", "task_names", "load", "learning_curve", "cached", "shipped", "transfer",
            "transfer_scores", "hf_encoder", "probe_layers", "layer_profile"]

@@ -29,9 +29,8 @@ from filelock import FileLock
 from safetensors import SafetensorError, safe_open
 from safetensors.numpy import save_file
 
-from .checks import whole
+from .checks import WorkbenchError, check_sentences, whole
 from .encoders import Encoder, check_embeddings
-from .errors import WorkbenchError, check_sentences
 from .paths import atomic_write, home_dir
 
 log = logging.getLogger(__name__)

@@ -13,9 +13,10 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import torch
 
+from .checks import WorkbenchError, check_name, check_sentences
 from .data.tokenizer import Tokenizer, pair_tokenizer
-from .errors import WorkbenchError, check_name, check_sentences
 from .models.base import NamedEncoder, NetworkEncoder
+from .models.huggingface import hf_encoder, minilm
 from .models.transformer import SentenceEncoder, TransformerConfig
 from .progress import progress_bar
 
@@ -123,7 +124,6 @@ def untrained_encoder(name: str, pair: str = "en-fr", vocab_size: int = 8000, se
 
 
 def _minilm(pair: str) -> Encoder:
-    from .reference import minilm
     return minilm()
 
 
@@ -143,7 +143,6 @@ def named_encoder(name: str, pair: str = "en-fr") -> Encoder:
     ``hf:PATH[@LAYER]``: the Hugging Face encoder in folder PATH (or already in the Hugging Face cache) at LAYER
     (default: its top layer), mean-pooled."""
     if name.startswith(HF_PREFIX):
-        from .huggingface import hf_encoder
         path, _, layer = name[len(HF_PREFIX):].rpartition("@")
         if not path or not layer.lstrip("-").isdigit():
             path, layer = name[len(HF_PREFIX):], "-1"

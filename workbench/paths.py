@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from .errors import WorkbenchError
+from .checks import WorkbenchError
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

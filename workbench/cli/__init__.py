@@ -12,9 +12,9 @@ import tempfile
 import tomllib
 from pathlib import Path
 
-from ..errors import WorkbenchError
+from ..checks import WorkbenchError
 from .common import Command
-from .measuring import CACHE_COMMAND, ENCODE_COMMAND, EVALUATE_COMMAND, PROBE_COMMAND, PROBES_COMMAND
+from .measuring import CACHE_COMMAND, ENCODE_COMMAND, EVALUATE_COMMAND, PROBES_COMMAND, PROBE_COMMAND
 from .reporting import DEMO_COMMAND, DOCS_COMMAND, REPORT_COMMAND, REPRODUCE_COMMAND, TRANSFER_COMMAND
 from .training import CURVE_COMMAND, DATA_COMMAND, MODELS_COMMAND, TRAIN_COMMAND
 

@@ -9,9 +9,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from ..checks import check_sizes
+from ..checks import WorkbenchError, check_sizes
 from ..data.corpora import PAIRS
-from ..errors import WorkbenchError
+from ..encoders import HF_PREFIX, NAMED_ENCODERS, named_encoder
+from ..models.folder import load
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,6 @@ def size_args(p: argparse.ArgumentParser, train: int | None = None, valid: int |
 
 def encoder_args(p: argparse.ArgumentParser) -> None:
     """``--model``, ``--encoder``, ``--layer``, ``--pair``, ``--trust-unverified``: which encoder a command reads."""
-    from ..encoders import HF_PREFIX, NAMED_ENCODERS
     named = "; ".join(f"{name}: {about}" for name, (about, _) in NAMED_ENCODERS.items())
     p.add_argument("--model", help="a trained model (run directory, checkpoint, or name in trained/)")
     p.add_argument("--encoder", help=f"without --model: {named}; or {HF_PREFIX}PATH[@LAYER], a Hugging Face "
@@ -59,14 +59,12 @@ def chosen_encoder(args, name: str | None = None):
         if args.pair is not None:
             raise WorkbenchError(f"--pair {args.pair} picks the tokenizer of an untrained --encoder; --model "
                                  f"{args.model} has its own: drop one of them")
-        from ..modelfolder import load
         return load(args.model, trust_unverified=args.trust_unverified).encoder(
             args.encoder or "semantic", layer=-1 if args.layer is None else args.layer)
     for option, given in (("--layer", args.layer is not None), ("--trust-unverified", args.trust_unverified)):
         if given and name is None:
             raise WorkbenchError(f"{option} applies to a --model; for a Hugging Face --encoder give the layer as "
                                  "hf:PATH@LAYER")
-    from ..encoders import named_encoder
     return named_encoder(name or args.encoder or "random-transformer", args.pair or "en-fr")
 
 

@@ -7,10 +7,20 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..cache import cache_dir, cache_summary, clear_cache, clear_stale, stale_temp_files
+from ..checks import WorkbenchError
 from ..encoders import NAMED_ENCODERS, check_embeddings
-from ..errors import WorkbenchError
-from ..evaluation import SUITES
-from ..probing.tasks import task_names
+from ..evaluation import SUITES, compare_hard_sts, compare_sts, evaluate
+from ..evaluation.significance import check_n_boot
+from ..models.folder import load
+from ..probing.baselines import BASELINES, SENTEVAL_NAMES, text_baselines
+from ..probing.build import build_task, ship_parses
+from ..probing.layers import layer_profile, probe_layers
+from ..probing.probe import check_options, probe
+from ..probing.tasks import get_task, readable_tasks, task_names
+from ..progress import progress_bar
+from ..reports.figures import spreadsheet_safe
+from ..zoo.cards import CARD_SIZES
 from .common import Command, chosen_encoder, encoder_args, probing_sizes, size_args
 
 
@@ -66,10 +76,7 @@ def _probe_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _probe(args) -> None:
-    from ..progress import progress_bar
 
-    from ..probing.probe import check_options, probe
-    from ..modelfolder import load
     check_options(args.classifier, not args.no_control and args.control, args.mdl)  # before the encoder is built
     if args.seeds < 1:
         raise WorkbenchError(f"--seeds must be a whole number ≥ 1 (got {args.seeds})")
@@ -84,7 +91,6 @@ def _probe(args) -> None:
     else:
         encoder, given = chosen_encoder(args), None
     if not args.task:
-        from ..probing.tasks import readable_tasks
         args.task = readable_tasks(encoder)
     if args.layers:
         return _probe_layers(args, encoder, given, sizes)
@@ -99,12 +105,10 @@ def _probe(args) -> None:
     table[percent] *= 100  # accuracies in %
     print(table.round(2).to_string())
     if args.out:
-        from ..figures import spreadsheet_safe
         spreadsheet_safe(df).to_csv(args.out, index=False)
 
 
 def _probe_layers(args, encoder, given, sizes) -> None:
-    from ..probing.layers import layer_profile, probe_layers
     if given is not None or args.transfer:
         raise WorkbenchError("--layers sweeps one encoder: drop --given / --transfer, or probe one layer at a time "
                              "(--layer)")
@@ -112,7 +116,6 @@ def _probe_layers(args, encoder, given, sizes) -> None:
         raise WorkbenchError("--layer reads one layer, --layers sweeps several: give one of them")
     layers = "all" if args.layers == ["all"] else _layer_numbers(args.layers)
     if sizes is None:
-        from ..cards import CARD_SIZES
         sizes = CARD_SIZES
         print(f"sweeping at the model cards' sizes, {sizes['train']}/{sizes['valid']}/{sizes['test']} sentences "
               "per task (--train-size/--valid-size/--test-size for others)", flush=True)
@@ -122,7 +125,6 @@ def _probe_layers(args, encoder, given, sizes) -> None:
     print((100 * table).round(1).to_string())
     print(layer_profile(df).round(3).to_string(index=False))
     if args.out:
-        from ..figures import spreadsheet_safe
         spreadsheet_safe(df).to_csv(args.out, index=False)
 
 
@@ -148,7 +150,6 @@ def _probes_arguments(p: argparse.ArgumentParser) -> None:
                    help="write the probe pools' parses into probes/parses/ (what a fresh clone reads instead of "
                         "parsing; for maintainers, after a pool, pipeline or parse change)")
     size_args(q)
-    from ..probing.baselines import BASELINES, SENTEVAL_NAMES
     q = psub.add_parser("baselines", help="Conneau et al. (2018)'s text-only baselines on our tasks, beside their "
                                           "published accuracies on SentEval's data (an external check)")
     q.add_argument("--tasks", nargs="+", choices=task_names(), default=list(SENTEVAL_NAMES),
@@ -161,10 +162,7 @@ def _probes_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _probes(args) -> None:
-    from ..progress import progress_bar
 
-    from ..probing.build import build_task
-    from ..probing.tasks import get_task, task_names
     if args.action == "list":
         cards = [get_task(name) for name in task_names()]
         print(pd.DataFrame([{"task": c.name, "title": c.title, "language": c.language, "builder": c.builder,
@@ -175,7 +173,6 @@ def _probes(args) -> None:
         _baselines(args)
         return
     if args.ship_parses:
-        from ..probing.build import ship_parses
         print(f"shipped parses: {ship_parses()}")
     rows = []
     for task in progress_bar(args.tasks, desc="building tasks", unit="task"):
@@ -185,8 +182,6 @@ def _probes(args) -> None:
 
 
 def _baselines(args) -> None:
-    from ..figures import spreadsheet_safe
-    from ..probing.baselines import text_baselines
     df = text_baselines(args.tasks, args.baselines, sizes=probing_sizes(args))
     shown = df.assign(cell=[f"{ours:.1f}" + ("" if np.isnan(paper) else f" ({paper:.1f})")
                             for ours, paper in zip(df["accuracy"], df["published"])])
@@ -210,7 +205,6 @@ def _cache_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _cache(args) -> None:
-    from ..cache import cache_dir, cache_summary, clear_cache, clear_stale, stale_temp_files
     if args.action == "ls":
         summary = cache_summary()
         if summary.empty:
@@ -250,8 +244,6 @@ def _evaluate_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _evaluate(args) -> None:
-    from ..evaluation import evaluate
-    from ..evaluation.significance import check_n_boot
     if args.against:
         check_n_boot(args.n_boot)  # before the first evaluation
         if args.suite not in PAIRED:
@@ -262,10 +254,8 @@ def _evaluate(args) -> None:
     print(shown.pivot_table(index=["task", "dataset"], columns="metric", values="value", sort=False)
           .round(1).to_string())
     if args.out:
-        from ..figures import spreadsheet_safe
         spreadsheet_safe(df).to_csv(args.out, index=False)
     if args.against:
-        from ..evaluation import compare_hard_sts, compare_sts
         a, b = chosen_encoder(args), chosen_encoder(args, args.against)
         tests = [test for suite, test in (("sts", compare_sts), ("hard_sts", compare_hard_sts))
                  if args.suite in (suite, "all")]

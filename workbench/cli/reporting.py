@@ -5,10 +5,16 @@ import argparse
 import time
 from pathlib import Path
 
-from ..checks import check_sizes
+from ..checks import WorkbenchError, check_sizes
 from ..data.corpora import PAIRS
 from ..data.sts import STS_DATASETS
-from ..errors import WorkbenchError
+from ..models.folder import load
+from ..reports.demo import first_run_line, run_demo
+from ..reports.docfacts import FACTS, documents, refresh
+from ..reports.figures import read_results, report, spreadsheet_safe
+from ..reports.reproduction import reproduce
+from ..style_transfer.evaluation import transfer_pairs, transfer_scores
+from ..style_transfer.generation import transfer, transfer_table
 from .common import Command, read_pairs, size_args
 
 
@@ -21,7 +27,6 @@ def _demo_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _demo(args) -> None:
-    from ..demo import first_run_line, run_demo
     sizes = check_sizes({"train": args.train_size, "valid": args.valid_size, "test": args.test_size})
     pairs = tuple(PAIRS) if args.all else tuple(args.pair)
     start = time.perf_counter()
@@ -44,7 +49,6 @@ def _reproduce_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _reproduce(args) -> None:
-    from ..reproduction import reproduce
     path = reproduce(args.out, recompute=args.recompute, disentangle=() if args.no_disentanglement else None)
     print(f"report: {Path(path).resolve()}")
 
@@ -71,9 +75,6 @@ def _transfer_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _transfer(args) -> None:
-    from ..figures import spreadsheet_safe
-    from ..generation import transfer, transfer_table
-    from ..modelfolder import load
     if args.eval and (args.source or args.style):
         raise WorkbenchError("--eval scores a set of pairs (--pairs FILE, or the fixed held-out sample by default); "
                              "it does not take --source/--style")
@@ -96,8 +97,6 @@ def _transfer(args) -> None:
 
 
 def _transfer_eval(model, args) -> None:
-    from ..evaluation.style_transfer import transfer_pairs, transfer_scores
-    from ..figures import spreadsheet_safe
     pairs = read_pairs(args.pairs) if args.pairs else transfer_pairs(args.n)
     summary, scored = transfer_scores(model, pairs, beam=args.beam)
     print(f"style transfer of {args.model} on {len(pairs)} pairs (shares with bootstrap 95% CIs):")
@@ -121,7 +120,6 @@ def _report_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _report(args) -> None:
-    from ..figures import read_results, report
     df = read_results(args.results)
     path = report(df, Path(args.out) / "report.html", title=args.title)
     print(f"report: {path.resolve()}")
@@ -137,7 +135,6 @@ def _docs_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _docs(args) -> None:
-    from ..docfacts import FACTS, documents, refresh
     drifted = refresh(write=args.write)
     checked = f"{len(FACTS)} kinds of fact in {len(documents())} documents"
     if drifted and not args.write:

@@ -6,20 +6,27 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..checks import WorkbenchError
 from ..data.corpora import PAIRS, language_of, split_summary
+from ..data.download import OPUS_URL, STS_URLS, download, opus_moses_to_tsv, sts_archive_to_tsv
 from ..data.sts import STS_DATASETS
-from ..errors import WorkbenchError
 from ..models import MODELS
-from ..paths import trained_dir
-from ..recipes import PRESETS
+from ..models.folder import latest_checkpoint, learning_curve, read_config, shipped
+from ..paths import data_dir, trained_dir
+from ..reports.figures import curve_report
+from ..training.recipes import PRESETS, TrainConfig
+from ..training.trainer import Trainer
+from ..training.wmf import train_wmf
+from ..zoo.cards import card, remeasure_transfer, summary_markdown
+from ..zoo.packaging import export, import_shards, retrain, retrain_plan
 from .common import Command
 
 
 def _models_arguments(p: argparse.ArgumentParser) -> None:
     msub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     q = msub.add_parser("list", help="the models in trained/ with their headline numbers")
-    q.add_argument("--markdown", action="store_true", help="trained/README.md's table (from the cards; the tests "
-                                                           "check the README against it)")
+    q.add_argument("--markdown", action="store_true", help="trained/README.md's table, from the cards "
+                                                           "(`workbench docs --write` puts it there)")
     q = msub.add_parser("export", help="copy a run into trained/NAME (fp16) and measure it for its card")
     q.add_argument("run", help="run directory or checkpoint folder")
     q.add_argument("--name", required=True, help="model name, e.g. bgt-en-fr (letters, digits, _ . -)")
@@ -47,9 +54,6 @@ def _models_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _models(args) -> None:
-    from ..cards import card, remeasure_transfer, summary_markdown
-    from ..modelfolder import shipped
-    from ..zoo import export, import_shards, retrain, retrain_plan
     if args.action == "retrain":
         plan = retrain_plan(args.only)
         print(plan.drop(columns=["config"]).to_string(index=False))
@@ -99,8 +103,6 @@ def _curve_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _curve(args) -> None:
-    from ..figures import curve_report
-    from ..modelfolder import learning_curve
     curves = pd.concat([learning_curve(run) for run in args.runs], ignore_index=True)
     path = curve_report(curves, args.out, static=not args.no_static)
     last = curves[curves["metric"] == "stsb_dev"].sort_values("update").groupby(["run", "view"], sort=False).last()
@@ -141,7 +143,6 @@ def _recorded_recipe(args) -> Path | None:
     cannot silently switch to the default preset. --model/--pair/--preset beside it must agree with the record."""
     if not (args.resume and args.out):
         return None
-    from ..modelfolder import latest_checkpoint, read_config
     try:
         folder = latest_checkpoint(args.out)
     except WorkbenchError:
@@ -159,8 +160,6 @@ def _recorded_recipe(args) -> Path | None:
 
 
 def _train(args) -> None:
-    from ..recipes import TrainConfig
-    from ..train import Trainer
     if args.resume and args.init_from:
         raise WorkbenchError(f"--resume continues the run in --out; --init-from {args.init_from} starts a new run "
                              "from a trained model: give one of them")
@@ -176,7 +175,6 @@ def _train(args) -> None:
         if args.resume or args.init_from:
             raise WorkbenchError("WMF is fitted in one go by ALS (minutes on a CPU) and keeps no checkpoints, so "
                                  "there is nothing to resume or start from: train it anew in an empty --out")
-        from ..train import train_wmf
         result = train_wmf(cfg, out)
         print(f"wmf {cfg.pair} ({cfg.preset}): {result['pairs']} pairs, weighted loss {result['loss']:.1f}, "
               f"{result['seconds']:.0f} s\nmodel: {out.resolve()}")
@@ -213,14 +211,6 @@ def _data(args) -> None:
         rows = {pair: split_summary(pair) for pair in (args.pair or PAIRS)}
         print(pd.DataFrame(rows).T.to_string())
         return
-    from ..data.download import (
-        OPUS_URL,
-        STS_URLS,
-        download,
-        opus_moses_to_tsv,
-        sts_archive_to_tsv,
-    )
-    from ..paths import data_dir
     root = Path(args.dest) if args.dest else data_dir()
     if args.what == "opus":
         for pair in args.pair or PAIRS:

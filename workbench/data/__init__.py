@@ -6,7 +6,7 @@ import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..errors import DataFormatError
+from ..checks import DataFormatError
 
 
 def utf8_lines(path: str | Path) -> Iterator[tuple[int, str]]:

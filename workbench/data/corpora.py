@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from ..errors import DataFormatError, check_name
+from ..checks import DataFormatError, check_name
 from ..paths import data_dir
 from . import utf8_lines
 

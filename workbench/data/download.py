@@ -15,7 +15,7 @@ import urllib.request
 import zipfile
 from pathlib import Path
 
-from ..errors import DataFormatError, WorkbenchError
+from ..checks import DataFormatError, WorkbenchError
 from ..paths import atomic_write
 from ..progress import progress_bar
 from . import sha256_of

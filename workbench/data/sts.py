@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import DataFormatError, check_name
+from ..checks import DataFormatError, check_name
 from ..paths import data_dir
 from . import utf8_lines
 

@@ -11,10 +11,10 @@ import hashlib
 
 import numpy as np
 
+from ..checks import WorkbenchError
 from .batching import token_batches
 from .corpora import language_of, load_splits, pairs_of
 from .tokenizer import Tokenizer
-from ..errors import WorkbenchError
 
 
 def _tokenised(pairs, tokenizer: Tokenizer, max_len: int, tagged: bool) -> tuple[list[list[int]], list[list[int]]]:

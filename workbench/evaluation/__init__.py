@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 
 from ..cache import cached, remember
+from ..checks import WorkbenchError, check_name
 from ..data import sha256_of
 from ..data.sts import STS_DATASETS, TATOEBA_CODES, load_sts, load_sts_hard, load_tatoeba
 from ..encoders import Encoder, check_embeddings, check_reads, unread
-from ..errors import WorkbenchError, check_name
 from ..paths import data_dir
 from .retrieval import retrieval_errors
 from .significance import bootstrap_differences, summarise

@@ -5,8 +5,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..checks import whole
-from ..errors import WorkbenchError
+from ..checks import WorkbenchError, whole
 
 
 @dataclass

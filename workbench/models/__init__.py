@@ -10,7 +10,7 @@ import dataclasses
 
 import torch
 
-from ..errors import WorkbenchError, check_name
+from ..checks import WorkbenchError, check_name
 from . import bgt, paraphrastic
 from .bgt import BGT, BGTConfig
 from .nmt import MultilingualNMT, NMTConfig

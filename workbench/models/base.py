@@ -13,9 +13,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..checks import number, whole
+from ..checks import WorkbenchError, check_name, check_sentences, number, whole
 from ..data.tokenizer import Tokenizer
-from ..errors import WorkbenchError, check_name, check_sentences
 from ..progress import progress_bar
 
 

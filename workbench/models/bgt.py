@@ -358,12 +358,6 @@ class BGT(SentenceModel):
 
     # --- generation (style transfer) -----------------------------------------------------------------------
 
-    def transfer(self, source: str, style: str, beam: int = 5, max_len: int | None = None) -> str:
-        """Style transfer of one pair (see :func:`workbench.generation.transfer`): ``source``'s meaning in
-        ``style``'s form."""
-        from ..generation import transfer
-        return transfer(self, [source], [style], beam=beam, max_len=max_len)[0]
-
     @torch.no_grad()
     def generate(self, z_sem: torch.Tensor, z_lang: torch.Tensor | None = None, decoder: str = "en",
                  max_len: int = 100, beam: int = 1) -> list[list[int]]:

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from ..checks import check_name
 from ..data.batching import pad
 from ..data.tokenizer import detokenise
-from ..errors import check_name
 from .base import ModelConfig, SentenceModel
 from .bgt import token_loss
 from .paraphrastic import BiLSTMEncoder

@@ -29,12 +29,12 @@ import scipy.sparse as sp
 from safetensors.numpy import load_file, save_file
 from sklearn.feature_extraction.text import TfidfVectorizer
 
+from ..checks import check_name, check_sentences
 from ..data import sha256_of
 from ..data.tokenizer import preprocess
-from ..errors import check_sentences
 from ..paths import atomic_write, read_json, sealed_config
-from .base import ModelConfig
 from ..progress import progress_bar
+from .base import ModelConfig
 
 VARIANTS = ("b-wmf", "x-wmf")
 
@@ -172,7 +172,6 @@ class WMF:
     def encoder(self, view: str = "semantic") -> "WMFEncoder":
         """``"en"``/``"<xx>"``: fold in with that language's factor; ``"semantic"``: per sentence, the language
         :meth:`guess_language` picks (so cross-lingual pairs go through one encoder)."""
-        from ..errors import check_name
         check_name("encoder view", view, ("semantic", *self.cfg.languages))
         return WMFEncoder(self, view)
 

@@ -20,11 +20,11 @@ from sklearn.naive_bayes import MultinomialNB
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 
+from ..checks import check_name
 from ..data.moses import tokenise_many
-from ..errors import check_name
+from ..progress import progress_bar
 from .build import ProbingDataset, build_task
 from .probe import bootstrap_ci
-from ..progress import progress_bar
 
 # Conneau et al. 2018, Table 2: test accuracy (%) on SentEval's data; columns are our task names.
 PUBLISHED = pd.read_csv(io.StringIO("""\

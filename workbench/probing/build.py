@@ -23,15 +23,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..checks import check_sizes
+from ..checks import WorkbenchError, check_sizes
 from ..data.corpora import PAIRS, SplitConfig, bucket, corpus_path, load_splits, normalise, probe_pool
 from ..data.moses import tokenise_many
 from ..data.tokenizer import detokenise
-from ..errors import WorkbenchError
 from ..paths import atomic_write, home_dir, read_json
 from .builders import BUILDERS, PARSING
 from .parse import parse, ship, stored_parses
-from .tasks import TaskCard, get_task
+from .tasks import TaskCard, get_task, task_names
 
 log = logging.getLogger(__name__)
 
@@ -195,7 +194,6 @@ def pending(tasks: Sequence[str], sizes: dict[str, int] | None = None, config: S
 def ship_parses(config: SplitConfig = SplitConfig()) -> Path:
     """Parse the probe pool of every language a parsing task reads (stored parses are reused) and make those the
     parses the repository ships (``probes/parses/``). Returns their manifest."""
-    from .tasks import task_names
     languages = sorted({get_task(name).language for name in task_names() if get_task(name).builder in PARSING})
     paths = []
     for language in languages:

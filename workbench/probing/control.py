@@ -32,8 +32,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..checks import check_name
 from ..data.tokenizer import preprocess, preprocess_many
-from ..errors import check_name
 
 CONTROLS = ("word", "first_word")
 

@@ -16,15 +16,15 @@ import pandas as pd
 import torch
 
 from ..cache import cached
+from ..checks import WorkbenchError
 from ..data.sts import STS_DATASETS
 from ..encoders import Encoder
-from ..errors import WorkbenchError
 from ..evaluation import evaluate_tatoeba
 from ..evaluation.sts import evaluate_sts
 from ..models.base import NamedEncoder
+from ..progress import progress_bar
 from .build import build_task
 from .probe import probe
-from ..progress import progress_bar
 from .tasks import get_task
 
 

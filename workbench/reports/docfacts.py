@@ -13,8 +13,13 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from .errors import WorkbenchError
-from .paths import REPO_ROOT, atomic_write
+from ..checks import WorkbenchError
+from ..data.corpora import PAIRS, probe_pool, split_summary
+from ..models.folder import shipped
+from ..paths import REPO_ROOT, atomic_write, trained_dir
+from ..probing.build import build_task
+from ..probing.tasks import get_task, task_names
+from ..zoo.cards import summary_markdown
 
 DOCUMENTS = ("README.md", "docs", "trained/README.md", "notebooks/README.md")
 MEASUREMENTS = REPO_ROOT / "docs" / "measurements.json"
@@ -22,12 +27,10 @@ _MARKED = re.compile(r"(<!-- fact: (?P<name>[\w-]+) -->)(?P<body>.*?)(<!-- /fact
 
 
 def _trained_table() -> str:
-    from .cards import summary_markdown
     return f"\n{summary_markdown()}\n"
 
 
 def _split_sizes() -> str:
-    from .data.corpora import PAIRS, split_summary
     lines = ["| pair | train | valid | probe | test |", "|---|---:|---:|---:|---:|"]
     for pair in PAIRS:
         counts = split_summary(pair)
@@ -37,8 +40,6 @@ def _split_sizes() -> str:
 
 def _probe_sizes() -> str:
     """The probing datasets as ``probes build`` builds them (it builds what is missing: minutes on a fresh home)."""
-    from .probing.build import build_task
-    from .probing.tasks import get_task, task_names
     lines = ["| task | classes | train / valid / test | what the label is |", "|---|---:|---|---|"]
     for card in map(get_task, task_names()):
         manifest = build_task(card).manifest
@@ -48,22 +49,18 @@ def _probe_sizes() -> str:
 
 
 def _trained_size() -> str:
-    from .paths import trained_dir
     return f"{sum(p.stat().st_size for p in trained_dir().rglob('*') if p.is_file()) / 2 ** 20:.0f} MiB"
 
 
 def _probe_pool() -> str:
-    from .data.corpora import probe_pool
     return f"{len(probe_pool()):,}"
 
 
 def _count_shipped() -> str:
-    from .modelfolder import shipped
     return str(len(shipped()))
 
 
 def _count_tasks() -> str:
-    from .probing.tasks import task_names
     return str(len(task_names()))
 
 

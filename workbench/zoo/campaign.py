@@ -11,7 +11,7 @@ come back in ``$OUT`` within the device's return limits (:data:`RETURN_LIMITS`):
 - ``bench`` (only when asked): the steady-state throughput of one ``small`` BGT with its per-phase split;
 - ``train``: the campaign's jobs (:data:`JOBS`: BGT for every pair with the recipe in ``recipes/``, then
   BILINGUALTRANS en–fr) side by side on the one GPU, each stopped by its recipe's length or a shared time budget,
-  STS-B-dev checkpoint selection, each exported *with decoders* as a package (:func:`workbench.zoo.export_shards`);
+  STS-B-dev checkpoint selection, each exported *with decoders* as a package (:func:`workbench.zoo.packaging.export_shards`);
   the packages travel as one bundle cut into parts that fit the return, the first parts in this call's return;
 - ``fetch``: return the parts that waited (call it at once: the machine goes back ~30 s after a call);
 - ``unbundle`` (here): join the parts of every return, check each file's sha256, and write the packages for
@@ -35,11 +35,13 @@ import sys
 import time
 from pathlib import Path
 
-from .data import sha256_of
-from .data.corpora import PAIRS
-from .errors import WorkbenchError
-from .paths import REPO_ROOT, data_dir
+from ..checks import WorkbenchError
+from ..data import sha256_of
+from ..data.corpora import PAIRS
+from ..paths import REPO_ROOT, data_dir
 
+# Each step runs as its own short process on a device billed by the second (pack and fetch need neither torch nor
+# the models), so a step imports torch, the recipes and the packaging only inside the functions that use them.
 RETURN_LIMITS = {"files": 8, "file_bytes": 16 * 2 ** 20, "total_bytes": 64 * 2 ** 20, "depth": 2}
 STAY_BEHIND = ("trained", "probes/parses")  # tracked folders the device does not need (the tree must fit TREE_LIMIT)
 TREE_LIMIT = 64 * 2 ** 20  # what travels to the device: tracked and untracked-not-ignored files + carried paths
@@ -116,7 +118,7 @@ def check_return(out: Path) -> dict:
 def job_config(job: str, seconds: float):
     """A job's TrainConfig: its recipe in ``recipes/`` (the dry run: the tiny preset) under the time budget,
     checkpoints rarer than on CPU (only ``best/`` is exported)."""
-    from .recipes import TrainConfig
+    from ..training.recipes import TrainConfig
     model, pair = job.rsplit("-", 2)[0], "-".join(job.rsplit("-", 2)[1:])
     if _preset() == "recipes":
         cfg = TrainConfig.from_file(RECIPES / f"{job}.toml")
@@ -144,8 +146,8 @@ def _travelling_bytes() -> int:
 
 def pack(download_wheels: bool = True) -> None:
     """Build ``.campaign/`` (data, tokenizers, wheels) and say what a device call carries."""
-    from .data.tokenizer import pair_tokenizer
-    from .recipes import TrainConfig
+    from ..data.tokenizer import pair_tokenizer
+    from ..training.recipes import TrainConfig
     shutil.rmtree(PACK, ignore_errors=True)
     (PACK / "data" / "parallel").mkdir(parents=True)
     source = data_dir()
@@ -240,7 +242,7 @@ def train(seconds: float | None = None) -> None:
     seconds = seconds or float(os.environ.get("CAMPAIGN_SECONDS", DEFAULT_SECONDS))
     jobs = _jobs()
     configs = {job: job_config(job, seconds) for job in jobs}
-    from .data.tokenizer import pair_tokenizer
+    from ..data.tokenizer import pair_tokenizer
     for cfg in configs.values():  # once, before several runs of a pair need it
         pair_tokenizer(cfg.pair, cfg.vocab_size)
     runs.mkdir(parents=True, exist_ok=True)
@@ -279,7 +281,7 @@ def train(seconds: float | None = None) -> None:
             continue
         finished.append(job)
         summary.append(f"{job}: update {_progress(run)}")
-    from .zoo import export_shards
+    from .packaging import export_shards
     staging = runs / "packages"
     shutil.rmtree(staging, ignore_errors=True)
     for job in finished:
@@ -355,7 +357,7 @@ def _deliver(parts: Path, out: Path) -> None:
 def unbundle(returns: list[str | Path], dest: str | Path) -> list[Path]:
     """Join the parts found in ``returns`` (the folders each device call brought back), check every part's and
     every file's sha256 against ``bundle.json``, and write the packages into ``dest``. Returns the packages."""
-    from .zoo import check_model_name
+    from .packaging import check_model_name
     folders = [Path(r) for r in returns]
     indexes = [f / BUNDLE for f in folders if (f / BUNDLE).is_file()]
     if not indexes:

@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from .errors import WorkbenchError
-from .paths import atomic_write
+from ..checks import WorkbenchError
+from ..paths import atomic_write
 
 log = logging.getLogger(__name__)
 
@@ -246,7 +246,7 @@ def gap_figure(gaps: pd.DataFrame, title: str = "Semantic minus English language
 
 
 def curve_figure(curves: pd.DataFrame, x: str = "update") -> go.Figure:
-    """Learning curves (:func:`workbench.train.learning_curve` rows of one or more runs) against ``x``
+    """Learning curves (:func:`workbench.training.trainer.learning_curve` rows of one or more runs) against ``x``
     (``update``, ``train_seconds`` or ``pairs_seen``): STS-B dev Pearson × 100 per run and view on the left,
     validation loss per run on the right; dotted lines mark each view's value at initialisation (the
     random-init reference of the same shape)."""

@@ -12,15 +12,14 @@ import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from .checks import number, whole
-from .data.corpora import PAIRS, language_of, pairs_of
-from .data.tokenizer import EOS, PAD, Tokenizer
-from .errors import WorkbenchError, check_name
-from .models import ARCHITECTURES, MODELS, paraphrastic
-from .models.bgt import BGTConfig
-from .models.nmt import NMTConfig
-from .models.paraphrastic import ParaphrasticConfig
-from .paths import read_json
+from ..checks import WorkbenchError, check_name, number, whole
+from ..data.corpora import PAIRS, language_of, pairs_of
+from ..data.tokenizer import EOS, PAD, Tokenizer
+from ..models import ARCHITECTURES, MODELS, paraphrastic
+from ..models.bgt import BGTConfig
+from ..models.nmt import NMTConfig
+from ..models.paraphrastic import ParaphrasticConfig
+from ..paths import read_json
 
 # WMF: the paper's k = 100, w_m = 0.01, λ = 20, 20 ALS iterations; tiny is a quick check.
 WMF_PRESETS = {"tiny": {"k": 20, "iterations": 5, "l2": 1.0}, "cpu": {"iterations": 10}, "small": {}, "paper": {}}

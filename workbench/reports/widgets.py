@@ -1,7 +1,7 @@
 """Interactive explorers for JupyterLab (ipywidgets + plotly ``FigureWidget``); the notebooks only wire these up.
 
 Each explorer is a small class holding its controls as attributes (so tests drive them with ``.value = ...`` and
-``.click()``) and a ``.widget`` to display. Figures for export come from :mod:`workbench.figures`.
+``.click()``) and a ``.widget`` to display. Figures for export come from :mod:`workbench.reports.figures`.
 """
 from __future__ import annotations
 
@@ -14,12 +14,13 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from ..style_transfer.generation import transfer as default_transfer
+from ..zoo.cards import CARD_SIZES
 from .figures import layer_lines, tidy
 
 
 def notebook_sizes() -> dict[str, int]:
     """Probing sizes for notebooks: the cards' sizes, or small ones when ``WORKBENCH_QUICK=1`` (CI)."""
-    from .cards import CARD_SIZES
     quick = os.environ.get("WORKBENCH_QUICK", "") not in ("", "0")
     return {"train": 600, "valid": 200, "test": 200} if quick else dict(CARD_SIZES)
 
@@ -152,7 +153,6 @@ class StyleTransferApp:
     button that draws an example pair from held-out data."""
 
     def __init__(self, model, examples: Sequence[str] = (), transfer: Callable | None = None):
-        from .generation import transfer as default_transfer
         self.model, self.examples = model, list(examples)
         self._transfer = transfer or default_transfer
         first = self.examples[:2] if len(self.examples) >= 2 else ["", ""]

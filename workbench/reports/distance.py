@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from .errors import WorkbenchError, check_name
+from ..checks import WorkbenchError, check_name
 
 ISO639_3 = {"en": "eng", "fr": "fra", "es": "spa", "ar": "arb", "tr": "tur", "ja": "jpn"}
 KINDS = ("syntactic", "genetic", "featural")
@@ -106,7 +106,7 @@ def spearman_exact(x: Sequence[float], y: Sequence[float]) -> tuple[float, float
 
 
 def gap_correlations(gaps: pd.DataFrame, distances: pd.DataFrame) -> pd.DataFrame:
-    """For each task's gap (``language, task, gap`` rows, e.g. :func:`workbench.paper.language_gaps`) and each
+    """For each task's gap (``language, task, gap`` rows, e.g. :func:`workbench.reports.paper.language_gaps`) and each
     distance kind: Spearman's rho across languages, its exact permutation p-value and the number of languages."""
     rows = []
     for (task, kind) in itertools.product(dict.fromkeys(gaps["task"]), dict.fromkeys(distances["kind"])):

@@ -13,26 +13,26 @@ from pathlib import Path
 
 import pandas as pd
 
-from .cache import cached
-from .cards import CARD_SIZES, GENDER_TASKS, TABLE3_TASKS
-from .checks import check_sizes
-from .data.corpora import language_of
-from .data.sts import STS_DATASETS
-from .errors import WorkbenchError
-from .evaluation.sts import evaluate_sts
+from ..cache import cached
+from ..checks import WorkbenchError, check_sizes
+from ..data.corpora import language_of
+from ..data.sts import STS_DATASETS
+from ..evaluation.sts import evaluate_sts
+from ..models.folder import load, shipped
+from ..paths import home_dir
+from ..probing.build import pending
+from ..probing.probe import probe
+from ..progress import progress_bar
+from ..style_transfer.evaluation import transfer_pairs
+from ..style_transfer.generation import transfer_table
+from ..zoo.cards import CARD_SIZES, GENDER_TASKS, TABLE3_TASKS, card
 from .figures import report
-from .modelfolder import shipped
-from .paths import home_dir
-from .probing.build import pending
-from .probing.probe import probe
-from .progress import progress_bar
 
 log = logging.getLogger(__name__)
 
 
 def demo_encoders(pair: str) -> list:
     """The encoders Table 3 compares for ``pair``, from the shipped models."""
-    from .modelfolder import load
     names = (f"bgt-{pair}", f"bilingual_trans-{pair}")
     missing = [n for n in names if n not in shipped()]
     if missing:
@@ -98,10 +98,6 @@ def compare(pairs: tuple[str, ...] = ("en-fr",), sizes: dict[str, int] = CARD_SI
 def style_transfer_note(name: str = "bgt-en-fr", n_examples: int = 3) -> str:
     """HTML: the style-transfer model's transfer evaluation (from its card: 200 fixed held-out pairs) beside
     ``n_examples`` transfers of fixed held-out pairs (beam 5), so the examples are read with the numbers."""
-    from .cards import card
-    from .evaluation.style_transfer import transfer_pairs
-    from .generation import transfer_table
-    from .modelfolder import load, shipped
     scores = card(name).get("style_transfer")
     if not scores:
         return ""

@@ -1,10 +1,10 @@
 """The Trainer every neural model uses (BGT and its ablations, SP, BILSTM, the multilingual NMT): token-budget
 batches, accumulation, AdamW + inverse-sqrt (or constant) learning rate, clipping, bf16 autocast on CUDA, DDP
-under ``torchrun``, JSONL metrics, STS-B dev model selection, atomic checkpoints and exact resume; and
-:func:`train_wmf`, which fits WMF by ALS instead.
+under ``torchrun``, JSONL metrics, STS-B dev model selection, atomic checkpoints and exact resume. (WMF is fitted by ALS instead:
+:mod:`workbench.training.wmf`.)
 
 What a run reads and the batches of each update come from :mod:`workbench.data.training`; a run folder (its
-layout and checkpoint format: :mod:`workbench.modelfolder`) gets one ``metrics.jsonl`` line per update with the pairs
+layout and checkpoint format: :mod:`workbench.models.folder`) gets one ``metrics.jsonl`` line per update with the pairs
 seen and the summed update time; validation loss and STS-B dev Pearson of every English-reading view on the lines
 where they were measured, and an ``update 0`` line for the network at initialisation. ``best/`` keeps the weights
 with the best semantic STS-B dev so far: checkpoints are chosen by STS-B dev, as the paper's authors do, not by
@@ -34,20 +34,19 @@ import torch
 from filelock import FileLock, Timeout
 from torch.profiler import record_function
 
-from .data.batching import collate
-from .data.corpora import language_of, load_splits
-from .data.sts import load_stsb
-from .data.tokenizer import pair_tokenizer
-from .data.training import TrainingData
-from .errors import WorkbenchError
-from .evaluation.sts import embed_unique, score_pairs
-from .modelfolder import (
+from ..checks import WorkbenchError
+from ..data.batching import collate
+from ..data.sts import load_stsb
+from ..data.tokenizer import pair_tokenizer
+from ..data.training import TrainingData
+from ..evaluation.sts import embed_unique, score_pairs
+from ..models import ARCHITECTURES, bgt, build_model, checked_config
+from ..models.folder import (
     CURVE_COLUMNS, checkpoint_update, latest_checkpoint, learning_curve, model_path, read_config, read_metrics,
     read_trainer_state, read_weights, swap_folder, verify_files, write_checkpoint, write_weights)
-from .models import ARCHITECTURES, bgt, build_model, checked_config
-from .paths import atomic_write, read_json
-from .progress import progress_bar
-from .recipes import RESUME_FIELDS, WMF_PRESETS, TrainConfig
+from ..paths import atomic_write, read_json
+from ..progress import progress_bar
+from .recipes import RESUME_FIELDS, TrainConfig
 
 log = logging.getLogger(__name__)
 
@@ -93,31 +92,6 @@ def hardware(device: torch.device | None = None, world: int = 1) -> str:
     threads = torch.get_num_threads()
     processes = f", {world} processes" if world > 1 else ""
     return f"CPU ({platform.machine()}, {threads} thread{'s' * (threads > 1)}{processes})"
-
-
-def train_wmf(cfg: TrainConfig, run_dir: str | Path, show_progress: bool = True) -> dict:
-    """Fit b-WMF (or ``overrides={"variant": "x-wmf"}``) on the pair's training split and save it in
-    ``run_dir`` (config.json with the vocabularies, model.safetensors with the factors and idf)."""
-    from .models.wmf import WMF, WMFConfig
-    run_dir = Path(run_dir)
-    if (run_dir / "model.safetensors").exists():
-        raise WorkbenchError(f"{run_dir} already holds a model; choose another --out")
-    pairs = load_splits(cfg.pair)["train"]
-    if cfg.max_pairs and cfg.max_pairs < len(pairs):
-        pick = np.random.default_rng(cfg.seed).choice(len(pairs), cfg.max_pairs, replace=False)
-        pairs = [pairs[i] for i in sorted(pick)]
-    settings = {**WMF_PRESETS[cfg.preset], **{k: v for k, v in cfg.overrides.items() if k in ("variant", "k",
-                                                                                         "missing_weight", "l2",
-                                                                                         "iterations", "min_df")}}
-    start = time.perf_counter()
-    model = WMF(WMFConfig(languages=("en", language_of(cfg.pair)), seed=cfg.seed, **settings))
-    model.fit([en for en, _ in pairs], [xx for _, xx in pairs], show_progress=show_progress)
-    model.save(run_dir, train=asdict(cfg))  # the recipe goes with the model, as a Trainer run's does
-    result = {"model": "wmf", "preset": cfg.preset, "pairs": len(pairs), "iterations": len(model.history),
-              "loss": model.history[-1], "seconds": time.perf_counter() - start,
-              "hardware": hardware(torch.device("cpu"))}
-    atomic_write(run_dir / "metrics.jsonl", json.dumps(result) + "\n")
-    return result
 
 
 # --- the trainer ---------------------------------------------------------------------------------------------

@@ -32,11 +32,11 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from .data import sha256_of
-from .data.tokenizer import Tokenizer
-from .errors import WorkbenchError
-from .models import build_model
-from .paths import CONFIG_SEAL, atomic_write, config_digest, read_json, sealed_config, trained_dir
+from ..checks import WorkbenchError
+from ..data import sha256_of
+from ..data.tokenizer import Tokenizer
+from ..paths import CONFIG_SEAL, atomic_write, config_digest, read_json, sealed_config, trained_dir
+from . import build_model
 
 log = logging.getLogger(__name__)
 
@@ -136,9 +136,19 @@ def verify_files(folder: Path, meta: dict, trust_unverified: bool = False, sha25
                              "replaced after the folder was written); remove it or re-export the folder")
 
 
+def temp_sibling(folder: Path) -> Path:
+    """A new, empty temporary folder beside ``folder`` to build its replacement in (then :func:`swap_folder`). It is
+    named with this process's id, as every temporary file of the workbench is, so two writers never share one."""
+    tmp = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    return tmp
+
+
 def swap_folder(tmp: Path, folder: Path) -> None:
-    """Put the complete folder ``tmp`` in the place of ``folder`` (the old one is removed only afterwards)."""
-    old = folder.with_name(f".{folder.name}.old")
+    """Put the complete folder ``tmp`` in the place of ``folder`` (the old one is removed only afterwards): the one
+    way a model, checkpoint or package folder is replaced, so a reader finds the old folder or the new one."""
+    old = folder.with_name(f".{folder.name}.{os.getpid()}.old")
     shutil.rmtree(old, ignore_errors=True)
     if folder.exists():
         os.replace(folder, old)
@@ -166,9 +176,7 @@ def write_checkpoint(run_dir: Path, model: torch.nn.Module, tokenizer: Tokenizer
     config.json, the optimizer moments and the RNG states, point ``latest`` at it and remove all but the newest
     ``keep`` checkpoints."""
     folder = run_dir / "checkpoints" / f"update-{state['update']}"
-    tmp = folder.with_name(f".{folder.name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+    tmp = temp_sibling(folder)
     tensors, opt_json = {}, {"param_groups": optimizer.state_dict()["param_groups"], "state_keys": {}}
     for index, values in optimizer.state_dict()["state"].items():
         for key, value in values.items():
@@ -285,7 +293,7 @@ class ModelFolder:
         meta, folder = self.config, self.path
         try:
             if meta["model"]["setting"] == "wmf":
-                from .models.wmf import WMF  # WMF's module imports scikit-learn: only for WMF folders
+                from .wmf import WMF  # WMF's module imports scikit-learn: only for WMF folders
                 return WMF.from_parts(meta, {k: v.numpy() for k, v in self.weights().items()})
             try:
                 model = build_model(meta["model"])

@@ -13,7 +13,7 @@ trains on) is transferred, and each output is scored against both of its inputs:
   them apart); ``form_follows_style`` pools the six.
 
 Shares come with percentile bootstrap 95% CIs over pairs. :func:`transfer_scores` adds the latent ablation
-(:func:`workbench.generation.latent_ablation`) over the same source sentences: how often a sentence decoded
+(:func:`workbench.style_transfer.generation.latent_ablation`) over the same source sentences: how often a sentence decoded
 from its semantic latent alone, or from its language latent alone, keeps one of its own content words.
 """
 from __future__ import annotations
@@ -23,9 +23,15 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+import torch
 
-from ..checks import whole
-from ..errors import WorkbenchError
+from ..checks import WorkbenchError, whole
+from ..data.corpora import load_splits
+from ..evaluation.sts import cosine, embed_unique
+from ..models.bgt import kl_to_standard_normal
+from ..models.folder import load
+from ..models.huggingface import minilm
+from .generation import content_words, latent_ablation, transfer_table
 
 JUDGE = "sp-en-fr"  # a shipped paraphrastic model: cheap, good at STS, and not a BGT
 LENGTH_EDGES = (5, 9, 13, 17, 21)  # length bins by token count: 1-4, 5-8, 9-12, 13-16, 17-20, 21+
@@ -43,7 +49,6 @@ def transfer_pairs(n: int = 200, seed: int = 0, pair: str = "en-fr", min_tokens:
                    max_tokens: int = 20) -> pd.DataFrame:
     """``n`` (source, style) pairs of distinct English sentences of ``pair``'s test split (``min_tokens`` to
     ``max_tokens`` words), drawn with ``seed``: the same pairs for every model, so numbers compare."""
-    from ..data.corpora import load_splits
     if not whole(n):
         raise WorkbenchError(f"n must be a positive number of pairs, got {n!r}")
     seen, pool = set(), []
@@ -80,7 +85,6 @@ def form(sentence: str) -> dict[str, object]:
 
 
 def _cosines(judge, a: Sequence[str], b: Sequence[str]) -> np.ndarray:
-    from .sts import cosine, embed_unique
     lookup = embed_unique(judge, [*a, *b])
     return cosine(np.stack([lookup[s] for s in a]), np.stack([lookup[s] for s in b]))
 
@@ -90,7 +94,6 @@ def score_transfers(table: pd.DataFrame, judges: Sequence = ()) -> pd.DataFrame:
     ``closer_to_source[J]`` (cos(output, source) > cos(output, style)); ``keeps_source_word`` /
     ``keeps_style_word`` (a content word of the one the other lacks); for each form attribute A,
     ``A_informative`` (source and style differ in A) and ``A_follows_style`` / ``A_follows_source``."""
-    from ..generation import content_words
     missing = {"source", "style", "output"} - set(table.columns)
     if missing:
         raise WorkbenchError(f"the transfer table lacks columns {sorted(missing)}; it needs source, style, output")
@@ -112,7 +115,7 @@ def score_transfers(table: pd.DataFrame, judges: Sequence = ()) -> pd.DataFrame:
 
 def form_origins(table: pd.DataFrame) -> pd.DataFrame:
     """Where each output's form came from: ``table`` (``source``, ``style``, ``output``, e.g. a
-    :func:`workbench.generation.transfer_table`) with ``form_from_style`` and ``form_from_source`` added — the form
+    :func:`workbench.style_transfer.generation.transfer_table`) with ``form_from_style`` and ``form_from_source`` added — the form
     attributes in which source and style differ that the output shares with each, as ``attribute=value``,
     comma-separated (an attribute in neither column follows neither input)."""
     missing = {"source", "style", "output"} - set(table.columns)
@@ -159,10 +162,8 @@ def summarise_transfers(scored: pd.DataFrame, n_boot: int = 1000, seed: int = 0)
 def default_judges(model=None) -> list:
     """The judge encoders: the shipped ``sp-en-fr``, and all-MiniLM-L6-v2 when its extra is installed; never
     the model under test itself."""
-    from ..modelfolder import load
     judges = [load(JUDGE).encoder()]
     try:
-        from ..reference import minilm
         judges.append(minilm())
     except WorkbenchError:
         pass
@@ -175,8 +176,6 @@ def default_judges(model=None) -> list:
 def latent_kl(model, sentences: Sequence[str]) -> dict[str, float]:
     """Mean KL(q(z | x) || N(0, I)) in nats per sentence, for the semantic and the English latent: how much each
     latent carries, as its prior sees it."""
-    import torch
-    from ..models.bgt import kl_to_standard_normal
     ids = model.tokenizer.encode(list(sentences), max_len=model.cfg.max_len)
     width = max(len(x) for x in ids)
     tokens = torch.tensor([x + [model.cfg.pad_id] * (width - len(x)) for x in ids])
@@ -194,10 +193,9 @@ def transfer_scores(model, pairs: pd.DataFrame | None = None, judges: Sequence |
     """Transfer ``pairs`` (default :func:`transfer_pairs`: 200 held-out pairs) with ``model`` and score the
     outputs. Returns ``(summary, per_pair)``: the summary has one row per metric (see
     :func:`summarise_transfers`) plus, with ``ablation``, ``semantic_only_keeps_word``,
-    ``language_only_keeps_word`` and ``both_keeps_word`` from :func:`workbench.generation.latent_ablation` on the
+    ``language_only_keeps_word`` and ``both_keeps_word`` from :func:`workbench.style_transfer.generation.latent_ablation` on the
     sources, and ``kl_nats[semantic]`` / ``kl_nats[en]`` (:func:`latent_kl` of the sources; no CI);
     ``per_pair`` is the scored table."""
-    from ..generation import latent_ablation, transfer_table
     pairs = transfer_pairs() if pairs is None else pairs
     judges = default_judges(model) if judges is None else list(judges)
     scored = score_transfers(transfer_table(model, pairs, beam=beam), judges)

@@ -1,5 +1,5 @@
 """The reproduction report: each table and figure of the BGT paper as a section that sets our shipped models'
-numbers (:mod:`workbench.paper`) beside the paper's, with the pattern checks that matter at our scale.
+numbers (:mod:`workbench.reports.paper`) beside the paper's, with the pattern checks that matter at our scale.
 
 :func:`reproduce` writes ``reports/reproduction.html``, the numbers as CSV and the figures. Our numbers come from
 the shipped models' cards (which the tests recompute from the weights) or, with ``recompute=True``, are measured
@@ -15,17 +15,21 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .cards import CARD_SIZES, TABLE3_MODELS, card, measure, summarise_views
-from .data.corpora import language_of, load_splits
-from .errors import WorkbenchError
+from ..checks import WorkbenchError
+from ..data.corpora import language_of, load_splits
+from ..evaluation import compare_hard_sts, compare_sts, evaluate
+from ..models import build_model
+from ..models.folder import load, shipped
+from ..paths import REPO_ROOT, atomic_write
+from ..probing.erase import erasure_effects
+from ..style_transfer.generation import latent_ablation, transfer_table
+from ..zoo.cards import CARD_SIZES, TABLE3_MODELS, card, measure, summarise_views
+from .distance import METRIC, gap_correlations, language_distances, missing_features
 from .figures import export_figures, figure_html, gap_figure, page, pair_figure, spreadsheet_safe, table3_figure
-from .modelfolder import shipped
 from .paper import (
     FIGURE3_MEASURES, LANGUAGES, ROLES, TRACK_PAIR, figure3_orderings, language_gaps, our_table3, paper_table,
     side_by_side, sts_rows, table2_expected, table3_cells, tatoeba_table, training_budgets, unequal_budgets, verdict,
     vocabulary_overlap)
-from .paths import REPO_ROOT, atomic_write
-
 
 def _table(df: pd.DataFrame) -> str:
     return df.to_html(index=False, float_format=lambda v: f"{v:.1f}", na_rep="–", border=0)
@@ -38,7 +42,6 @@ def _check(ok: bool, text: str) -> str:
 def _uriel_section(gaps: pd.DataFrame, paper_gaps: pd.DataFrame, figures: dict, data: dict) -> str:
     """The language-distance section's measured half: URIEL+ distances, the gaps against syntactic distance and
     their rank correlations (ours and the paper's numbers)."""
-    from .distance import METRIC, gap_correlations, language_distances, missing_features
     distances = language_distances(list(dict.fromkeys(gaps["language"])))
     syntactic = distances[distances["kind"] == "syntactic"].set_index("language")["distance"]
     figures["language_gap_syntactic"] = (gap_figure(gaps.assign(distance=gaps["language"].map(syntactic)),
@@ -61,8 +64,6 @@ def _uriel_section(gaps: pd.DataFrame, paper_gaps: pd.DataFrame, figures: dict, 
 def _disentanglement_section(pairs: list[str], figures: dict, data: dict) -> str:
     """Per pair, for each shared view (BGT and BILINGUALTRANS semantic): language-ID accuracy, and what erasing
     language identity (LEACE) costs STS12–16 and Tatoeba."""
-    from .probing.erase import erasure_effects
-    from .modelfolder import load
     frames = []
     for pair in pairs:
         language = language_of(pair)
@@ -97,14 +98,12 @@ def _introduction(cards: dict) -> str:
 def _random_init(model):
     """The semantic encoder of a network of ``model``'s configuration at initialisation (seed 0): Table 2's
     random row."""
-    from .models import build_model
     torch.manual_seed(0)
     return build_model(model.cfg.to_dict()).eval().encoder("semantic", tokenizer=model.tokenizer)
 
 
 def _table2_section(bgt, cards: dict, data: dict, n_boot: int) -> str:
     """Table 2: STS by encoder of BGT en–fr, with a randomly initialised network of the same configuration."""
-    from .evaluation import evaluate
     parts = []
     random_encoder = _random_init(bgt)
     random_view = summarise_views(pd.concat([evaluate(random_encoder, suite) for suite in ("sts", "hard_sts")])
@@ -133,8 +132,6 @@ def _table2_section(bgt, cards: dict, data: dict, n_boot: int) -> str:
 
 def _table2_orderings(cards: dict, n_boot: int) -> pd.DataFrame:
     """Per pair with a shipped BGT: semantic minus en, and semantic minus random init, on STS12–16."""
-    from .evaluation import compare_sts
-    from .modelfolder import load
     expected = table2_expected()
     rows = []
     for lang in LANGUAGES:
@@ -220,8 +217,6 @@ GPU_FIGURE3_MODELS = {"bgt": "bgt-small-en-fr", "bilingual_trans": "bilingual_tr
 def _figure3_differences(cards: dict, n_boot: int, models: dict[str, str] = FIGURE3_MODELS) -> pd.DataFrame:
     """BGT's semantic encoder (``models["bgt"]``) minus each other Figure 3 model's in ``models``, paired bootstrap
     on STS12–16 and Hard STS (the same pairs for both, so the CI is of the difference itself)."""
-    from .evaluation import compare_hard_sts, compare_sts
-    from .modelfolder import load
     bgt = load(models["bgt"]).encoder("semantic")
     in_paper = set(paper_table("figure3")["model"])
     frames = []
@@ -296,8 +291,6 @@ def _tatoeba_section(cards: dict, data: dict) -> str:
 
 def _figure4_section(cards: dict, data: dict) -> str:
     """Figure 4: STS17 with the pair's BGT and BILINGUALTRANS, and the NMT encoder that reads every track."""
-    from .evaluation import evaluate
-    from .modelfolder import load
     parts = []
 
     def sts17(name: str) -> pd.Series:
@@ -332,7 +325,6 @@ def transfer_evaluations(cards: dict) -> pd.DataFrame:
 
 def _table4_section(bgt, cards: dict, transfer_examples: int, data: dict) -> str:
     """Table 4: style transfer with the en–fr BGT on held-out sentences, its transfer evaluation and the latent ablation."""
-    from .generation import latent_ablation, transfer_table
     parts = []
     test = [en for en, _ in load_splits("en-fr")["test"] if 4 <= len(en.split()) <= 12]
     rng = np.random.default_rng(0)
@@ -381,7 +373,6 @@ def reproduce(out: str | Path = REPO_ROOT / "reports" / "reproduction.html", rec
     ``disentangle``: the pairs of the disentanglement section (default: every pair with both shared models;
     it probes and re-evaluates, a minute or two per pair on 2 cores; ``()`` leaves it out). ``n_boot``: the
     resamples of each paired bootstrap that tests one of the paper's orderings (Table 2, Figure 3)."""
-    from .modelfolder import load
     start = time.perf_counter()
     out = Path(out)
     names = shipped()

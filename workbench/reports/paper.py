@@ -1,6 +1,6 @@
 """The BGT paper's numbers (Tables 2-4, Figures 3 and 4) and ours in the same shape: Table 3 from the shipped
 models' cards, the cells whose winner we match, the semantic − language gaps per language, the training budgets
-and Tatoeba. Pandas tables, no presentation: :mod:`workbench.reproduction` turns them into the report.
+and Tatoeba. Pandas tables, no presentation: :mod:`workbench.reports.reproduction` turns them into the report.
 """
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ import io
 import numpy as np
 import pandas as pd
 
-from .cards import CARD_SIZES, TABLE3_MODELS, card
-from .data.corpora import LANGUAGES, load_splits
-from .data.tokenizer import Tokenizer
-from .errors import WorkbenchError
-from .modelfolder import shipped
-from .paths import trained_dir
+from ..checks import WorkbenchError
+from ..data.corpora import LANGUAGES, load_splits
+from ..data.tokenizer import Tokenizer
+from ..models.folder import shipped
+from ..paths import trained_dir
+from ..zoo.cards import CARD_SIZES, TABLE3_MODELS, card
 
 TASKS = {"sts": "STS", "subj_num": "SubjNum", "obj_num": "ObjNum", "tree_depth": "Depth", "top_const": "TopConst",
          "word_content": "Word", "length": "Len", "punct_num": "PunctNum", "punct_first": "PunctFirst",
@@ -246,7 +246,7 @@ def tatoeba_table(cards: dict[str, dict]) -> pd.DataFrame:
 def retrieval_by_language(cards: dict[str, dict]) -> pd.DataFrame:
     """Tatoeba error (%, the mean of xx→en and en→xx; :func:`tatoeba_table`'s) of each pair's BGT semantic encoder
     as ``language, task, gap`` rows (task ``Tatoeba error``): beside :func:`language_gaps`' rows, so that one
-    distance correlation (:func:`workbench.distance.gap_correlations`) reads both. Lower is better, unlike a gap."""
+    distance correlation (:func:`workbench.reports.distance.gap_correlations`) reads both. Lower is better, unlike a gap."""
     bgts = {f"bgt-en-{lang}": lang for lang in LANGUAGES if f"bgt-en-{lang}" in cards}
     table = tatoeba_table({name: cards[name] for name in bgts})
     rows = [{"language": bgts[row.model], "task": "Tatoeba error", "gap": row.mean} for row in table.itertuples()]

@@ -13,8 +13,8 @@ import pandas as pd
 import torch
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-from .data.tokenizer import detokenise
-from .errors import WorkbenchError
+from ..checks import WorkbenchError
+from ..data.tokenizer import detokenise
 
 
 @torch.no_grad()
@@ -44,7 +44,7 @@ def transfer(model, sources: Sequence[str], styles: Sequence[str], beam: int = 5
     for name, given in (("sources", sources), ("styles", styles)):
         if isinstance(given, str):  # a bare string would be transferred character by character
             raise WorkbenchError(f"{name} must be a list of sentences, not one string: transfer(model, "
-                                 f"[{given[:30]!r}], [...]) (or model.transfer(source=..., style=...) for one pair)")
+                                 f"[{given[:30]!r}], [...])")
         if not all(isinstance(s, str) for s in given):
             raise WorkbenchError(f"{name} must be sentences (str); got "
                                  f"{sorted({type(s).__name__ for s in given if not isinstance(s, str)})}")

@@ -1,0 +1,45 @@
+"""The rooms of workbench/ import downwards only, in the order docs/architecture.md draws them."""
+import re
+from pathlib import Path
+
+from workbench.paths import REPO_ROOT
+
+# bottom to top, as in docs/architecture.md
+ROOMS = ["checks", "progress", "paths", "data", "models", "encoders", "cache", "evaluation", "probing", "training",
+         "style_transfer", "zoo", "reports", "cli"]
+FROM = re.compile(r"^\s*from (\.+)([\w.]*) import ([\w, ()]+)", re.M)
+
+
+def _room(module: list[str]) -> str:
+    return module[1] if len(module) > 1 else "__init__"
+
+
+def _imports(path: Path) -> set[str]:
+    package = list(path.relative_to(REPO_ROOT).with_suffix("").parts)[:-1]
+    rooms = set()
+    for dots, rest, names in FROM.findall(path.read_text()):
+        base = package[: len(package) - (len(dots) - 1)]
+        target = base + rest.split(".") if rest else base + [names.strip("() ").split(",")[0].strip()]
+        rooms.add(_room(target))
+    return rooms
+
+
+def test_every_room_is_drawn_and_imports_only_rooms_below_it():
+    top = {p.stem for p in (REPO_ROOT / "workbench").iterdir() if p.suffix == ".py" or (p / "__init__.py").exists()}
+    assert top - {"__init__"} == set(ROOMS), "docs/architecture.md and ROOMS must name every room of workbench/"
+    upward = []
+    for path in (REPO_ROOT / "workbench").rglob("*.py"):
+        here = _room(list(path.relative_to(REPO_ROOT).with_suffix("").parts))
+        if here == "__init__":  # the package's face re-exports the public API from every room
+            continue
+        upward += [f"{path.relative_to(REPO_ROOT)} -> {room}" for room in _imports(path) - {here}
+                   if ROOMS.index(room) > ROOMS.index(here)]
+    assert not upward, f"imports that point up: {upward}"
+
+
+def test_the_top_floor_is_small_and_no_module_is_a_hotel():
+    entries = [p for p in (REPO_ROOT / "workbench").iterdir() if not p.name.startswith((".", "__pycache__"))]
+    assert len(entries) <= 15, sorted(p.name for p in entries)
+    long = {str(p.relative_to(REPO_ROOT)): n for p in (REPO_ROOT / "workbench").rglob("*.py")
+            if (n := len(p.read_text().splitlines())) > 500}
+    assert not long, f"modules over 500 lines: {long}"
