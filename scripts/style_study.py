@@ -1,0 +1,117 @@
+"""The form-follows-style candidate study: train candidates from the shipped bgt-en-fr and measure each the same way.
+
+Each candidate is a recipe in ``recipes/style-study/`` (bgt-en-fr's recipe continued for 1,000 updates with
+another bottleneck on the language latents), trained with ``--init-from bgt-en-fr`` into ``runs/style/NAME``
+and judged at its last checkpoint, so every candidate has the same cost:
+
+    .venv/bin/python scripts/style_study.py train fb4 fb8      # two runs side by side, one thread each (resumes)
+    .venv/bin/python scripts/style_study.py measure fb4 fb8    # appends to runs/style/study.csv
+    .venv/bin/python scripts/style_study.py table              # the markdown table for trained/HISTORY.md
+
+``measure`` gives STS12-16 of the semantic and the English view, the last STS-B dev of the run, the style-transfer
+evaluation on the 200 fixed held-out pairs (meaning, content words, form pooled and per attribute) and the KL of
+each latent; ``measure shipped`` measures bgt-en-fr itself, the row every candidate is read against.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNS = ROOT / "runs" / "style"
+STUDY = RUNS / "study.csv"
+WORKBENCH = ROOT / ".venv" / "bin" / "workbench"
+
+
+def recipe(name: str) -> Path:
+    path = ROOT / "recipes" / "style-study" / f"bgt-en-fr-{name}.toml"
+    if not path.is_file():
+        known = sorted(p.stem.removeprefix("bgt-en-fr-") for p in path.parent.glob("*.toml"))
+        sys.exit(f"no candidate {name!r}; the recipes give: {', '.join(known)}")
+    return path
+
+
+def train(names: list[str]) -> None:
+    RUNS.mkdir(parents=True, exist_ok=True)
+    jobs = []
+    for name in names:
+        out = RUNS / name
+        start = ["--resume"] if (out / "latest").is_file() else ["--init-from", "bgt-en-fr"]
+        command = [str(WORKBENCH), "train", "--config", str(recipe(name)), "--out", str(out), *start]
+        log = open(RUNS / f"{name}.log", "a")
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        jobs.append((name, subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)))
+        print(f"{name}: {' '.join(command)} (log: {RUNS / f'{name}.log'})", flush=True)
+    failed = [name for name, job in jobs if job.wait() != 0]
+    if failed:
+        sys.exit(f"training failed: {', '.join(failed)} (see their logs in {RUNS})")
+
+
+def measure(names: list[str]) -> None:
+    from workbench.zoo.cards import card
+    from workbench.evaluation import evaluate
+    from workbench.style_transfer.evaluation import transfer_scores
+    from workbench.models.folder import load
+    rows = []
+    for name in names:
+        path = "bgt-en-fr" if name == "shipped" else RUNS / name
+        model = load(path)
+        if name == "shipped":
+            curve = pd.read_csv(ROOT / "trained" / "bgt-en-fr" / "curve.csv")
+            updates = card("bgt-en-fr")["training"]["updates"]
+            dev = curve[(curve["metric"] == "stsb_dev") & (curve["update"] == updates)].set_index("view")["value"]
+        else:
+            metrics = [json.loads(line) for line in (RUNS / name / "metrics.jsonl").read_text().splitlines()]
+            last = [m for m in metrics if "stsb_dev" in m][-1]
+            updates, dev = last["update"], last["stsb_dev"]
+        row = {"candidate": name, "updates": updates, "stsb_dev": dev["semantic"], "stsb_dev_en": dev["en"]}
+        for view in ("semantic", "en"):
+            sts = evaluate(model.encoder(view), "sts")
+            row[f"sts12-16_{view}"] = float(sts[(sts["task"] == "STS12-16") & (sts["metric"] == "pearson")
+                                                & (sts["dataset"] == "all")]["value"].iloc[0])
+        summary, _ = transfer_scores(model)
+        for metric in summary.itertuples():
+            row[metric.metric] = metric.value if metric.metric.startswith("kl_") else 100 * metric.value
+            if not metric.metric.startswith("kl_"):
+                row[f"{metric.metric}_ci"] = f"{100 * metric.ci_low:.1f}-{100 * metric.ci_high:.1f}"
+        rows.append(row)
+        print(pd.Series(row).to_string(), flush=True)
+    frame = pd.DataFrame(rows)
+    if STUDY.is_file():
+        frame = pd.concat([pd.read_csv(STUDY), frame]).drop_duplicates("candidate", keep="last")
+    frame.to_csv(STUDY, index=False)
+    print(f"study: {STUDY}")
+
+
+def table() -> None:
+    frame = pd.read_csv(STUDY)
+    closer = next(c for c in frame.columns if c.startswith("closer_to_source[sp") and not c.endswith("_ci"))
+    columns = {"candidate": "candidate", "updates": "updates", "stsb_dev": "STS-B dev",
+               "sts12-16_semantic": "STS12–16 sem", "sts12-16_en": "STS12–16 en view",
+               closer: "closer to source %", "keeps_source_word": "keeps a source word %",
+               "form_follows_style": "form follows style %", "length_follows_style": "length",
+               "punctuation_follows_style": "punct.", "first_word_follows_style": "first word",
+               "sentence_type_follows_style": "type", "negation_follows_style": "negation",
+               "person_follows_style": "person", "kl_nats[semantic]": "KL sem", "kl_nats[en]": "KL en"}
+    shown = frame[[c for c in columns if c in frame.columns]].rename(columns=columns).round(1)
+    shown["form follows style %"] = [f"{v:.1f} [{ci}]" for v, ci in zip(frame["form_follows_style"],
+                                                                       frame["form_follows_style_ci"])]
+    print("| " + " | ".join(shown.columns) + " |\n|" + "---|" * len(shown.columns))
+    for row in shown.itertuples(index=False):
+        print("| " + " | ".join(str(v) for v in row) + " |")
+
+if __name__ == "__main__":
+    action, *names = sys.argv[1:] or ["help"]
+    if action == "train" and names:
+        train(names)
+    elif action == "measure" and names:
+        measure(names)
+    elif action == "table":
+        table()
+    else:
+        sys.exit(__doc__)
