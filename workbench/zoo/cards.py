@@ -41,7 +41,7 @@ def card(name: str, root: str | Path | None = None) -> dict:
     recorded = read_json(folder / "config.json").get("files_sha256", {}).get("card.json")
     if recorded != sha256_of(path):
         raise WorkbenchError(f"{path} does not match the sha256 recorded in {folder / 'config.json'} (edited or "
-                             f"replaced); restore it (git checkout), or measure it again with workbench.zoo.packaging.write_card({name!r})")
+                             f"replaced); restore it (git checkout), or measure it again with workbench.zoo.cards.write_card({name!r})")
     return json.loads(path.read_text(encoding="utf-8"))
 
 
