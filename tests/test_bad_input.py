@@ -120,7 +120,7 @@ def test_a_non_finite_loss_stops_training_and_keeps_the_last_good_checkpoint(run
 @pytest.mark.parametrize("content, message", [
     (b'preset = "tiny"\nmax_updates = \n', "run.toml: cannot parse it as TOML (Invalid value (at line 2, column 15))"),
     (b'preset = "tiny"\nlr = 1e-3\n\xff\xfe', "is not UTF-8 text"),
-    (b'model = "bgt"\nlearning_rate = 1e-3\n', "unknown training config keys ['learning_rate']; valid:"),
+    (b'model = "bgt"\nlearning_rate = 1e-3\n', "unknown training config keys learning_rate; valid:"),
 ])
 def test_unreadable_config_files_give_one_line_not_a_traceback(content, message, tmp_path, capsys):
     path = tmp_path / "run.toml"
@@ -261,9 +261,9 @@ CLI_CASES = [  # (argv with {tmp} for the test's folder, a fragment of the one-l
     ("train --config {tmp}/latin.txt --out {tmp}/r", "{tmp}/latin.txt is not UTF-8 text"),
     ("train --preset tiny --out {tmp}/r --resume", "{tmp}/r is neither a checkpoint (no model.safetensors) nor a "
                                                    "run directory (no latest)"),
-    ("train --preset tiny --out {tmp}/r --init-from nosuch", "nosuch is neither a checkpoint"),
+    ("train --preset tiny --out {tmp}/r --init-from nosuch", "no model at 'nosuch': give a run directory"),
     ("train --preset tiny --out {tmp}/exists.csv", "--out {tmp}/exists.csv is a file; give a run directory"),
-    ("train --model wmf --preset tiny --out {tmp}/emptyrun --resume", "WMF is fitted in one go by ALS"),
+    ("train --model wmf --preset tiny --out {tmp}/emptyrun --resume", "wmf is fitted in one go"),
     ("train --config {tmp}/huge.toml --out {tmp}/r", "would have far more than a tensor can hold, more than the 2 "
                                                       "billion parameters"),
     # probe
@@ -467,7 +467,8 @@ def _api_cases():
         (lambda: wb.evaluate(Constant(), "nosuch"), "unknown evaluation suite 'nosuch'; valid: all, hard_sts"),
         (lambda: wb.evaluate(_bgt("en"), "tatoeba"), "but encoder 'bgt-en-fr:en' reads en: nothing to evaluate"),
         (lambda: wb.evaluate(_bgt("fr"), "hard_sts"), "Hard STS is in 'en' but encoder 'bgt-en-fr:fr' reads fr"),
-        (lambda: wb.evaluate(_bgt("fr"), "all"), "STS is in 'en' but encoder 'bgt-en-fr:fr' reads fr"),
+        (lambda: wb.evaluate(_bgt("fr"), "all"),
+         "encoder 'bgt-en-fr:fr' reads fr, and every evaluation suite holds other languages (sts: en;"),
         (lambda: wb.load("nosuch"), "no model at 'nosuch': give a run directory"),
         (lambda: wb.load("bgt-en-fr").encoder("de"), "unknown encoder view 'de'; valid: en, fr, semantic"),
         (lambda: wb.erase(Constant(), "nosuch"), "unknown probing task 'nosuch'"),

@@ -296,3 +296,45 @@ def test_load_reads_the_config_and_each_file_once_and_loads_the_bytes_it_verifie
     assert sorted(files) == sorted(set(files)) and "config.json" in files  # each read once
     assert hashed == ["model.safetensors"]  # the weights hashed once (then mapped); the rest hashed from the bytes read
     assert model.encoder("semantic").encode(["A man is playing a guitar."]).shape[0] == 1
+
+
+def _count_reads(monkeypatch):
+    """Every Path.read_text / read_bytes (the path) and every file hashed by the model-folder code (the path)."""
+    from pathlib import Path
+    import workbench.models.folder as modelfolder
+    reads, hashed = [], []
+    read_bytes, read_text, sha256 = Path.read_bytes, Path.read_text, modelfolder.sha256_of
+    monkeypatch.setattr(Path, "read_bytes", lambda self: reads.append(self.resolve()) or read_bytes(self))
+    monkeypatch.setattr(Path, "read_text",
+                        lambda self, *a, **k: reads.append(self.resolve()) or read_text(self, *a, **k))
+    monkeypatch.setattr(modelfolder, "sha256_of", lambda path: hashed.append(Path(path).resolve()) or sha256(path))
+    return reads, hashed
+
+
+SHORT_RUN = dict(max_pairs=1000, max_valid_pairs=100, save_every=2, valid_every=4, eval_every=0)  # the fixture's
+
+
+@pytest.mark.parametrize("how", ["resume", "init_from"])
+def test_a_resume_or_a_start_from_a_model_reads_its_config_and_hashes_its_weights_once(how, run_copy, tmp_path,
+                                                                                       monkeypatch):
+    folder = (run_copy / "checkpoints" / "update-4").resolve()
+    reads, hashed = _count_reads(monkeypatch)
+    cfg = TrainConfig.from_preset("tiny", max_updates=6, **SHORT_RUN)
+    trainer = (Trainer(cfg, run_copy, resume=True, show_progress=False) if how == "resume" else
+               Trainer(cfg, tmp_path / "new", init_from=folder, show_progress=False))
+    assert reads.count(folder / "config.json") == 1
+    assert hashed.count(folder / "model.safetensors") == 1
+    assert trainer.state["update"] == 4
+
+
+def test_an_export_reads_the_runs_config_and_metrics_once_and_hashes_its_weights_once(run_copy, tmp_path,
+                                                                                       monkeypatch):
+    from workbench.zoo.packaging import export_shards
+    folder = (run_copy / "checkpoints" / "update-4").resolve()
+    reads, hashed = _count_reads(monkeypatch)
+    package = export_shards(run_copy, tmp_path / "packages", name="bgt-tiny", checkpoint="latest")
+    assert reads.count(folder / "config.json") == 1
+    assert reads.count(run_copy.resolve() / "metrics.jsonl") == 1
+    assert hashed.count(folder / "model.safetensors") == 1
+    manifest = json.loads((package / "manifest.json").read_text())
+    assert manifest["config"]["training"]["updates"] == 4 and manifest["curve"]

@@ -18,8 +18,8 @@ from workbench.checks import UnknownNameError, WorkbenchError
 from workbench.evaluation.sts import cosine
 from workbench.models.folder import learning_curve, load
 from workbench.paths import sealed_config
-from workbench.training.recipes import TrainConfig
-from workbench.training.trainer import learning_rate, Trainer
+from workbench.training.recipes import TrainConfig, learning_rate
+from workbench.training.trainer import Trainer
 
 QUICK = {"max_pairs": 1000, "max_valid_pairs": 100, "max_updates": 40, "save_every": 4, "valid_every": 10}
 LOSS_KEYS = ("loss", "recon", "trans", "kl", "grad_norm", "kl_weight", "lr", "sentences", "tokens")
@@ -92,7 +92,13 @@ def test_checkpoint_round_trip_gives_identical_encodings(tiny_run):
     assert loaded.encoder("en").fingerprint != loaded.encoder("semantic").fingerprint
 
 
-def test_resume_refuses_another_model_or_vocabulary(tiny_run, tmp_path):
+def _rewrite_checkpoint(run, **changes):
+    """Change a checkpoint's config.json and re-seal it, as a run with those settings would have written it."""
+    config = run / "checkpoints" / "update-30" / "config.json"
+    config.write_text(sealed_config({**json.loads(config.read_text()), **changes}))
+
+
+def test_resume_refuses_another_model_or_vocabulary(tiny_run, tmp_path, small_tokenizer):
     _, run_dir = tiny_run
     with pytest.raises(WorkbenchError, match="checkpoint of model 'bgt', not 'bilingual_trans'"):
         Trainer(TrainConfig.from_preset("tiny", model="bilingual_trans"), run_dir, resume=True)
@@ -102,8 +108,14 @@ def test_resume_refuses_another_model_or_vocabulary(tiny_run, tmp_path):
     subprocess.run(["cp", "-r", str(run_dir), str(copy)], check=True)
     config = copy / "checkpoints" / "update-30" / "config.json"
     meta = json.loads(config.read_text())
-    meta["tokenizer_sha256"] = "0" * 64
+    edited = {**meta, "tokenizer_sha256": "0" * 64}
+    config.write_text(json.dumps(edited))
+    with pytest.raises(WorkbenchError, match="config.json was edited after the folder was written"):
+        Trainer(TrainConfig.from_preset("tiny", max_updates=30), copy, resume=True)  # verified before it is read
+    (copy / "checkpoints" / "update-30" / "spm.model").write_bytes(small_tokenizer.model_file.read_bytes())
     config.write_text(json.dumps(meta))
+    _rewrite_checkpoint(copy, tokenizer_sha256=small_tokenizer.digest,
+                        files_sha256={**meta["files_sha256"], "spm.model": small_tokenizer.digest})
     with pytest.raises(WorkbenchError, match="another vocabulary"):
         Trainer(TrainConfig.from_preset("tiny", max_updates=30), copy, resume=True)
 
@@ -130,10 +142,7 @@ def test_resume_refuses_settings_that_would_continue_another_run(run_copy, chang
 
 
 def test_resume_refuses_other_training_data(run_copy):
-    config = run_copy / "checkpoints" / "update-30" / "config.json"
-    meta = json.loads(config.read_text())
-    meta["data_sha256"] = "0" * 64
-    config.write_text(json.dumps(meta))
+    _rewrite_checkpoint(run_copy, data_sha256="0" * 64)
     with pytest.raises(WorkbenchError, match=r"training data \(sha256 000000000000 -> "):
         Trainer(TrainConfig.from_preset("tiny", max_updates=30), run_copy, resume=True)
 
@@ -327,7 +336,7 @@ def test_bad_training_configs_list_the_valid_choices(tmp_path, tiny_tokenizer):
     with pytest.raises(WorkbenchError, match="neither a checkpoint"):
         load(tmp_path)
     tokenizer = tiny_tokenizer
-    with pytest.raises(WorkbenchError, match=r"model settings \['d_model'\] do not apply to sp"):
+    with pytest.raises(WorkbenchError, match="model sp: unknown model settings d_model; valid:"):
         TrainConfig.from_preset("tiny", model="sp", overrides={"d_model": 8}).model_config(tokenizer)
     with pytest.raises(WorkbenchError, match="bad model settings for bgt: decoder_latent 'z'"):
         TrainConfig.from_preset("tiny", overrides={"decoder_latent": "z"}).model_config(tokenizer)

@@ -45,6 +45,15 @@ def check_name(kind: str, name: str, valid: Iterable[str]) -> str:
     return name
 
 
+def check_keys(given: Iterable[str], valid: Iterable[str], where: str, kind: str = "keys") -> None:
+    """Refuse the names in ``given`` that ``valid`` lacks, all of them in one sentence that lists the valid ones
+    ("<where>: unknown <kind> a, b; valid: ...")."""
+    valid = sorted(set(valid))
+    unknown = sorted(set(given) - set(valid))
+    if unknown:
+        raise WorkbenchError(f"{where}: unknown {kind} {', '.join(unknown)}; valid: {', '.join(valid) or 'none'}")
+
+
 def check_sentences(sentences: object) -> list[str]:
     """The sentences as a list; a bare string is refused (iterating it would encode one row per character)."""
     if isinstance(sentences, (str, bytes)):

@@ -233,7 +233,7 @@ CACHE_COMMAND = Command(
 def _evaluate_arguments(p: argparse.ArgumentParser) -> None:
     encoder_args(p)
     p.add_argument("--suite", choices=[*SUITES, "all"], default="sts",
-                   help="; ".join(f"{s.name}: {s.about} (reads {s.reads})" for s in SUITES.values())
+                   help="; ".join(f"{s.name}: {s.about} (reads {s.describe_reads()})" for s in SUITES.values())
                    + "; all: every suite the encoder can take (default sts)")
     p.add_argument("--out", help="also write the tidy results as CSV")
     p.add_argument("--force", action="store_true", help="replace --out if it exists")

@@ -14,9 +14,9 @@ from ..models import MODELS
 from ..models.folder import latest_checkpoint, learning_curve, read_config, shipped
 from ..paths import data_dir, trained_dir
 from ..reports.figures import curve_report
+from ..training import FITS
 from ..training.recipes import PRESETS, TrainConfig
 from ..training.trainer import Trainer
-from ..training.wmf import train_wmf
 from ..zoo.cards import card, remeasure_transfer, summary_markdown
 from ..zoo.packaging import export, import_shards, retrain, retrain_plan
 from .common import Command
@@ -171,13 +171,13 @@ def _train(args) -> None:
     else:
         cfg = TrainConfig.from_preset(args.preset or "tiny", model=args.model or "bgt", pair=args.pair, **changes)
     out = Path(args.out or f"runs/{cfg.model}-{cfg.pair}-{cfg.preset}")
-    if cfg.model == "wmf":
+    if cfg.model in FITS:
         if args.resume or args.init_from:
-            raise WorkbenchError("WMF is fitted in one go by ALS (minutes on a CPU) and keeps no checkpoints, so "
+            raise WorkbenchError(f"{cfg.model} is fitted in one go (minutes on a CPU) and keeps no checkpoints, so "
                                  "there is nothing to resume or start from: train it anew in an empty --out")
-        result = train_wmf(cfg, out)
-        print(f"wmf {cfg.pair} ({cfg.preset}): {result['pairs']} pairs, weighted loss {result['loss']:.1f}, "
-              f"{result['seconds']:.0f} s\nmodel: {out.resolve()}")
+        result = FITS[cfg.model](cfg, out)
+        print(f"{cfg.model} {cfg.pair} ({cfg.preset}): {result['pairs']} pairs, weighted loss "
+              f"{result['loss']:.1f}, {result['seconds']:.0f} s\nmodel: {out.resolve()}")
         return
     final = Trainer(cfg, out, resume=args.resume, init_from=args.init_from).run()
     if final.get("finished"):

@@ -17,7 +17,7 @@ from ..encoders import Encoder, check_embeddings, check_reads, unread
 from ..paths import data_dir
 from .retrieval import retrieval_errors
 from .significance import bootstrap_differences, summarise
-from .sts import cosine, embed_unique, evaluate_hard_sts, evaluate_sts, evaluate_sts17
+from .sts import PAPER_STS17_TRACKS, cosine, embed_unique, evaluate_hard_sts, evaluate_sts, evaluate_sts17
 
 log = logging.getLogger(__name__)
 
@@ -53,26 +53,40 @@ def tatoeba_languages(encoder: Encoder, languages=None) -> list[str]:
 
 @dataclass(frozen=True)
 class Suite:
-    """An evaluation suite: its results' ``task`` name, what an encoder must read to take it, its headline metric
-    and the function that runs it (``run(encoder, show_progress=...)`` -> tidy rows)."""
+    """An evaluation suite: its results' ``task`` name, the language sets it holds (an encoder that reads every
+    language of at least one of them can take it; :func:`~workbench.encoders.unread` decides), its headline
+    metric and the function that runs it (``run(encoder, show_progress=...)`` -> tidy rows)."""
 
     name: str
     task: str
     about: str
-    reads: str
+    reads: tuple[tuple[str, ...], ...]
     metric: str
     run: Callable[..., pd.DataFrame]
 
+    def takes(self, encoder: Encoder) -> bool:
+        """Whether ``encoder`` reads what this suite holds (for a multi-part suite: at least one part)."""
+        return any(not unread(encoder, languages) for languages in self.reads)
+
+    def describe_reads(self) -> str:
+        """What an encoder must read, in words: "en", "en and one of fr, es", "one of es, en+es"."""
+        if len(self.reads) == 1:
+            return " and ".join(self.reads[0])
+        shared = [lang for lang in self.reads[0] if all(lang in part for part in self.reads)]
+        rest = [[lang for lang in part if lang not in shared] for part in self.reads]
+        either = "one of " + ", ".join("+".join(part) for part in rest)
+        return " and ".join([*shared, either])
+
 
 SUITES = {suite.name: suite for suite in (
-    Suite("sts", "STS12-16", "STS 2012–2016: Pearson's r of cosine similarity, per dataset and year", "English",
+    Suite("sts", "STS12-16", "STS 2012–2016: Pearson's r of cosine similarity, per dataset and year", (("en",),),
           "pearson", evaluate_sts),
-    Suite("hard_sts", "Hard STS", "pairs whose wording and meaning disagree (Hard+ and Hard−)", "English",
+    Suite("hard_sts", "Hard STS", "pairs whose wording and meaning disagree (Hard+ and Hard−)", (("en",),),
           "pearson", evaluate_hard_sts),
-    Suite("sts17", "STS17", "SemEval-2017 monolingual and cross-lingual tracks", "each track's two languages",
-          "pearson", evaluate_sts17),
-    Suite("tatoeba", "Tatoeba", "similarity-search error rate, both directions", "English and a Tatoeba language",
-          "error", evaluate_tatoeba),
+    Suite("sts17", "STS17", "SemEval-2017 monolingual and cross-lingual tracks",
+          tuple(tuple(dict.fromkeys(track.split("-"))) for track in PAPER_STS17_TRACKS), "pearson", evaluate_sts17),
+    Suite("tatoeba", "Tatoeba", "similarity-search error rate, both directions",
+          tuple(("en", lang) for lang in TATOEBA_CODES), "error", evaluate_tatoeba),
 )}
 
 
@@ -100,12 +114,16 @@ def evaluate(encoder: Encoder, suite: str = "sts", show_progress: bool = False, 
     value, n). Suites: :data:`SUITES` (sts, hard_sts, sts17, tatoeba). Embeddings and results are cached
     (``cache=False`` bypasses both)."""
     check_name("evaluation suite", suite, [*SUITES, "all"])
-    names = list(SUITES) if suite == "all" else [suite]
-    reads = getattr(encoder, "languages", None)
-    if suite == "all" and reads is not None and not any({"en", lang} <= set(reads) for lang in TATOEBA_CODES):
-        log.warning("skipping Tatoeba: encoder %r reads %s, not English and a Tatoeba language", encoder.name,
-                    ", ".join(reads))
-        names.remove("tatoeba")
+    names = [suite]
+    if suite == "all":
+        names = [name for name in SUITES if SUITES[name].takes(encoder)]
+        for name in SUITES.keys() - set(names):
+            log.warning("skipping %s: it holds %s, and encoder %r reads %s", SUITES[name].task,
+                        SUITES[name].describe_reads(), encoder.name, ", ".join(encoder.languages))
+        if not names:
+            raise WorkbenchError(f"encoder {encoder.name!r} reads {', '.join(encoder.languages) or 'nothing'}, and "
+                                 "every evaluation suite holds other languages ("
+                                 f"{'; '.join(f'{n}: {s.describe_reads()}' for n, s in SUITES.items())})")
     if not cache:
         return pd.concat([SUITES[name].run(encoder, show_progress=show_progress) for name in names], ignore_index=True)
     encoder = cached(encoder)

@@ -1,12 +1,14 @@
 """The networks the workbench trains, by name: the registry the Trainer, ``load`` and the CLI read.
 
 Each name maps to its network class and config class; a model folder's ``config.json`` names its ``setting``, so
-:func:`build_model` can rebuild any saved network. WMF is listed in :data:`MODELS` but fitted by ALS, not built
-here.
+:func:`build_model` can rebuild any saved network. Models fitted in one go rather than trained by updates are
+registered in :data:`FITTED` with the hooks that load and ship their folders, so no other module names them.
 """
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -20,7 +22,25 @@ from .paraphrastic import Paraphrastic, ParaphrasticConfig
 ARCHITECTURES = {**{name: (BGT, BGTConfig) for name in bgt.SETTINGS},
                  **{name: (Paraphrastic, ParaphrasticConfig) for name in paraphrastic.SETTINGS},
                  "nmt": (MultilingualNMT, NMTConfig)}
-MODELS = (*ARCHITECTURES, "wmf")  # wmf is fitted by ALS (train_wmf), not by the Trainer
+
+
+@dataclasses.dataclass(frozen=True)
+class Fitted:
+    """A kind of model fitted in one go instead of by the Trainer's updates: no checkpoints, decoders or resume.
+    Its fit is registered beside the Trainer (``workbench.training.FITS``)."""
+    counts: str  # what its training record's "updates" count, as a card says it
+    load: Callable[[dict, dict], Any]  # (config.json, its tensors as numpy arrays) -> the model
+    shipped: Callable[[dict], dict]  # its tensors (torch) -> the tensors an export writes
+
+
+def _wmf():
+    from . import wmf  # imports scikit-learn: only when a WMF folder is opened or shipped
+    return wmf
+
+
+FITTED = {"wmf": Fitted("ALS iterations", lambda meta, tensors: _wmf().WMF.from_parts(meta, tensors),
+                        lambda tensors: _wmf().shipped_tensors(tensors))}
+MODELS = (*ARCHITECTURES, *FITTED)  # what `workbench train --model` accepts
 
 
 MAX_PARAMETERS = 2 * 10 ** 9  # 8 GB of float32 weights; the paper's BGT has 0.48 billion

@@ -36,7 +36,7 @@ from ..checks import WorkbenchError
 from ..data import sha256_of
 from ..data.tokenizer import Tokenizer
 from ..paths import CONFIG_SEAL, atomic_write, config_digest, read_json, sealed_config, trained_dir
-from . import build_model
+from . import FITTED, build_model
 
 log = logging.getLogger(__name__)
 
@@ -232,13 +232,18 @@ def learning_curve(path: str | Path) -> pd.DataFrame:
         return pd.read_csv(path / "curve.csv")
     if not (path / "metrics.jsonl").is_file():
         raise WorkbenchError(f"{path} has no metrics.jsonl (a training run) or curve.csv (a shipped model)")
+    return metrics_curve(read_metrics(path), path.name)
+
+
+def metrics_curve(lines: list[dict], run: str) -> pd.DataFrame:
+    """:func:`learning_curve` of a run's :func:`read_metrics` records, for a caller that has read them already."""
     seconds = pairs = 0.0
     rows = []
-    for line in read_metrics(path):  # as logged, else summed from the update lines (runs logged before these fields existed)
+    for line in lines:  # as logged, else summed from the update lines (runs logged before these fields existed)
         if "tokens_per_s" in line:
             seconds, pairs = seconds + line["tokens"] / line["tokens_per_s"], pairs + line.get("sentences", 0)
         seconds, pairs = line.get("train_seconds", seconds), line.get("pairs_seen", pairs)
-        at = {"run": path.name, "update": line["update"], "pairs_seen": int(pairs), "train_seconds": round(seconds, 2)}
+        at = {"run": run, "update": line["update"], "pairs_seen": int(pairs), "train_seconds": round(seconds, 2)}
         rows += [{**at, "metric": "stsb_dev", "view": view, "value": value}
                  for view, value in line.get("stsb_dev", {}).items()]
         if "valid_loss" in line:
@@ -253,7 +258,7 @@ def model_path(path_or_name: str | Path) -> Path:
 
 
 class ModelFolder:
-    """One model folder — a checkpoint, a run (its latest checkpoint), a shipped model or a WMF fit — opened once:
+    """One model folder — a checkpoint, a run (its latest checkpoint), a shipped model or a one-go fit — opened once:
     ``config.json`` parsed once, each file hashed once and checked against the sha256 the config records before
     anything uses it; the tokenizer is loaded from the very bytes that were hashed.
 
@@ -292,9 +297,8 @@ class ModelFolder:
         """The network with its tokenizer attached, in eval mode; the file bytes are released afterwards."""
         meta, folder = self.config, self.path
         try:
-            if meta["model"]["setting"] == "wmf":
-                from .wmf import WMF  # WMF's module imports scikit-learn: only for WMF folders
-                return WMF.from_parts(meta, {k: v.numpy() for k, v in self.weights().items()})
+            if meta["model"]["setting"] in FITTED:
+                return FITTED[meta["model"]["setting"]].load(meta, {k: v.numpy() for k, v in self.weights().items()})
             try:
                 model = build_model(meta["model"])
             except WorkbenchError as err:
@@ -332,8 +336,7 @@ def shipped(root: str | Path | None = None) -> list[str]:
 
 def read_metrics(run: str | Path) -> list[dict]:
     """The records of a run's ``metrics.jsonl`` (none when it has none yet): one per update (``update``, losses,
-    ``pairs_seen``, ``train_seconds``; ``valid_loss`` and ``stsb_dev`` where measured), or WMF's single record of
-    its fit. A line that is not a JSON object is refused with the file and line number."""
+    ``pairs_seen``, ``train_seconds``; ``valid_loss`` and ``stsb_dev`` where measured), or a one-go fit's single record. A line that is not a JSON object is refused with the file and line number."""
     path = Path(run) / "metrics.jsonl"
     if not path.is_file():
         return []

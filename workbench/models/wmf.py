@@ -211,6 +211,12 @@ class WMF:
         return model
 
 
+def shipped_tensors(tensors: dict) -> dict:
+    """What an export writes of a fit's tensors: the word factors in float16 (:meth:`WMF.from_parts` upcasts
+    them), the idf as it is."""
+    return {k: v.half() if k.startswith("factor.") else v for k, v in tensors.items()}
+
+
 class WMFEncoder:
     """The Encoder protocol over a fitted :class:`WMF` (float32 k-dimensional fold-in vectors)."""
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from ..checks import SPLITS, UnknownNameError, WorkbenchError, whole
+from ..checks import SPLITS, UnknownNameError, WorkbenchError, check_keys, whole
 from ..encoders import check_reads, unread
 from ..paths import REPO_ROOT
 
@@ -61,9 +61,7 @@ class TaskCard:
             raise WorkbenchError(f"{path}: [sizes] must give positive integers for train, valid and test")
         known = set(required) | {"params", "max_per_label", "balanced", "lexical_split", "description", "analogue",
                                  "citation", "transfers"}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise WorkbenchError(f"{path}: unknown keys {', '.join(unknown)}; valid: {', '.join(sorted(known))}")
+        check_keys(data, known, str(path))
         return cls(name=data["name"], title=data["title"], language=data["language"], builder=data["builder"],
                    labels=() if data["labels"] == "derived" else tuple(str(x) for x in data["labels"]),
                    sizes=dict(sizes), params=dict(data.get("params", {})), max_per_label=data.get("max_per_label"),

@@ -2,7 +2,7 @@
 :class:`TrainConfig`, the checked settings of one run (from a preset, a TOML/JSON file, or CLI flags).
 
 BGT and its Transformer ablations read :data:`PRESETS`; SP/BILSTM and the NMT replace its values with their own
-tables, and WMF has its ALS settings. A resumed run must keep :data:`RESUME_FIELDS` (they decide the batches and
+tables, and a model fitted in one go keeps its own beside its fit. A resumed run must keep :data:`RESUME_FIELDS` (they decide the batches and
 the weight updates); the length of the run, logging and checkpoint cadence may change.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from ..checks import WorkbenchError, check_name, number, whole
+from ..checks import WorkbenchError, check_keys, check_name, number, whole
 from ..data.corpora import PAIRS, language_of, pairs_of
 from ..data.tokenizer import EOS, PAD, Tokenizer
 from ..models import ARCHITECTURES, MODELS, paraphrastic
@@ -20,9 +20,6 @@ from ..models.bgt import BGTConfig
 from ..models.nmt import NMTConfig
 from ..models.paraphrastic import ParaphrasticConfig
 from ..paths import read_json
-
-# WMF: the paper's k = 100, w_m = 0.01, λ = 20, 20 ALS iterations; tiny is a quick check.
-WMF_PRESETS = {"tiny": {"k": 20, "iterations": 5, "l2": 1.0}, "cpu": {"iterations": 10}, "small": {}, "paper": {}}
 
 
 PRESETS = {
@@ -176,10 +173,7 @@ class TrainConfig:
                 return cls.from_recorded(data["train"], path, data.get("training"))  # a model folder
         if not isinstance(data, dict):
             raise WorkbenchError(f"{path}: a training config is a table of settings, not {type(data).__name__}")
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise WorkbenchError(f"{path}: unknown training config keys {unknown}; valid: {', '.join(sorted(known))}")
+        check_keys(data, (f.name for f in fields(cls)), str(path), "training config keys")
         return cls.from_preset(data.pop("preset", "tiny"), **data)
 
     @classmethod
@@ -210,11 +204,7 @@ class TrainConfig:
         if config_class is NMTConfig:
             extra = {"tag_ids": tuple(tokenizer.tag_id(lang) if tokenizer else self.vocab_size + i
                                       for i, lang in enumerate(self.languages))}
-        known = {f.name for f in fields(config_class)}
-        unknown = sorted(set(self.overrides) - known)
-        if unknown:
-            raise WorkbenchError(f"model settings {unknown} do not apply to {self.model}; valid: "
-                                 f"{', '.join(sorted(known))}")
+        check_keys(self.overrides, (f.name for f in fields(config_class)), f"model {self.model}", "model settings")
         try:
             vocab = tokenizer.vocab_size if tokenizer else self.vocab_size + len(self.languages)
             return config_class(vocab_size=vocab, languages=self.languages, setting=self.model, pad_id=PAD,
@@ -251,3 +241,13 @@ _CHECKS = [(name, "an integer ≥ 1", _count(1)) for name in (
 RESUME_FIELDS = ("model", "pair", "vocab_size", "overrides", "max_pairs", "max_valid_pairs", "max_sentence_len",
                  "max_tokens", "update_freq", "lr", "schedule", "warmup", "warmup_init_lr", "betas", "eps",
                  "weight_decay", "clip_norm", "seed", "amp")
+
+
+def learning_rate(update: int, cfg: TrainConfig) -> float:
+    """fairseq's inverse_sqrt: linear warmup from ``warmup_init_lr`` to ``lr``, then lr·sqrt(warmup/update)
+    (``schedule="constant"``: always ``lr``)."""
+    if cfg.schedule == "constant":
+        return cfg.lr
+    if update < cfg.warmup:
+        return cfg.warmup_init_lr + (cfg.lr - cfg.warmup_init_lr) * update / cfg.warmup
+    return cfg.lr * math.sqrt(cfg.warmup / max(update, 1))

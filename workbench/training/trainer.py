@@ -1,7 +1,7 @@
 """The Trainer every neural model uses (BGT and its ablations, SP, BILSTM, the multilingual NMT): token-budget
 batches, accumulation, AdamW + inverse-sqrt (or constant) learning rate, clipping, bf16 autocast on CUDA, DDP
-under ``torchrun``, JSONL metrics, STS-B dev model selection, atomic checkpoints and exact resume. (WMF is fitted by ALS instead:
-:mod:`workbench.training.wmf`.)
+under ``torchrun``, JSONL metrics, STS-B dev model selection, atomic checkpoints and exact resume. (Models fitted
+in one go are not trained here: :data:`workbench.training.FITS`.)
 
 What a run reads and the batches of each update come from :mod:`workbench.data.training`; a run folder (its
 layout and checkpoint format: :mod:`workbench.models.folder`) gets one ``metrics.jsonl`` line per update with the pairs
@@ -39,14 +39,16 @@ from ..data.batching import collate
 from ..data.sts import load_stsb
 from ..data.tokenizer import pair_tokenizer
 from ..data.training import TrainingData
+from ..encoders import unread
 from ..evaluation.sts import embed_unique, score_pairs
-from ..models import ARCHITECTURES, bgt, build_model, checked_config
+from ..models import ARCHITECTURES, build_model, checked_config
 from ..models.folder import (
-    CURVE_COLUMNS, checkpoint_update, latest_checkpoint, learning_curve, model_path, read_config, read_metrics,
-    read_trainer_state, read_weights, swap_folder, verify_files, write_checkpoint, write_weights)
+    CURVE_COLUMNS, ModelFolder, checkpoint_update, latest_checkpoint, learning_curve, read_metrics,
+    read_trainer_state, swap_folder, write_checkpoint, write_weights)
 from ..paths import atomic_write, read_json
 from ..progress import progress_bar
-from .recipes import RESUME_FIELDS, TrainConfig
+from .recipes import TrainConfig, learning_rate
+from .resume import check_resumable, without_regularisers
 
 log = logging.getLogger(__name__)
 
@@ -57,13 +59,6 @@ SUMMED = ("loss", "recon", "trans", "kl", "kl_semantic", "kl_language", "margin_
           "tokens_xx")
 
 
-def _without_regularisers(settings: dict) -> dict:
-    """Model settings less those a run initialised from a trained model may change (see ``bgt.REGULARISERS``),
-    in the config's JSON form (so defaults and stored values compare equal)."""
-    full = json.loads(json.dumps(settings))
-    return {k: v for k, v in full.items() if k not in bgt.REGULARISERS}
-
-
 def loss_terms(out: dict, device: torch.device) -> torch.Tensor:
     """The :data:`SUMMED` terms of one forward pass as a float64 vector on ``device`` (0 where a model has no such
     term), without waiting for the device: the Trainer reads them once per update."""
@@ -71,16 +66,6 @@ def loss_terms(out: dict, device: torch.device) -> torch.Tensor:
     # non_blocking: a term the model counted on the host (the pair count) is copied without waiting for the GPU
     return torch.stack([out[k].detach().to(device, torch.float64, non_blocking=True) if k in out else zero
                         for k in SUMMED])
-
-
-def learning_rate(update: int, cfg: TrainConfig) -> float:
-    """fairseq's inverse_sqrt: linear warmup from ``warmup_init_lr`` to ``lr``, then lr·sqrt(warmup/update)
-    (``schedule="constant"``: always ``lr``)."""
-    if cfg.schedule == "constant":
-        return cfg.lr
-    if update < cfg.warmup:
-        return cfg.warmup_init_lr + (cfg.lr - cfg.warmup_init_lr) * update / cfg.warmup
-    return cfg.lr * math.sqrt(cfg.warmup / max(update, 1))
 
 
 def hardware(device: torch.device | None = None, world: int = 1) -> str:
@@ -162,73 +147,38 @@ class Trainer:
         self._release()
 
     def _prepare(self, cfg: TrainConfig, checkpoint: Path | None, init_from: str | Path | None) -> None:
-        # a resume of a run that was itself initialised wins over init_from
-        start = latest_checkpoint(model_path(init_from)) if init_from is not None and checkpoint is None else None
+        # each folder is opened (config read, files verified) once; a resume of a run that was itself initialised
+        # wins over init_from
+        resumed = ModelFolder(checkpoint) if checkpoint is not None else None
+        start = ModelFolder(init_from) if init_from is not None and checkpoint is None else None
         self.tokenizer = pair_tokenizer(cfg.pair, cfg.vocab_size, language_tags=cfg.model == "nmt")
         self.data = TrainingData(cfg.pair, self.tokenizer, max_pairs=cfg.max_pairs,
                                  max_valid_pairs=cfg.max_valid_pairs, max_sentence_len=cfg.max_sentence_len,
                                  max_tokens=cfg.max_tokens, seed=cfg.seed, tagged=cfg.model == "nmt")
-        if checkpoint is not None:
-            self._check_resumable(checkpoint)
-        if start is not None:
-            self._check_resumable(start, initialising=True)
+        for folder in (resumed, start):
+            if folder is not None:
+                check_resumable(folder, cfg, self.tokenizer.digest, self.data.digest, initialising=folder is start)
         torch.manual_seed(cfg.seed)
         self.model = build_model(cfg.model_config(self.tokenizer)).to(self.device)
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, betas=cfg.betas, eps=cfg.eps,
                                            weight_decay=cfg.weight_decay)
         self.state = {"update": 0, "epoch": 0, "position": 0, "world": self.world, "pairs_seen": 0,
                       "train_seconds": 0.0, "best": None}
-        if checkpoint is not None:
-            self._restore(checkpoint)
+        if resumed is not None:
+            self._restore(resumed)
         elif start is not None:
             self._continue(start)
         self.net = self.model
         if self.world > 1:
             self.net = torch.nn.parallel.DistributedDataParallel(self.model, find_unused_parameters=False)
 
-    def _check_resumable(self, folder: Path, initialising: bool = False) -> None:
-        """Refuse a resume that would continue another run: other model, vocabulary, data or settings that decide
-        the batches and the updates. The KL ramp stays the one the run started with. A run initialised from a
-        trained model (``initialising``) may change how the latents are regularised (``bgt.REGULARISERS``)."""
-        meta = read_config(folder)
-        cfg = self.cfg
-        if meta["model"]["setting"] != cfg.model:
-            raise WorkbenchError(f"{folder} is a checkpoint of model {meta['model']['setting']!r}, not {cfg.model!r}")
-        if meta["tokenizer_sha256"] != self.tokenizer.digest:
-            raise WorkbenchError(f"{folder} was trained with another vocabulary (tokenizer sha256 "
-                                 f"{meta['tokenizer_sha256'][:12]} vs {self.tokenizer.digest[:12]} now); resume "
-                                 "needs the same pair, vocab_size and data")
-        saved, now = meta.get("train", {}), json.loads(json.dumps(asdict(cfg)))
-        if initialising and "overrides" in saved:
-            saved = {**saved, "overrides": _without_regularisers(saved["overrides"])}
-            now["overrides"] = _without_regularisers(now["overrides"])
-        changed = [f"{name} {saved[name]!r} -> {now[name]!r}" for name in RESUME_FIELDS
-                   if name in saved and saved[name] != now[name]]
-        if meta.get("data_sha256", self.data.digest) != self.data.digest:
-            changed.append(f"training data (sha256 {meta['data_sha256'][:12]} -> {self.data.digest[:12]})")
-        if "data_sha256" not in meta:
-            log.warning("%s predates training-data digests: the data cannot be checked on this resume", folder)
-        saved_x0 = meta["model"].get("kl_x0")
-        if saved_x0 is not None:
-            if cfg.kl_x0 is not None and cfg.kl_x0 != saved_x0:
-                changed.append(f"kl_x0 {saved_x0} -> {cfg.kl_x0}")
-            elif cfg.kl_x0 is None:
-                log.info("resume keeps the KL ramp the run started with: x0 = %d updates", saved_x0)
-                cfg.kl_x0 = saved_x0
-        if changed:
-            raise WorkbenchError(f"{folder} was trained with other settings, so resuming would not continue that "
-                                 f"run: {'; '.join(changed)}. Resume with the run's settings (its config.json) or "
-                                 "start a new run in another --out (only max_updates, max_seconds and the "
-                                 "log/valid/eval/save cadence may change on a resume)")
-
-    def _restore(self, folder: Path) -> None:
-        meta = read_config(folder)
-        verify_files(folder, meta)
-        saved = checked_config(meta["model"])  # the config alone: no second network is built to compare it
+    def _restore(self, opened: ModelFolder) -> None:
+        folder = opened.path
+        saved = checked_config(opened.config["model"])  # the config alone: no second network is built to compare it
         if saved != self.model.cfg:
             raise WorkbenchError(f"{folder} has model config {saved}, which differs from the requested "
                                  f"{self.model.cfg}")
-        self.model.load_state_dict(read_weights(folder / "model.safetensors", str(self.device)))
+        self.model.load_state_dict(opened.weights())
         state, optimizer, rng = read_trainer_state(folder, self.device)
         if state.get("world", self.world) != self.world:
             raise WorkbenchError(f"{folder} was trained by {state['world']} process(es), not {self.world}: an "
@@ -245,18 +195,18 @@ class Trainer:
         self.state = {**self.state, **state}
         log.info("resumed %s at update %d", folder, state["update"])
 
-    def _continue(self, folder: Path) -> None:
-        """Start from ``folder``'s weights at its update: the data position is replayed to that update and its
-        curve (``curve.csv`` of an exported model, ``metrics.jsonl`` of a run) is carried into this run's log."""
-        meta = read_config(folder)
-        verify_files(folder, meta)
+    def _continue(self, opened: ModelFolder) -> None:
+        """Start from a trained model's weights at its update: the data position is replayed to that update and
+        its curve (``curve.csv`` of an exported model, ``metrics.jsonl`` of a run) is carried into this run's
+        log."""
+        meta, folder = opened.config, opened.path
         if not meta.get("decoders", True):
             raise WorkbenchError(f"{folder} holds encoders only (no decoders), so training cannot continue from it")
         saved = ARCHITECTURES[meta["model"]["setting"]][1].from_dict(meta["model"])
-        if _without_regularisers(saved.to_dict()) != _without_regularisers(self.model.cfg.to_dict()):
+        if without_regularisers(saved.to_dict()) != without_regularisers(self.model.cfg.to_dict()):
             raise WorkbenchError(f"{folder} has another model config than the one requested")
         retuned = saved != self.model.cfg  # another bottleneck: its STS-B dev is no candidate for best/
-        self.model.load_state_dict(read_weights(folder / "model.safetensors", str(self.device)))
+        self.model.load_state_dict(opened.weights())
         training = meta.get("training")  # an exported model's; a checkpoint's trainer state otherwise
         if training is None and (folder / "trainer_state.json").is_file():
             state = read_json(folder / "trainer_state.json")
@@ -383,9 +333,9 @@ class Trainer:
         """STS-B dev Pearson's r × 100 of every view that reads English (the cheap model-selection signal)."""
         frame = load_stsb("dev")
         sentences = [*frame["sentence1"], *frame["sentence2"]]
-        return {view: round(score_pairs(embed_unique(self.model.encoder(view, self.tokenizer), sentences),
-                                        frame)["pearson"], 3)
-                for view in self.model.views if "en" in self.model.view_languages(view)}
+        encoders = {view: self.model.encoder(view, self.tokenizer) for view in self.model.views}
+        return {view: round(score_pairs(embed_unique(encoder, sentences), frame)["pearson"], 3)
+                for view, encoder in encoders.items() if not unread(encoder, ("en",))}
 
     def _save_best(self, scores: dict[str, float]) -> None:
         """Keep ``best/`` (weights only, loadable) at the best semantic STS-B dev so far (trained networks only:

@@ -13,8 +13,12 @@ from ..checks import WorkbenchError
 from ..data.corpora import language_of, load_splits
 from ..models.wmf import WMF, WMFConfig
 from ..paths import atomic_write
-from .recipes import TrainConfig, WMF_PRESETS
+from .recipes import TrainConfig
 from .trainer import hardware
+
+# the presets of TrainConfig, for WMF: the paper's k = 100, w_m = 0.01, λ = 20, 20 ALS iterations; tiny is a quick
+# check
+WMF_PRESETS = {"tiny": {"k": 20, "iterations": 5, "l2": 1.0}, "cpu": {"iterations": 10}, "small": {}, "paper": {}}
 
 
 def train_wmf(cfg: TrainConfig, run_dir: str | Path, show_progress: bool = True) -> dict:

@@ -35,7 +35,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..checks import WorkbenchError
+from ..checks import WorkbenchError, check_keys
 from ..data import sha256_of
 from ..data.corpora import PAIRS
 from ..paths import REPO_ROOT, data_dir
@@ -66,9 +66,7 @@ def _preset() -> str:
 
 def _jobs() -> tuple[str, ...]:
     chosen = tuple(j for j in os.environ.get("CAMPAIGN_JOBS", "").split(",") if j) or JOBS
-    unknown = sorted(set(chosen) - set(KNOWN_JOBS))
-    if unknown:
-        raise WorkbenchError(f"CAMPAIGN_JOBS names {', '.join(unknown)}; the jobs are {', '.join(KNOWN_JOBS)}")
+    check_keys(chosen, KNOWN_JOBS, "CAMPAIGN_JOBS", "jobs")
     return chosen
 
 

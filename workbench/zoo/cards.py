@@ -15,12 +15,12 @@ import pandas as pd
 
 from ..checks import WorkbenchError
 from ..data import sha256_of
-from ..data.sts import TATOEBA_CODES
 from ..evaluation import SUITES, evaluate
+from ..models import FITTED
 from ..models.folder import file_digests, load, shipped
 from ..paths import atomic_write, read_json, sealed_config, trained_dir
 from ..probing.probe import probe
-from ..probing.tasks import get_task
+from ..probing.tasks import get_task, readable_tasks
 from ..style_transfer.evaluation import transfer_pairs, transfer_scores
 
 # Table 3's tasks (Gender is added for encoders that read French or Spanish).
@@ -28,6 +28,7 @@ TABLE3_TASKS = ("subj_num", "obj_num", "tree_depth", "top_const", "word_content"
                 "punct_first")
 GENDER_TASKS = {"fr": "gender_fr", "es": "gender_es"}
 TABLE3_MODELS = ("bgt", "bilingual_trans")
+CARD_SUITES = ("sts", "hard_sts", "tatoeba")
 CARD_SIZES = {"train": 6000, "valid": 1000, "test": 1000}  # probing sizes for cards, demo and reproduction
 
 
@@ -53,15 +54,11 @@ def measure(model, sizes: dict[str, int] = CARD_SIZES, show_progress: bool = Fal
     frames = []
     for view in model.views:
         encoder = model.encoder(view)
-        rows = []
-        if "en" in encoder.languages:
-            rows += [evaluate(encoder, "sts", show_progress=show_progress),
-                     evaluate(encoder, "hard_sts", show_progress=show_progress)]
-            if set(encoder.languages) & set(TATOEBA_CODES):
-                rows.append(evaluate(encoder, "tatoeba", show_progress=show_progress))
-        probed = view == "semantic" or getattr(model.cfg, "setting", "wmf") in TABLE3_MODELS
-        tasks = [*(TABLE3_TASKS if "en" in encoder.languages else ()),
-                 *(GENDER_TASKS[lang] for lang in encoder.languages if lang in GENDER_TASKS)] if probed else []
+        rows = [evaluate(encoder, suite, show_progress=show_progress) for suite in CARD_SUITES
+                if SUITES[suite].takes(encoder)]
+        probed = view == "semantic" or getattr(model.cfg, "setting", None) in TABLE3_MODELS
+        readable = readable_tasks(encoder) if probed else []
+        tasks = [task for task in (*TABLE3_TASKS, *GENDER_TASKS.values()) if task in readable]
         rows += [probe(encoder, task, control=False, sizes=sizes).to_frame() for task in tasks]
         if rows:
             frames.append(pd.concat(rows, ignore_index=True).assign(view=view, fingerprint=encoder.fingerprint))
@@ -158,8 +155,8 @@ def _card_markdown(info: dict, config: dict) -> str:
              + "** (the shared parallel data's training split)",
              f"- **preset**: `{info['preset']}`; model settings: "
              + ", ".join(f"{k}={v}" for k, v in model_cfg.items() if not isinstance(v, (list, dict))),
-             (f"- **training**: {record['updates']} ALS iterations on {record['pairs_seen']} pairs"
-              if info["model"] == "wmf" else
+             (f"- **training**: {record['updates']} {FITTED[info['model']].counts} on {record['pairs_seen']} pairs"
+              if info["model"] in FITTED else
               f"- **training**: {record['updates']} updates, {record['pairs_seen']} pairs seen"
               + (f" (sampled from {train['max_pairs']} pairs)" if train.get("max_pairs") else "")
               + (f"; the checkpoint with the best semantic STS-B dev of a run of {record['run_updates']} updates"
@@ -168,7 +165,7 @@ def _card_markdown(info: dict, config: dict) -> str:
              *([f"- **learning curve**: `curve.csv` (STS-B dev per view, validation loss); "
                 f"`workbench curve {info['name']}` draws it"] if info.get("curve") else []),
              f"- **weights**: float16, {info['megabytes']} MB"
-             + ("" if info["model"] == "wmf" else "; decoders " + (_kept_decoders(info) if info["decoders"]
+             + ("" if info["model"] in FITTED else "; decoders " + (_kept_decoders(info) if info["decoders"]
                                                                     else "dropped (encoders only)")), "",
              "Numbers: Pearson's r × 100 (STS) and test accuracy × 100 (logistic-regression probes, "
              f"{info['probing_sizes']['train']}/{info['probing_sizes']['valid']}/{info['probing_sizes']['test']} "

@@ -21,16 +21,16 @@ import pandas as pd
 import torch
 from safetensors.torch import save_file
 
-from ..checks import WorkbenchError, check_name, whole
+from ..checks import WorkbenchError, check_keys, check_name, whole
 from ..data import sha256_of
-from ..models import checked_config
+from ..models import FITTED, checked_config
 from ..models.folder import (
-    checkpoint_update, file_digests, latest_checkpoint, learning_curve, read_metrics, read_weights, shipped,
-    swap_folder, temp_sibling, verify_files)
+    ModelFolder, checkpoint_update, file_digests, latest_checkpoint, metrics_curve, read_metrics, read_weights,
+    shipped, swap_folder, temp_sibling)
 from ..paths import read_json, sealed_config, trained_dir
+from ..training import FITS
 from ..training.recipes import TrainConfig
 from ..training.trainer import Trainer, hardware
-from ..training.wmf import train_wmf
 from .cards import CARD_SIZES, write_card
 
 WITH_DECODERS = ("bgt-en-fr",)  # the style-transfer model (paper §5.3 uses the en–fr model)
@@ -38,11 +38,10 @@ SHARDS_FORMAT = "bgt-workbench model package 1"
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
-def _training_record(run: Path, update: int | None = None) -> dict:
-    """Updates, pairs seen, summed update time and hardware up to ``update`` (default: the end) from a run's
-    ``metrics.jsonl``; ``run_updates`` says how long the run went on. Runs logged before the trainer recorded its
-    hardware are said to have run on this machine."""
-    lines = read_metrics(run)
+def _training_record(run: Path, lines: list[dict], update: int | None = None) -> dict:
+    """Updates, pairs seen, summed update time and hardware up to ``update`` (default: the end) from the records
+    of a run's ``metrics.jsonl``; ``run_updates`` says how long the run went on. Runs logged before the trainer
+    recorded its hardware are said to have run on this machine."""
     if not lines:
         raise WorkbenchError(f"{run} has no metrics.jsonl (or an empty one): not a training run to export")
     steps = [line for line in lines if "tokens_per_s" in line]
@@ -54,7 +53,7 @@ def _training_record(run: Path, update: int | None = None) -> dict:
                 "train_seconds": round(upto[-1].get("train_seconds",
                                                     sum(s["tokens"] / s["tokens_per_s"] for s in upto)), 1),
                 "hardware": " then ".join(dict.fromkeys(s.get("hardware") or here for s in upto))}
-    last = lines[-1]  # WMF: one line for the whole fit
+    last = lines[-1]  # a one-go fit: one line for the whole fit
     return {"updates": last.get("iterations"), "pairs_seen": last.get("pairs"), "preset": last.get("preset"),
             "train_seconds": round(last.get("seconds", float("nan")), 1),
             "hardware": last.get("hardware") or here}
@@ -69,38 +68,35 @@ def check_model_name(name: str) -> str:
 
 
 def _exported(run: str | Path, name: str | None, keep_decoders: bool | None, checkpoint: str,
-              hardware_text: str | None) -> tuple[str, dict, dict, Path | None, pd.DataFrame | None]:
-    """What a shipped model of ``run`` holds: (name, float16 state dict, config.json, spm.model, curve)."""
+              hardware_text: str | None) -> tuple[str, dict, dict, bytes | None, pd.DataFrame | None]:
+    """What a shipped model of ``run`` holds: (name, float16 state dict, config.json, spm.model's bytes, curve).
+    The folder is opened once (:class:`ModelFolder`: config read and files verified once), and so is the run's
+    ``metrics.jsonl``."""
     check_name("checkpoint", checkpoint, ("best", "latest"))
     run = Path(run)
-    folder = None
-    if not (run / "config.json").is_file():  # not WMF's single folder: a Trainer run
-        folder = run / "best" if checkpoint == "best" and (run / "best").is_dir() else latest_checkpoint(run)
-    meta = read_json((run / "config.json") if folder is None else folder / "config.json")
-    verify_files(run if folder is None else folder, meta)  # never ship a damaged or replaced checkpoint
-    setting, train = meta["model"]["setting"], meta.get("train", {})
-    name = check_model_name(name or f"{setting}-{train.get('pair') or '-'.join(meta['model']['languages'])}")
+    single = (run / "config.json").is_file()  # a one-go fit's single folder, else a Trainer run
+    opened = ModelFolder(run if single else run / "best" if checkpoint == "best" and (run / "best").is_dir()
+                         else latest_checkpoint(run))  # never ship a damaged or replaced checkpoint
+    meta, setting = opened.config, opened.config["model"]["setting"]
+    name = check_model_name(name or f"{setting}-{meta.get('train', {}).get('pair') or '-'.join(meta['model']['languages'])}")
     keep = name in WITH_DECODERS if keep_decoders is None else keep_decoders
-    record = _training_record(run, None if folder is None else checkpoint_update(folder))
+    lines = read_metrics(run)
+    record = _training_record(run, lines, None if single else checkpoint_update(opened.path))
     if hardware_text:
         record["hardware"] = hardware_text
-    curve = None
-    if folder is not None:
-        record["checkpoint"] = "best STS-B dev (semantic)" if folder.name == "best" else "latest"
-        curve = learning_curve(run).assign(run=name)
-    if setting == "wmf":  # word factors in float16 (upcast on load); idf as it is
-        tensors = read_weights(run / "model.safetensors")
-        return (name, {k: v.half() if k.startswith("factor.") else v for k, v in tensors.items()},
-                {**meta, "training": record}, None, None)
-    state = read_weights(folder / "model.safetensors")
-    state = {k: (v.half() if v.is_floating_point() else v) for k, v in state.items()
+    if setting in FITTED:
+        return name, FITTED[setting].shipped(opened.weights()), {**meta, "training": record}, None, None
+    record["checkpoint"] = "best STS-B dev (semantic)" if opened.path.name == "best" else "latest"
+    state = {k: (v.half() if v.is_floating_point() else v) for k, v in opened.weights().items()
              if keep or not k.startswith("decoders.")}
     meta = {k: v for k, v in meta.items() if k not in ("update", "stsb_dev", "files_sha256")}  # the run's own
-    return name, state, {**meta, "decoders": keep, "training": record}, folder / "spm.model", curve
+    return (name, state, {**meta, "decoders": keep, "training": record}, opened.read("spm.model"),
+            metrics_curve(lines, run.name).assign(run=name))
 
 
-def _install(name: str, root: Path, state: dict, config: dict, spm_model: Path | None, curve: pd.DataFrame | None,
-             sizes: dict[str, int], show_progress: bool, force: bool, transfer_pairs: int = 200) -> Path:
+def _install(name: str, root: Path, state: dict, config: dict, spm_model: bytes | None,
+             curve: pd.DataFrame | None, sizes: dict[str, int], show_progress: bool, force: bool,
+             transfer_pairs: int = 200) -> Path:
     """Write the model into a temporary folder beside ``root/name``, measure its card there, then swap it in:
     an existing model is replaced only with ``force`` and only once the new one is complete."""
     dest = root / name
@@ -110,7 +106,7 @@ def _install(name: str, root: Path, state: dict, config: dict, spm_model: Path |
     try:
         save_file(state, str(tmp / "model.safetensors"))
         if spm_model is not None:
-            shutil.copyfile(spm_model, tmp / "spm.model")
+            (tmp / "spm.model").write_bytes(spm_model)
         if curve is not None and not curve.empty:
             curve.to_csv(tmp / "curve.csv", index=False)
         (tmp / "config.json").write_text(sealed_config({**config, "files_sha256": file_digests(tmp)}))
@@ -147,7 +143,8 @@ def export_shards(run: str | Path, out: str | Path, name: str | None = None, kee
     every file). :func:`import_shards` rebuilds the shipped model from it."""
     name, state, config, spm_model, curve = _exported(run, name, keep_decoders, checkpoint, None)
     if spm_model is None:
-        raise WorkbenchError("WMF trains on CPU in minutes: ship it with `workbench models export`")
+        raise WorkbenchError(f"{config['model']['setting']} is fitted on a CPU in minutes: ship it with "
+                             "`workbench models export`")
     limit = int(shard_mib * 2 ** 20)
     pieces, split = {}, {}
     for key, tensor in state.items():
@@ -168,7 +165,7 @@ def export_shards(run: str | Path, out: str | Path, name: str | None = None, kee
     tmp = temp_sibling(package)
     for i, shard in enumerate(shards, 1):
         save_file(shard, str(tmp / f"model-{i:05d}-of-{len(shards):05d}.safetensors"))
-    shutil.copyfile(spm_model, tmp / "spm.model")
+    (tmp / "spm.model").write_bytes(spm_model)
     manifest = {"format": SHARDS_FORMAT, "name": name, "config": config, "split": split,
                 "curve": None if curve is None else curve.to_dict("records"),
                 "files": {p.name: sha256_of(p) for p in sorted(tmp.iterdir())}}
@@ -241,8 +238,8 @@ def import_shards(package: str | Path, name: str | None = None, root: str | Path
         state[key] = torch.cat([state.pop(f"{key}#part{i}") for i in range(n)])
     name = check_model_name(name or manifest["name"])
     curve = pd.DataFrame(manifest["curve"]).assign(run=name) if manifest.get("curve") else None
-    return _install(name, Path(root) if root else trained_dir(), state, manifest["config"], package / "spm.model",
-                    curve, sizes, show_progress, force, transfer_pairs)
+    return _install(name, Path(root) if root else trained_dir(), state, manifest["config"],
+                    (package / "spm.model").read_bytes(), curve, sizes, show_progress, force, transfer_pairs)
 
 
 
@@ -256,9 +253,7 @@ def retrain_plan(names: list[str] | None = None, root: str | Path | None = None)
     last phase's settings from the start."""
     root = Path(root) if root else trained_dir()
     shipped_names = shipped(root)
-    unknown = sorted(set(names or ()) - set(shipped_names))
-    if unknown:
-        raise WorkbenchError(f"not shipped: {', '.join(unknown)}; shipped: {', '.join(shipped_names) or 'none'}")
+    check_keys(names or (), shipped_names, str(root), "models")
     rows = []
     for name in dict.fromkeys(names or shipped_names):  # a name given twice is planned once
         config = read_json(root / name / "config.json")
@@ -290,9 +285,9 @@ def retrain(plan: pd.DataFrame, runs: str | Path = "runs/shipped", force: bool =
         run = Path(runs) / row.name
         cfg = TrainConfig.from_file(row.config)
         if not (run / "DONE").is_file():
-            if cfg.model == "wmf":
+            if cfg.model in FITS:
                 shutil.rmtree(run, ignore_errors=True)
-                train_wmf(cfg, run)
+                FITS[cfg.model](cfg, run)
             else:  # the recipe, for as many updates as the shipped run went (TrainConfig.from_recorded)
                 Trainer(cfg, run, resume=(run / "latest").is_file()).run()
             (run / "DONE").write_text("trained\n")
