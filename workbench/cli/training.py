@@ -10,7 +10,7 @@ from ..checks import WorkbenchError
 from ..data.corpora import PAIRS, language_of, split_summary
 from ..data.download import OPUS_URL, STS_URLS, download, opus_moses_to_tsv, sts_archive_to_tsv
 from ..data.sts import STS_DATASETS
-from ..models import MODELS
+from ..models import MODELS, bgt
 from ..models.folder import latest_checkpoint, learning_curve, read_config, shipped
 from ..paths import data_dir, trained_dir
 from ..reports.figures import curve_report
@@ -189,7 +189,7 @@ def _train(args) -> None:
 
 
 TRAIN_COMMAND = Command(
-    "train", "train BGT, its ablations, or a seed baseline (sp, bilstm, nmt, wmf)",
+    "train", f"train BGT, its ablations, or a seed baseline ({', '.join(m for m in MODELS if m not in bgt.SETTINGS)})",
     _train_arguments, _train)
 
 
