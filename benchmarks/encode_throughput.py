@@ -1,6 +1,6 @@
 """Encoding throughput (sentences/s) on the same real sentences, side by side.
 
-    .venv/bin/python benchmarks/encode_throughput.py [--n 20000] [--models NAME_OR_RUN ...]
+    .venv/bin/python benchmarks/encode_throughput.py [--n 20000] [--models NAME_OR_RUN ...] [--named NAME ...]
 
 Takes about 11 minutes with its defaults on 2 CPU cores (every shipped model, three timings each); ``--n 2000``
 and a few ``--models`` take under a minute.
@@ -57,12 +57,15 @@ def main():
                         "pairs, both sides)")
     parser.add_argument("--models", nargs="*", help="shipped names, runs, checkpoints or WMF folders (default: "
                         + ", ".join(DEFAULT_MODELS) + ", those shipped)")
+    parser.add_argument("--named", nargs="*", choices=list(NAMED_ENCODERS), default=list(NAMED_ENCODERS),
+                        help="named encoders to time beside them (default: all; the untrained 512-d Transformer and "
+                             "MiniLM run at tens of sentences/s here, so they dominate the run)")
     parser.add_argument("--batch-size", type=int, default=1024)
     args = parser.parse_args()
     sentences = [s for pair in load_splits("en-fr")["train"][: (args.n + 1) // 2] for s in pair][: args.n]
     models = args.models if args.models is not None else [m for m in DEFAULT_MODELS if m in shipped()]
     encoders = [load(name).encoder("semantic") for name in models]
-    for name in NAMED_ENCODERS:
+    for name in args.named:
         try:
             encoders.append(named_encoder(name))
         except WorkbenchError as err:

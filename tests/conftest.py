@@ -28,9 +28,10 @@ def small_tokenizer(tmp_path_factory):
     return train_sentencepiece(text, tmp_path_factory.mktemp("spm"), vocab_size=500)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def short_run(tmp_path_factory):
-    """A four-update tiny BGT run with checkpoints at updates 2 and 4 (copy it with ``run_copy`` to damage it)."""
+    """A four-update tiny BGT run with checkpoints at updates 2 and 4, trained once per session (tests use a copy,
+    ``run_copy``, to damage or continue it)."""
     from workbench.training.recipes import TrainConfig
     from workbench.training.trainer import Trainer
     run = tmp_path_factory.mktemp("short") / "run"

@@ -10,9 +10,10 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 
 CASES = {
-    "encode_throughput.py": (["--n", "300", "--models", "sp-en-fr", "bgt-en-fr"], "ids_per_s"),
+    "encode_throughput.py": (["--n", "300", "--models", "sp-en-fr", "bgt-en-fr", "--named", "random-sp-average"],
+                             "ids_per_s"),
     "eval_suite.py": (["--encoders", "random-sp-average", "--throughput-sentences", "300"], "sentences_per_s"),
-    "layer_encoding.py": (["--n", "100"], "one_pass_s"),
+    "layer_encoding.py": (["--n", "40"], "one_pass_s"),
     "probe_suite.py": (["--encoder", "random-sp-average", "--tasks", "length", "--sizes", "300", "60", "60"],
                        "results cached"),
     "train_throughput.py": (["--presets", "tiny", "--warmup-seconds", "1", "--seconds", "1"], "share of the update"),
