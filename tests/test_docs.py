@@ -31,3 +31,14 @@ def test_the_documents_checked_include_the_readmes_and_every_doc():
     assert {"README.md", "docs/method.md", "docs/probing.md"} <= names
     stated = "".join(p.read_text() for p in documents())
     assert all(f"<!-- fact: {name} -->" in stated for name in FACTS)  # every generator states something
+
+
+@pytest.mark.slow  # builds the ten SentEval-style datasets (shared with the check above)
+def test_recorded_text_baselines_are_refused_once_a_dataset_changes(monkeypatch):
+    from workbench.reports import docfacts
+    record = docfacts.measured("text_baselines")
+    assert "| BShift | 50.0 (50.0) |" in docfacts._text_baselines()  # the majority class of a balanced task
+    changed = {**record, "datasets": {**record["datasets"], "tense": "0" * 64}}
+    monkeypatch.setattr(docfacts, "measured", lambda name: changed)
+    with pytest.raises(WorkbenchError, match="measured on other datasets of tense than these builds"):
+        docfacts._text_baselines()

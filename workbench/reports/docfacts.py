@@ -11,12 +11,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from datetime import date
 from pathlib import Path
 
 from ..checks import WorkbenchError
 from ..data.corpora import PAIRS, probe_pool, split_summary
 from ..models.folder import shipped
 from ..paths import REPO_ROOT, atomic_write, trained_dir
+from ..probing.baselines import text_baselines
 from ..probing.build import build_task
 from ..probing.tasks import get_task, task_names
 from ..zoo.cards import summary_markdown
@@ -81,6 +83,44 @@ def _time(name: str) -> Callable[[], str]:
     return stated
 
 
+BASELINE_TITLES = {"majority": "majority", "length": "Length", "nb-uni-tfidf": "NB-uni-tfidf",
+                   "nb-bi-tfidf": "NB-bi-tfidf"}  # Conneau et al.'s names, as the table's columns
+
+
+def _text_baselines() -> str:
+    """Conneau et al.'s text-only baselines on our tasks, beside their published numbers, from the recorded run
+    (minutes; :func:`measure_text_baselines`) — refused once a task's dataset is not the one they were measured on."""
+    record = measured("text_baselines")
+    changed = [task for task, digest in record["datasets"].items() if build_task(task).manifest["sha256"] != digest]
+    if changed:
+        raise WorkbenchError(f"the text baselines in {MEASUREMENTS.name} were measured on other datasets of "
+                             f"{', '.join(changed)} than these builds: measure them again with "
+                             "`workbench docs --measure text-baselines`")
+    lines = ["| task | " + " | ".join(BASELINE_TITLES.values()) + " | test sentences |",
+             "|---|" + "---:|" * (len(BASELINE_TITLES) + 1)]
+    cells = {(row["task"], row["baseline"]): row for row in record["rows"]}
+    for task in record["datasets"]:
+        lines.append(f"| {get_task(task).title} | " + " | ".join(
+            f"{cells[task, name]['accuracy']:.1f} ({cells[task, name]['published']:.1f})" for name in BASELINE_TITLES)
+            + f" | {cells[task, 'majority']['n']:,} |")
+    return "\n" + "\n".join(lines) + "\n"
+
+
+def measure_text_baselines(show_progress: bool = True) -> dict:
+    """Run the text-only baselines on every task as ``probes build`` builds it and record the result (with each
+    dataset's sha256) in :data:`MEASUREMENTS` for :func:`_text_baselines`; returns the record."""
+    frame = text_baselines(show_progress=show_progress)
+    tasks = list(dict.fromkeys(frame["task"]))
+    record = {"date": date.today().isoformat(),
+              "what": "workbench.probing.baselines.text_baselines() on the datasets as `probes build` builds them",
+              "datasets": {task: build_task(task).manifest["sha256"] for task in tasks},
+              "rows": [{"task": r.task, "baseline": r.baseline, "accuracy": round(r.accuracy, 2),
+                        "published": r.published, "n": int(r.n)} for r in frame.itertuples()]}
+    records = json.loads(MEASUREMENTS.read_text(encoding="utf-8"))
+    atomic_write(MEASUREMENTS, json.dumps({**records, "text_baselines": record}, indent=1, ensure_ascii=False) + "\n")
+    return record
+
+
 FACTS: dict[str, Callable[[], str]] = {
     "trained-table": _trained_table,
     "trained-size": _trained_size,
@@ -93,6 +133,7 @@ FACTS: dict[str, Callable[[], str]] = {
     "time-demo": _time("demo_first_run"),
     "time-demo-again": _time("demo_second_run"),
     "time-suite": _time("suite"),
+    "text-baselines": _text_baselines,
 }
 
 
