@@ -187,7 +187,7 @@ def test_api_values_out_of_range_say_what_is_valid(tmp_path):
     with pytest.raises(WorkbenchError, match="n_boot must be a whole number ≥ 100"):
         paired_bootstrap([1, 2, 3, 4], [1, 2, 3, 5], [2, 1, 3, 4], n_boot=0)
     bgt = load("bgt-en-fr")
-    with pytest.raises(WorkbenchError, match="max_len must be at least 1 piece"):
+    with pytest.raises(WorkbenchError, match="max_len must be a whole number ≥ 1 of pieces"):
         transfer(bgt, ["A man is here."], ["She said so."], max_len=-5)
     with pytest.raises(WorkbenchError, match="sources must be a list of sentences, not one string"):
         transfer(bgt, "hello .", "thanks.")
@@ -336,9 +336,9 @@ CLI_CASES = [  # (argv with {tmp} for the test's folder, a fragment of the one-l
     ("encode --encoder random-sp-average --input {tmp}/in.txt", "the following arguments are required: --out"),
     # transfer
     ("transfer --model bilingual_trans-en-fr --source A --style B", "style transfer needs a BGT model"),
-    ("transfer --max-len -5 --source A --style B", "max_len must be at least 1 piece"),
-    ("transfer --max-len 0 --source A --style B", "max_len must be at least 1 piece"),
-    ("transfer --beam 0 --source A --style B", "beam must be at least 1 (1 = greedy), got 0"),
+    ("transfer --max-len -5 --source A --style B", "max_len must be a whole number ≥ 1 of pieces"),
+    ("transfer --max-len 0 --source A --style B", "max_len must be a whole number ≥ 1 of pieces"),
+    ("transfer --beam 0 --source A --style B", "beam must be a whole number ≥ 1 (1 = greedy), got 0"),
     ("transfer --beam many --source A --style B", "argument --beam: invalid int value: 'many'"),
     ("transfer --pairs {tmp}/missing.csv", "No such file or directory: {tmp}/missing.csv"),
     ("transfer --pairs {tmp}/badpairs.csv", "the pairs table lacks columns ['source', 'style']"),
@@ -478,7 +478,7 @@ def _api_cases():
         (lambda: wb.cached(Constant(fingerprint="a/b")), "fingerprints name cache folders"),
         (lambda: transfer(load("bgt-en-fr"), ["A man."], ["B.", "C."]), "got 1 source sentences but 2 style"),
         (lambda: transfer(load("bgt-en-fr"), [""], ["B."]), "source and style sentences must be non-empty"),
-        (lambda: transfer(load("bgt-en-fr"), ["A."], ["B."], beam=0), "beam must be at least 1"),
+        (lambda: transfer(load("bgt-en-fr"), ["A."], ["B."], beam=0), "beam must be a whole number ≥ 1"),
         (lambda: transfer(load("sp-en-fr"), ["A."], ["B."]), "style transfer needs a BGT model"),
         (lambda: transfer_table(load("bgt-en-fr"), pd.DataFrame({"src": ["a"]})), "lacks columns ['source', 'st"),
         (lambda: compare_sts(Constant(), Constant("other", fingerprint="other-v1"), n_boot=50), "n_boot must be"),

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ..cache import cache_dir, cache_summary, clear_cache, clear_stale, stale_temp_files
-from ..checks import WorkbenchError
+from ..checks import WorkbenchError, whole
 from ..encoders import NAMED_ENCODERS, check_embeddings
 from ..evaluation import SUITES, compare_hard_sts, compare_sts, evaluate
 from ..evaluation.significance import check_n_boot
@@ -78,7 +78,7 @@ def _probe_arguments(p: argparse.ArgumentParser) -> None:
 def _probe(args) -> None:
 
     check_options(args.classifier, not args.no_control and args.control, args.mdl)  # before the encoder is built
-    if args.seeds < 1:
+    if not whole(args.seeds):
         raise WorkbenchError(f"--seeds must be a whole number ≥ 1 (got {args.seeds})")
     if args.seeds > 1 and (args.given or args.layers):
         raise WorkbenchError("--seeds averages plain probes of one encoder: drop --given / --layers, or --seeds")

@@ -13,7 +13,7 @@ import pandas as pd
 import torch
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-from ..checks import WorkbenchError
+from ..checks import WorkbenchError, whole
 from ..data.tokenizer import detokenise
 
 
@@ -30,10 +30,11 @@ def _check_search(model, beam: int, max_len: int | None) -> None:
         raise WorkbenchError(f"{getattr(model, 'name', 'this model')} holds encoders only (its decoders were not "
                              "kept), so it cannot generate; style transfer needs a BGT with decoders, such as the "
                              "shipped bgt-en-fr or a training run")
-    if beam < 1:
-        raise WorkbenchError(f"beam must be at least 1 (1 = greedy), got {beam}")
-    if max_len is not None and max_len < 1:
-        raise WorkbenchError(f"max_len must be at least 1 piece (default: the model's maximum), got {max_len}")
+    if not whole(beam):
+        raise WorkbenchError(f"beam must be a whole number ≥ 1 (1 = greedy), got {beam!r}")
+    if max_len is not None and not whole(max_len):
+        raise WorkbenchError(f"max_len must be a whole number ≥ 1 of pieces (default: the model's maximum), "
+                             f"got {max_len!r}")
 
 
 def transfer(model, sources: Sequence[str], styles: Sequence[str], beam: int = 5, max_len: int | None = None,
