@@ -182,7 +182,7 @@ def test_a_new_run_continues_a_trained_model_when_its_run_directory_is_lost(tiny
 def test_an_export_that_keeps_its_decoders_continues_training_when_the_run_is_lost(tiny_run, tmp_path):
     from workbench.zoo.packaging import export
     _, run_dir = tiny_run
-    folder = export(run_dir, name="bgt-tiny", keep_decoders=True, root=tmp_path,
+    folder = export(run_dir, name="bgt-tiny", keep_decoders=True, root=tmp_path, hardware_text="1 × H100 (lent)",
                     sizes={"train": 600, "valid": 200, "test": 200}, show_progress=False)
     assert "`workbench train --init-from bgt-tiny` continues its training" in (folder / "card.md").read_text()
     best = json.loads((run_dir / "best" / "config.json").read_text())["update"]
@@ -197,6 +197,11 @@ def test_an_export_that_keeps_its_decoders_continues_training_when_the_run_is_lo
     for fp16, fp32 in zip(runs["from-export"], runs["from-checkpoint"]):  # the same batches and schedule
         assert (fp16["sentences"], fp16["lr"], fp16["kl_weight"]) == (fp32["sentences"], fp32["lr"], fp32["kl_weight"])
     assert runs["from-export"][0]["loss"] == pytest.approx(runs["from-checkpoint"][0]["loss"], rel=1e-2)  # fp16
+    from workbench.training.trainer import hardware
+    from workbench.zoo.packaging import export_shards
+    package = export_shards(tmp_path / "from-export", tmp_path / "packages", name="bgt-tiny-on", checkpoint="latest")
+    record = json.loads((package / "manifest.json").read_text())["config"]["training"]
+    assert record["hardware"] == f"1 × H100 (lent) then {hardware()}"  # where its updates ran, in order
 
 
 def test_the_card_names_the_threads_each_part_of_a_run_trained_on(run_copy, tmp_path):

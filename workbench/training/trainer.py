@@ -231,7 +231,8 @@ class Trainer:
             self.run_dir.mkdir(parents=True, exist_ok=True)
             lines = []
             for (at, pairs, seconds), rows in history.groupby(["update", "pairs_seen", "train_seconds"], sort=True):
-                line = {"update": int(at), "pairs_seen": int(pairs), "train_seconds": float(seconds)}
+                line = {"update": int(at), "pairs_seen": int(pairs), "train_seconds": float(seconds),
+                        **({"hardware": training["hardware"]} if training.get("hardware") else {})}
                 scores = rows[rows["metric"] == "stsb_dev"]
                 if len(scores):
                     line["stsb_dev"] = dict(zip(scores["view"], scores["value"]))

@@ -48,11 +48,14 @@ def _training_record(run: Path, lines: list[dict], update: int | None = None) ->
     here = hardware()  # for lines logged before the trainer recorded it
     if steps:
         upto = [s for s in steps if update is None or s["update"] <= update]
+        # the hardware of every update line, and of the lines a run started from a trained model carried over
+        machines = [line.get("hardware") or here for line in lines if update is None or line["update"] <= update
+                    if "tokens_per_s" in line or "hardware" in line]
         return {"updates": upto[-1]["update"], "run_updates": steps[-1]["update"],  # as logged, else summed
                 "pairs_seen": int(upto[-1].get("pairs_seen", sum(s.get("sentences", 0) for s in upto))),
                 "train_seconds": round(upto[-1].get("train_seconds",
                                                     sum(s["tokens"] / s["tokens_per_s"] for s in upto)), 1),
-                "hardware": " then ".join(dict.fromkeys(s.get("hardware") or here for s in upto))}
+                "hardware": " then ".join(dict.fromkeys(machines))}
     last = lines[-1]  # a one-go fit: one line for the whole fit
     return {"updates": last.get("iterations"), "pairs_seen": last.get("pairs"), "preset": last.get("preset"),
             "train_seconds": round(last.get("seconds", float("nan")), 1),
