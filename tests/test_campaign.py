@@ -79,7 +79,7 @@ def test_every_job_has_a_recipe_and_the_bgt_recipes_are_bgt_en_frs_but_for_the_p
             differ = {k for k in shipped if recorded[k] != shipped[k]}
             assert differ <= {"pair", "max_updates", "max_seconds", "save_every", "keep_checkpoints"}, differ
     monkeypatch.setenv("CAMPAIGN_JOBS", "bgt-en-xx")
-    with pytest.raises(WorkbenchError, match="the jobs are bgt-en-fr"):
+    with pytest.raises(WorkbenchError, match="CAMPAIGN_JOBS: unknown jobs bgt-en-xx; valid: bgt-en-ar"):
         campaign._jobs()
 
 
