@@ -100,18 +100,28 @@ def test_report_command_from_csv(tmp_path, capsys):
 
 
 def test_report_without_a_browser_says_so_and_still_writes_html(tmp_path, monkeypatch, caplog):
+    from workbench.reports import figures
+
+    no_browser = "raise RuntimeError('Kaleido requires Google Chrome to be installed.')"
+    monkeypatch.setattr(figures, "_DRAW", no_browser)
+    df = pd.DataFrame({"encoder": ["a"], "task": ["length"], "metric": ["accuracy"], "value": [0.5]})
+    path = figures.report(df, tmp_path / "r.html")
+    text = path.read_text()
+    assert "static PNG and PDF export skipped" in text and "Kaleido requires Google Chrome" in text
+    assert "apt-get install chromium" in caplog.text
+    assert not list(tmp_path.glob("*.png")) and (tmp_path / "r-probing.csv").is_file()
+
+
+def test_a_browser_that_hangs_is_stopped_and_named(tmp_path):
+    """kaleido's Chromium can hang for ever: the child that draws is killed at its time limit."""
+    import time
+
     import plotly.graph_objects as go
 
-    from workbench.reports.figures import report
-
-    def no_browser(*args, **kwargs):
-        raise RuntimeError("Kaleido requires Google Chrome to be installed.")
-
-    monkeypatch.setattr(go.Figure, "write_image", no_browser)
-    df = pd.DataFrame({"encoder": ["a"], "task": ["length"], "metric": ["accuracy"], "value": [0.5]})
-    path = report(df, tmp_path / "r.html")
-    assert "static PNG export skipped" in path.read_text() and "apt-get install chromium" in caplog.text
-    assert not list(tmp_path.glob("*.png")) and (tmp_path / "r-probing.csv").is_file()
+    from workbench.reports.figures import _draw_static
+    started = time.perf_counter()
+    reason = _draw_static([(go.Figure(), tmp_path / "f.png", "png")], timeout=2, code="import time; time.sleep(60)")
+    assert reason == "the browser did not finish within 2 s" and time.perf_counter() - started < 20
 
 
 def test_data_info(capsys):

@@ -9,7 +9,12 @@ from __future__ import annotations
 import html
 import json
 import logging
+import os
 import shutil
+import signal
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -312,30 +317,55 @@ def figures_for(df: pd.DataFrame) -> dict[str, tuple[go.Figure, pd.DataFrame]]:
     return figures
 
 
+# kaleido's Chromium can hang without ever answering (plotly/Kaleido#134 and others), so the images are drawn in a
+# child process that is killed, with its browser, past STATIC_SECONDS plus a few seconds per image
+STATIC_SECONDS = 120
+_DRAW = ("import json, sys\nimport plotly.io as pio\nfor job in json.load(open(sys.argv[1])):\n"
+         "    pio.from_json(job['figure']).write_image(job['path'], format=job['format'], width=1100, height=600)")
+
+
+def _draw_static(jobs: list[tuple[go.Figure, Path, str]], timeout: float, code: str | None = None) -> str | None:
+    """Write each ``(figure, path, format)`` through kaleido in a child process (``code``, default
+    :data:`_DRAW`, runs there on a JSON file of the jobs), killed with its process group after ``timeout`` s;
+    why it failed, or None."""
+    with tempfile.TemporaryDirectory(prefix="workbench-static-") as tmp:
+        spec = Path(tmp) / "jobs.json"
+        spec.write_text(json.dumps([{"figure": fig.to_json(), "path": str(path), "format": fmt}
+                                    for fig, path, fmt in jobs]))
+        child = subprocess.Popen([sys.executable, "-c", code or _DRAW, str(spec)], stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            _, err = child.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.communicate()
+            return f"the browser did not finish within {timeout:.0f} s"
+    if child.returncode != 0:
+        lines = [line.strip() for line in err.splitlines() if line.strip()]
+        return lines[-1] if lines else ("no browser answered" if shutil.which("chromium") is None
+                                        else "the browser gave no reason")
+    return None
+
+
 def export_figures(figures: dict[str, tuple[go.Figure, pd.DataFrame]], folder: str | Path,
                    stem: str = "figure", formats: tuple[str, ...] = ("png", "pdf")) -> list[str]:
     """Write ``<stem>-<name>.csv``/``.json`` (the numbers behind each figure) and, through kaleido and a
-    Chromium, ``.png``/``.pdf``. Returns problems as messages (no Chromium: the static images are skipped,
-    the data files are still written)."""
+    Chromium (in a child process with a time limit), ``.png``/``.pdf``. Returns problems as messages (no
+    Chromium, or one that hangs: the static images are skipped, the data files are still written)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    problems = []
+    jobs = []
     for name, (fig, data) in figures.items():
         base = folder / f"{stem}-{name}"
         atomic_write(base.with_suffix(".csv"), spreadsheet_safe(data).to_csv(index=False))
         atomic_write(base.with_suffix(".json"), json.dumps(json.loads(data.to_json(orient="records")), indent=1))
-        for fmt in formats if not problems else ():
-            try:
-                fig.write_image(str(base.with_suffix(f".{fmt}")), format=fmt, width=1100, height=600)
-            except Exception as err:  # kaleido raises several types when it finds no usable browser
-                reason = (str(err).strip().splitlines() or [""])[0] or (
-                    "no browser answered" if shutil.which("chromium") is None else "the browser gave no reason")
-                problems.append(f"static {fmt.upper()} export skipped: plotly/kaleido could not render "
-                                f"({type(err).__name__}: {reason}). "
-                                "Install Chromium (Debian: apt-get install chromium) and kaleido>=1 for PNG/PDF; "
-                                "the HTML and the CSV/JSON are complete without it.")
-                break
-    return problems
+        jobs += [(fig, base.with_suffix(f".{fmt}"), fmt) for fmt in formats]
+    reason = _draw_static(jobs, STATIC_SECONDS + 5 * len(jobs)) if jobs else None
+    if reason is None:
+        return []
+    return [f"static {' and '.join(f.upper() for f in formats)} export skipped: plotly/kaleido could not render "
+            f"({reason}). Install Chromium (Debian: apt-get install chromium) and kaleido>=1 for PNG/PDF; "
+            "the HTML and the CSV/JSON are complete without it."]
 
 
 def page(title: str, body: str) -> str:
