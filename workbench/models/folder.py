@@ -258,9 +258,9 @@ def model_path(path_or_name: str | Path) -> Path:
 
 
 class ModelFolder:
-    """One model folder — a checkpoint, a run (its latest checkpoint), a shipped model or a one-go fit — opened once:
-    ``config.json`` parsed once, each file hashed once and checked against the sha256 the config records before
-    anything uses it; the tokenizer is loaded from the very bytes that were hashed.
+    """One model folder — a checkpoint, a run (its latest checkpoint), a shipped model or a one-go fit — opened
+    once: ``config.json`` parsed once, each file hashed once and checked against the sha256 the config records
+    before anything uses it; the tokenizer is loaded from the very bytes that were hashed.
 
     ``ModelFolder("bgt-en-fr").model()`` is what :func:`load` returns."""
 
@@ -336,7 +336,8 @@ def shipped(root: str | Path | None = None) -> list[str]:
 
 def read_metrics(run: str | Path) -> list[dict]:
     """The records of a run's ``metrics.jsonl`` (none when it has none yet): one per update (``update``, losses,
-    ``pairs_seen``, ``train_seconds``; ``valid_loss`` and ``stsb_dev`` where measured), or a one-go fit's single record. A line that is not a JSON object is refused with the file and line number."""
+    ``pairs_seen``, ``train_seconds``; ``valid_loss`` and ``stsb_dev`` where measured), or a one-go fit's single
+    record. A line that is not a JSON object is refused with the file and line number."""
     path = Path(run) / "metrics.jsonl"
     if not path.is_file():
         return []

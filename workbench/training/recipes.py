@@ -2,8 +2,9 @@
 :class:`TrainConfig`, the checked settings of one run (from a preset, a TOML/JSON file, or CLI flags).
 
 BGT and its Transformer ablations read :data:`PRESETS`; SP/BILSTM and the NMT replace its values with their own
-tables, and a model fitted in one go keeps its own beside its fit. A resumed run must keep :data:`RESUME_FIELDS` (they decide the batches and
-the weight updates); the length of the run, logging and checkpoint cadence may change.
+tables, and a model fitted in one go keeps its own beside its fit. A resumed run must keep
+:data:`RESUME_FIELDS` (they decide the batches and the weight updates); the length of the run, logging and
+checkpoint cadence may change.
 """
 from __future__ import annotations
 

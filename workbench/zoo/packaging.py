@@ -49,8 +49,8 @@ def _training_record(run: Path, lines: list[dict], update: int | None = None) ->
     if steps:
         upto = [s for s in steps if update is None or s["update"] <= update]
         # the hardware of every update line, and of the lines a run started from a trained model carried over
-        machines = [line.get("hardware") or here for line in lines if update is None or line["update"] <= update
-                    if "tokens_per_s" in line or "hardware" in line]
+        machines = [line.get("hardware") or here for line in lines
+                    if (update is None or line["update"] <= update) and ("tokens_per_s" in line or "hardware" in line)]
         return {"updates": upto[-1]["update"], "run_updates": steps[-1]["update"],  # as logged, else summed
                 "pairs_seen": int(upto[-1].get("pairs_seen", sum(s.get("sentences", 0) for s in upto))),
                 "train_seconds": round(upto[-1].get("train_seconds",
@@ -81,7 +81,8 @@ def _exported(run: str | Path, name: str | None, keep_decoders: bool | None, che
     opened = ModelFolder(run if single else run / "best" if checkpoint == "best" and (run / "best").is_dir()
                          else latest_checkpoint(run))  # never ship a damaged or replaced checkpoint
     meta, setting = opened.config, opened.config["model"]["setting"]
-    name = check_model_name(name or f"{setting}-{meta.get('train', {}).get('pair') or '-'.join(meta['model']['languages'])}")
+    pair = meta.get("train", {}).get("pair") or "-".join(meta["model"]["languages"])
+    name = check_model_name(name or f"{setting}-{pair}")
     keep = name in WITH_DECODERS if keep_decoders is None else keep_decoders
     lines = read_metrics(run)
     record = _training_record(run, lines, None if single else checkpoint_update(opened.path))
