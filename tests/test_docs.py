@@ -42,3 +42,17 @@ def test_recorded_text_baselines_are_refused_once_a_dataset_changes(monkeypatch)
     monkeypatch.setattr(docfacts, "measured", lambda name: changed)
     with pytest.raises(WorkbenchError, match="measured on other datasets of tense than these builds"):
         docfacts._text_baselines()
+
+
+def test_recorded_pair_contrasts_are_refused_once_a_model_changes(monkeypatch):
+    from workbench.reports import docfacts
+    record = docfacts.measured("pair_contrasts")
+    table = docfacts._pair_contrasts()
+    assert {f"| en-{lang} |" for lang in ("fr", "es", "ar", "tr", "ja")} <= {row[:9] for row in table.splitlines()}
+    es = next(r for r in record["rows"] if r["pair"] == "en-es" and r["contrast"] == "BGT − BILINGUALTRANS")
+    assert f"{es['ours']:+.1f} [{es['ci_low']:.1f}, {es['ci_high']:.1f}] ({es['paper']:+.1f})" in table
+    retrained = [{**r, "fingerprints": "0" * 16 + " " + r["fingerprints"].split()[1]} if r is es else r
+                 for r in record["rows"]]
+    monkeypatch.setattr(docfacts, "measured", lambda name: {**record, "rows": retrained})
+    with pytest.raises(WorkbenchError, match="en-es contrasts in measurements.json were measured on other models"):
+        docfacts._pair_contrasts()

@@ -21,7 +21,8 @@ from ..paths import REPO_ROOT, atomic_write, trained_dir
 from ..probing.baselines import text_baselines
 from ..probing.build import build_task
 from ..probing.tasks import get_task, task_names
-from ..zoo.cards import summary_markdown
+from ..zoo.cards import card, summary_markdown
+from .paper import pair_contrasts
 
 DOCUMENTS = ("README.md", "docs", "trained/README.md", "notebooks/README.md")
 MEASUREMENTS = REPO_ROOT / "docs" / "measurements.json"
@@ -106,19 +107,63 @@ def _text_baselines() -> str:
     return "\n" + "\n".join(lines) + "\n"
 
 
+def _record(name: str, record: dict) -> dict:
+    records = json.loads(MEASUREMENTS.read_text(encoding="utf-8"))
+    atomic_write(MEASUREMENTS, json.dumps({**records, name: record}, indent=1, ensure_ascii=False) + "\n")
+    return record
+
+
 def measure_text_baselines(show_progress: bool = True) -> dict:
     """Run the text-only baselines on every task as ``probes build`` builds it and record the result (with each
     dataset's sha256) in :data:`MEASUREMENTS` for :func:`_text_baselines`; returns the record."""
     frame = text_baselines(show_progress=show_progress)
     tasks = list(dict.fromkeys(frame["task"]))
-    record = {"date": date.today().isoformat(),
-              "what": "workbench.probing.baselines.text_baselines() on the datasets as `probes build` builds them",
-              "datasets": {task: build_task(task).manifest["sha256"] for task in tasks},
-              "rows": [{"task": r.task, "baseline": r.baseline, "accuracy": round(r.accuracy, 2),
-                        "published": r.published, "n": int(r.n)} for r in frame.itertuples()]}
-    records = json.loads(MEASUREMENTS.read_text(encoding="utf-8"))
-    atomic_write(MEASUREMENTS, json.dumps({**records, "text_baselines": record}, indent=1, ensure_ascii=False) + "\n")
-    return record
+    return _record("text_baselines", {
+        "date": date.today().isoformat(),
+        "what": "workbench.probing.baselines.text_baselines() on the datasets as `probes build` builds them",
+        "datasets": {task: build_task(task).manifest["sha256"] for task in tasks},
+        "rows": [{"task": r.task, "baseline": r.baseline, "accuracy": round(r.accuracy, 2),
+                  "published": r.published, "n": int(r.n)} for r in frame.itertuples()]})
+
+
+def measure_pair_contrasts() -> dict:
+    """Measure :func:`~workbench.reports.paper.pair_contrasts` (1,000 resamples; minutes: it encodes STS12–16 with
+    three encoders per pair, from the cache where they were encoded before) and record it for
+    :func:`_pair_contrasts`, with the encoders' fingerprints; returns the record."""
+    frame = pair_contrasts(n_boot=1000)
+    return _record("pair_contrasts", {
+        "date": date.today().isoformat(),
+        "what": "workbench.reports.paper.pair_contrasts(n_boot=1000): paired bootstrap over STS12-16's sentence pairs",
+        "rows": frame.to_dict(orient="records")})
+
+
+def _pair_contrasts() -> str:
+    """Each pair's BGT against its English view and against BILINGUALTRANS, from the recorded bootstrap, beside the
+    cards' STS12–16 and updates — refused once a shipped model is not the one measured."""
+    record = measured("pair_contrasts")
+    cards = {name: card(name) for name in shipped()}
+    rows = {(row["pair"], row["contrast"]): row for row in record["rows"]}
+    lines = ["| pair | BGT updates | semantic | English view | semantic − English [95% CI] (paper) "
+             "| BGT − BILINGUALTRANS [95% CI] (paper) |", "|---|---:|---:|---:|---|---|"]
+    for pair in dict.fromkeys(pair for pair, _ in rows):
+        bgt, bilingual = cards.get(f"bgt-{pair}"), cards.get(f"bilingual_trans-{pair}")
+        now = bgt and bilingual and {
+            "semantic − English": f"{bgt['views']['semantic']['fingerprint']} {bgt['views']['en']['fingerprint']}",
+            "BGT − BILINGUALTRANS": f"{bgt['views']['semantic']['fingerprint']} "
+                                    f"{bilingual['views']['semantic']['fingerprint']}"}
+        if not now or any(rows[pair, contrast]["fingerprints"] != now[contrast] for contrast in now):
+            raise WorkbenchError(f"the {pair} contrasts in {MEASUREMENTS.name} were measured on other models than "
+                                 "the shipped ones: measure them again with `workbench docs --measure pair-contrasts`")
+        cells = [f"{r['ours']:+.1f} [{r['ci_low']:.1f}, {r['ci_high']:.1f}] ({r['paper']:+.1f})"
+                 for r in (rows[pair, contrast] for contrast in now)]
+        views = bgt["views"]
+        lines.append(f"| {pair} | {bgt['training']['updates']:,} | {views['semantic']['sts']['STS12-16']:.1f} | "
+                     f"{views['en']['sts']['STS12-16']:.1f} | " + " | ".join(cells) + " |")
+    return "\n" + "\n".join(lines) + "\n"
+
+
+MEASURES: dict[str, Callable[..., dict]] = {"text-baselines": measure_text_baselines,
+                                            "pair-contrasts": measure_pair_contrasts}
 
 
 FACTS: dict[str, Callable[[], str]] = {
@@ -134,6 +179,7 @@ FACTS: dict[str, Callable[[], str]] = {
     "time-demo-again": _time("demo_second_run"),
     "time-suite": _time("suite"),
     "text-baselines": _text_baselines,
+    "pair-contrasts": _pair_contrasts,
 }
 
 

@@ -12,7 +12,8 @@ import pandas as pd
 from ..checks import WorkbenchError
 from ..data.corpora import LANGUAGES, load_splits
 from ..data.tokenizer import Tokenizer
-from ..models.folder import shipped
+from ..evaluation import compare_sts
+from ..models.folder import load, shipped
 from ..paths import trained_dir
 from ..zoo.cards import CARD_SIZES, TABLE3_MODELS, card
 
@@ -223,6 +224,32 @@ def figure3_orderings(differences: pd.DataFrame) -> pd.DataFrame:
                      "ours": round(row.difference, 1), "ci_low": round(row.ci_low, 1),
                      "ci_high": round(row.ci_high, 1), "verdict": verdict(row.ci_low, row.ci_high, theirs)})
     return pd.DataFrame(rows, columns=["model", "measure", "paper", "ours", "ci_low", "ci_high", "verdict"])
+
+
+def pair_contrasts(n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """Table 3's two STS12–16 contrasts in each pair with a shipped BGT and BILINGUALTRANS, measured by a paired
+    bootstrap over sentence pairs: BGT's semantic encoder minus its English language encoder (meaning apart from
+    form) and minus BILINGUALTRANS's encoder. Rows ``pair, contrast, ours, ci_low, ci_high, paper, verdict,
+    fingerprints`` (× 100; ``paper``: Table 3's difference for that language; ``fingerprints``: the two encoders'
+    as ``"a b"``, so a record of these numbers can tell when a model changed)."""
+    paper = paper_table("table3").set_index(["lang", "role"])["STS"]
+    rows = []
+    for lang in LANGUAGES:
+        names = (f"bgt-en-{lang}", f"bilingual_trans-en-{lang}")
+        if not set(names) <= set(shipped()):
+            continue
+        bgt = load(names[0])
+        semantic = bgt.encoder("semantic")
+        for contrast, other, role in (("semantic − English", bgt.encoder("en"), "en"),
+                                      ("BGT − BILINGUALTRANS", load(names[1]).encoder("semantic"), "bilingual_trans")):
+            result = compare_sts(semantic, other, n_boot=n_boot, seed=seed).iloc[-1]  # the STS12-16 row
+            theirs = round(float(paper[lang, "semantic"] - paper[lang, role]), 1)
+            rows.append({"pair": f"en-{lang}", "contrast": contrast, "ours": round(result["difference"], 1),
+                         "ci_low": round(result["ci_low"], 1), "ci_high": round(result["ci_high"], 1),
+                         "paper": theirs, "verdict": verdict(result["ci_low"], result["ci_high"], theirs),
+                         "fingerprints": f"{semantic.fingerprint} {other.fingerprint}"})
+    return pd.DataFrame(rows, columns=["pair", "contrast", "ours", "ci_low", "ci_high", "paper", "verdict",
+                                       "fingerprints"])
 
 
 def tatoeba_table(cards: dict[str, dict]) -> pd.DataFrame:
