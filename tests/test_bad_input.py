@@ -395,6 +395,7 @@ CLI_CASES = [  # (argv with {tmp} for the test's folder, a fragment of the one-l
     ("curve --out {tmp}/c", "the following arguments are required: RUN"),
     ("reproduce --out {tmp}/adir", "--out {tmp}/adir is a folder; give a file name"),
     ("reproduce --out /proc/x.html", "--out /proc/x.html: cannot write in /proc"),  # before 13 minutes of work
+    ("reproduce --years 2011", "argument --years: invalid choice: 2011"),
     ("probes build --tasks nosuch", "invalid choice: 'nosuch'"),
     ("probes build --tasks length --train-size 5", "give all of --train-size"),
     ("probes baselines --baselines bow", "argument --baselines: invalid choice: 'bow'"),

@@ -30,7 +30,8 @@ def test_the_documents_checked_include_the_readmes_and_every_doc():
     names = {p.relative_to(REPO_ROOT).as_posix() for p in documents()}
     assert {"README.md", "docs/method.md", "docs/probing.md"} <= names
     stated = "".join(p.read_text() for p in documents())
-    assert all(f"<!-- fact: {name} -->" in stated for name in FACTS)  # every generator states something
+    assert all(f"<!-- fact: {name} -->" in stated or f"<!-- fact: {name} " in stated  # every generator states
+               for name in FACTS)  # something, alone or with words
 
 
 @pytest.mark.slow  # builds the ten SentEval-style datasets (shared with the check above)
@@ -56,3 +57,34 @@ def test_recorded_pair_contrasts_are_refused_once_a_model_changes(monkeypatch):
     monkeypatch.setattr(docfacts, "measured", lambda name: {**record, "rows": retrained})
     with pytest.raises(WorkbenchError, match="en-es contrasts in measurements.json were measured on other models"):
         docfacts._pair_contrasts()
+
+
+@pytest.mark.slow  # builds the ten SentEval-style datasets (shared with the check above)
+def test_a_number_in_prose_comes_from_the_recorded_cell_it_names(tmp_path):
+    from workbench.reports import docfacts
+    doc = tmp_path / "doc.md"
+    doc.write_text("SubjNum from length alone: <!-- fact: text-baseline subj_num length ci -->57%<!-- /fact -->; "
+                   "Tense <!-- fact: text-baseline tense nb-uni-tfidf gap -->+9<!-- /fact --> over SentEval.")
+    assert refresh([doc], write=True) == [f"{doc}: text-baseline subj_num length ci",
+                                          f"{doc}: text-baseline tense nb-uni-tfidf gap"]
+    cells = {(r["task"], r["baseline"]): r for r in docfacts.measured("text_baselines")["rows"]}
+    length, tense = cells["subj_num", "length"], cells["tense", "nb-uni-tfidf"]
+    text = doc.read_text()
+    assert f"-->{length['accuracy']:.1f}% [" in text and f"-->{tense['accuracy'] - tense['published']:+.1f}<" in text
+    low, high = (float(v) for v in text.split("% [")[1].split("]")[0].split("–"))
+    assert low < length["accuracy"] < high and high - low < 2 * 1.96 * 100 * (0.25 / length["n"]) ** 0.5 + 0.1
+    doc.write_text("<!-- fact: text-baseline subj_num lenght -->1<!-- /fact -->")
+    with pytest.raises(WorkbenchError, match="no text baseline subj_num lenght accuracy: tasks length, "):
+        refresh([doc])
+
+
+@pytest.mark.slow  # builds two datasets at the cards' sizes
+def test_the_recorded_minilm_layer_sweep_is_refused_once_a_dataset_changes(monkeypatch):
+    from workbench.reports import docfacts
+    entry = docfacts.measured("minilm_layers")
+    table = docfacts._minilm_layers()
+    assert "| WordContent (WC) |" in table and "| BShift |" in table
+    changed = {**entry, "datasets": {**entry["datasets"], "bigram_shift": "0" * 64}}
+    monkeypatch.setattr(docfacts, "measured", lambda name: changed)
+    with pytest.raises(WorkbenchError, match="measured on other datasets of bigram_shift"):
+        docfacts._minilm_layers()

@@ -62,6 +62,8 @@ def test_figure3_orderings_are_reproduced_reversed_or_within_noise():
     assert verdicts.loc[("bgt_no_prior", "STS12-16"), "verdict"] == "reversed"
     assert verdicts.loc[("english_ae", "hard-"), "verdict"] == "within noise"
     assert len(verdicts) == 3  # a model the paper's figure does not have is left out
+    fewer_years = figure3_orderings(ours.replace({"STS12-16": "STS16"})).set_index(["model", "measure"])
+    assert fewer_years.loc[("english_ae", "STS16"), "paper"] == pytest.approx(7.4)  # still the paper's STS12-16
     assert table2_expected() == pytest.approx({"random": 48.14, "en": 52.8, "semantic": 73.14})
 
 
@@ -124,15 +126,19 @@ def test_training_budgets_say_which_pairs_had_fewer_updates():
 @pytest.mark.slow
 @pytest.mark.xdist_group("shipped-sts")  # one worker: the shipped models' STS embeddings it caches serve test_shipped
 def test_reproduce_writes_the_report(tmp_path):
+    # every section and branch on the smallest data: STS16 alone (a tenth of STS12-16's pairs) in the ~30 paired
+    # bootstraps of ~30 encoders, 200 resamples (1,000 by default), one disentanglement pair, two transfers
     path = reproduce(tmp_path / "reproduction.html", transfer_examples=2, show_progress=False,
-                     disentangle=("en-fr",), n_boot=200)  # 1,000 by default; fewer keep the test short
+                     disentangle=("en-fr",), n_boot=200, years=(2016,))
     text = path.read_text()
+    assert "STS over STS16), beside the paper's difference (on STS12–16)" in text
     for heading in ("Table 2", "Table 3", "Figure 3", "Figure 4", "Table 4", "Language distance", "Tatoeba"):
         assert heading in text
     assert "Winner matches the paper in" in text and 'id="fig-table3"' in text
     orderings = pd.read_csv(tmp_path / "reproduction-figure3_orderings.csv")
     assert set(orderings["verdict"]) <= {"reproduced", "reversed", "within noise"}
     assert len(orderings) == 3 * 9  # every model of the paper's Figure 3 but BGT itself (b-WMF is not in it)
+    assert set(orderings["measure"]) == {"STS16", "hard+", "hard-"}
     assert "The paper's orderings, tested" in text
     gpu = pd.read_csv(tmp_path / "reproduction-figure3_gpu_orderings.csv")  # the GPU-trained pair beside SP
     assert "At GPU scale" in text and sorted(set(gpu["model"])) == ["bilingual_trans", "sp"] and len(gpu) == 6
@@ -163,3 +169,11 @@ def test_reproduce_writes_the_report(tmp_path):
                                                                          "bilingual_trans-en-fr:semantic"}
     identity = panel[panel["metric"] == "language_id_en_fr accuracy"].set_index("encoder")
     assert (identity["after"] < identity["before"]).all()
+
+
+def test_reproduce_refuses_years_outside_sts12_16_before_any_work(tmp_path):
+    from workbench.checks import WorkbenchError
+    for years in ((), (2011, 2016)):
+        with pytest.raises(WorkbenchError, match=r"years: one or more of 2012, 2013, 2014, 2015, 2016; got \["):
+            reproduce(tmp_path / "r.html", years=years)
+    assert not list(tmp_path.iterdir())

@@ -17,7 +17,8 @@ from ..encoders import Encoder, check_embeddings, check_reads, unread
 from ..paths import data_dir
 from .retrieval import retrieval_errors
 from .significance import bootstrap_differences, summarise
-from .sts import PAPER_STS17_TRACKS, cosine, embed_unique, evaluate_hard_sts, evaluate_sts, evaluate_sts17
+from .sts import (PAPER_STS17_TRACKS, cosine, embed_unique, evaluate_hard_sts, evaluate_sts, evaluate_sts17,
+                  years_task)
 
 log = logging.getLogger(__name__)
 
@@ -163,7 +164,7 @@ def compare_sts(encoder_a: Encoder, encoder_b: Encoder, years=tuple(STS_DATASETS
                 for year, year_seed in zip(tasks, seeds)}
     results = {year: summarise(*pair) for year, pair in per_year.items()}
     if len(per_year) > 1:  # the all-years figure is the mean of the yearly means
-        results[f"STS{min(years) % 100}-{max(years) % 100}"] = summarise(
+        results[years_task(years)] = summarise(
             float(np.mean([o for o, _ in per_year.values()])), np.mean([d for _, d in per_year.values()], axis=0))
     rows = [{"a": encoder_a.name, "b": encoder_b.name, "task": name, **vars(result)}
             for name, result in results.items()]

@@ -17,6 +17,12 @@ from ..encoders import Encoder, check_embeddings, check_reads
 PAPER_STS17_TRACKS = ("es-es", "ar-ar", "en-es", "en-ar", "en-tr")  # Figure 4
 
 
+def years_task(years: Sequence[int]) -> str:
+    """The task name of STS over ``years``: ``"STS16"`` for one year, ``"STS12-16"`` for the span of several."""
+    years = sorted(years)
+    return f"STS{years[0] % 100}" if len(years) == 1 else f"STS{years[0] % 100}-{years[-1] % 100}"
+
+
 def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Row-wise cosine similarity; a zero vector gives 0 (as the reference code's ``nan_to_num``)."""
     norms = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
@@ -71,9 +77,9 @@ def evaluate_sts(encoder: Encoder, years: Sequence[int] = tuple(STS_DATASETS),
                 rows.append({"encoder": encoder.name, "task": task, "dataset": name, "metric": metric,
                              "value": value, "n": len(frame)})
     frame = pd.DataFrame(rows)
-    tasks = {f"STS{year % 100}": [f"STS{year % 100}"] for year in years}
+    tasks = {years_task([year]): [years_task([year])] for year in years}
     if len(years) > 1:
-        tasks[f"STS{min(years) % 100}-{max(years) % 100}"] = list(tasks)
+        tasks[years_task(years)] = list(tasks)
     summary = []
     for task, members in tasks.items():
         parts = frame[frame["task"].isin(members)]

@@ -121,18 +121,20 @@ class SentenceEncoder(nn.Module):
 
     def forward(self, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """tokens (B, T) -> mu (B, L), logv (B, L) or None."""
-        pooled = self.pooled_layers(tokens)[-1]
+        pooled = self.pooled_layers(tokens, every=False)[-1]
         logv = self.hidden2logv(pooled) if self.hidden2logv is not None else None
         return self.hidden2mean(pooled), logv
 
-    def pooled_layers(self, tokens: torch.Tensor) -> list[torch.Tensor]:
+    def pooled_layers(self, tokens: torch.Tensor, every: bool = True) -> list[torch.Tensor]:
         """The masked mean of every layer's token states, (B, d) each: index 0 is the embedding layer (token
         embeddings plus positions), k the output of block k. ``mu`` is a linear map of the last one, trained to
-        be the posterior mean; a hidden layer's mean is what the block computed, before any such map."""
+        be the posterior mean; a hidden layer's mean is what the block computed, before any such map.
+        ``every=False``: the last one only (training and sentence embeddings need no other)."""
         keep = tokens != self.cfg.pad_id
         x = self.embed(tokens)
-        pooled = [masked_mean(x, keep)]
-        for layer in self.layers:
+        pooled = [masked_mean(x, keep)] if every or not self.layers else []
+        for depth, layer in enumerate(self.layers, 1):
             x = layer(x, keep)
-            pooled.append(masked_mean(x, keep))
+            if every or depth == len(self.layers):
+                pooled.append(masked_mean(x, keep))
         return pooled

@@ -203,6 +203,24 @@ def ship_parses(config: SplitConfig = SplitConfig()) -> Path:
     return ship(paths)
 
 
+def _candidates(builder: str, language: str, paired: bool, params: dict, sentences: Sequence
+                ) -> list[tuple[str, str, str]]:
+    """The builder's labelled sentences: from held-out translation pairs as they are (``paired``: a pair's
+    task), or from Moses-tokenised sentences, detokenised after."""
+    if paired:
+        return BUILDERS[builder](sentences, language, **params)
+    return [(label, detokenise(s), word) for label, s, word in BUILDERS[builder](sentences, language, **params)]
+
+
+@lru_cache(maxsize=None)
+def _pool_candidates(builder: str, language: str, paired: bool, params: str, config: SplitConfig
+                     ) -> tuple[int, tuple[tuple[str, str, str], ...]]:
+    """:func:`_candidates` of the probe pool and the pool's size, once per process: every size of a task draws
+    from the same candidates, and the builder (parses, frequency tables) is most of a build's time."""
+    sentences = _pair_pool(language, config) if paired else _tokenised_pool(language, config)
+    return len(sentences), tuple(_candidates(builder, language, paired, json.loads(params), sentences))
+
+
 def build_task(task: str | TaskCard, sizes: dict[str, int] | None = None, pool: Sequence[str] | None = None,
                seed: int = 0, config: SplitConfig = SplitConfig(), force: bool = False) -> ProbingDataset:
     """Build (or load the already-built) dataset of ``task``.
@@ -221,20 +239,21 @@ def build_task(task: str | TaskCard, sizes: dict[str, int] | None = None, pool: 
     spec, folder = _spec_and_folder(card, sizes, pool, seed, config)
     if not force and (folder / "manifest.json").is_file():
         return load_dataset(card, folder)
-    make = BUILDERS[card.builder]
-    params = {**card.params, **({"seed": seed} if "seed" in inspect.signature(make).parameters else {})}
-    if len(card.languages) > 1:  # a pair's task: the builder gets held-out translation pairs, raw
-        sentences = _pair_pool(card.language, config) if pool is None else [tuple(p) for p in pool]
-        candidates = make(sentences, card.language, **params)
+    params = {**card.params, **({"seed": seed} if "seed" in inspect.signature(BUILDERS[card.builder]).parameters
+                                else {})}
+    paired = len(card.languages) > 1  # a pair's task: the builder gets held-out translation pairs, raw
+    if pool is None:
+        n_pool, candidates = _pool_candidates(card.builder, card.language, paired,
+                                              json.dumps(params, sort_keys=True), config)
     else:
-        sentences = _tokenised_pool(card.language, config) if pool is None else tokenise_many(pool)
-        candidates = [(label, detokenise(s), word) for label, s, word in make(sentences, card.language, **params)]
-    log.info("built task %s from %d pool items", card.name, len(sentences))
+        sentences = [tuple(p) for p in pool] if paired else tokenise_many(pool)
+        n_pool, candidates = len(sentences), _candidates(card.builder, card.language, paired, params, sentences)
+    log.info("built task %s from %d pool items", card.name, n_pool)
     data = select(candidates, sizes, card.max_per_label, seed, card.name, card.balanced, card.lexical_split)
     unknown = sorted(set(data["label"]) - set(card.labels)) if card.labels else []
     if unknown:
         raise WorkbenchError(f"task {card.name!r}: builder produced labels {unknown} not in the card's label set")
-    manifest = {"task": card.name, "spec": spec, "n_pool": len(sentences), "requested_sizes": sizes,
+    manifest = {"task": card.name, "spec": spec, "n_pool": n_pool, "requested_sizes": sizes,
                 "sizes": {t: int((data["split"] == t).sum()) for t in SPLIT_NAMES},
                 "label_counts": {t: dict(sorted(Counter(data.loc[data["split"] == t, "label"]).items()))
                                  for t in SPLIT_NAMES},

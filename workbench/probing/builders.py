@@ -15,7 +15,6 @@ sentences are left out of the parse-based tasks.
 """
 from __future__ import annotations
 
-import bisect
 import string
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
@@ -312,30 +311,33 @@ def odd_man_out(sentences: Sequence[str], language: str, tolerance: float = 0.1,
     of both classes, so the classes differ in the replacement alone."""
     rng = np.random.default_rng(seed)
     docs = parse(sentences, language)  # frequencies and bigrams from the whole pool
-    counts = Counter(t.text.lower() for doc in docs for t in doc)
-    bigrams = {(a.text.lower(), b.text.lower()) for doc in docs for a, b in zip(doc, doc[1:])}
+    lowered = [[t.text.lower() for t in doc] for doc in docs]
+    counts = Counter(word for words in lowered for word in words)
+    after: dict[str, set[str]] = defaultdict(set)  # the attested bigrams, as each word's followers
+    for words in lowered:
+        for a, b in zip(words, words[1:]):
+            after[a].add(b)
     tag_of: dict[str, Counter] = defaultdict(Counter)
     for doc in docs:
         for t in doc:
             if t.pos_ in ("NOUN", "VERB") and t.text.isalpha():
                 tag_of[t.text.lower()][t.tag_] += 1
-    by_tag: dict[str, list[tuple[int, str]]] = defaultdict(list)
+    tag_words: dict[str, set[str]] = defaultdict(set)
     for word, tags in tag_of.items():
-        by_tag[tags.most_common(1)[0][0]].append((counts[word], word))
-    for words in by_tag.values():
-        words.sort()
+        tag_words[tags.most_common(1)[0][0]].add(word)
     out = []
     for doc in _single_root(docs):
         spots = [t for t in doc if t.pos_ in ("NOUN", "VERB") and t.text.isalpha() and 0 < t.i < len(doc) - 1]
         rng.shuffle(spots)
         change = None
         for t in spots:
-            words, freq = by_tag.get(t.tag_, []), counts[t.text.lower()]
-            low = bisect.bisect_left(words, (int(freq * (1 - tolerance)), ""))
-            high = bisect.bisect_right(words, (int(freq * (1 + tolerance)), "\uffff"))
+            word, words, freq = t.text.lower(), tag_words.get(t.tag_, set()), counts[t.text.lower()]
+            low, high = (int(freq * (1 - tolerance)), ""), (int(freq * (1 + tolerance)), "\uffff")
             left, right = doc[t.i - 1].text.lower(), doc[t.i + 1].text.lower()
-            options = [w for _, w in words[low:high]
-                       if w != t.text.lower() and (left, w) in bigrams and (w, right) in bigrams]
+            # the words after ``left`` (few) that have the tag, the frequency band and ``right`` after them, in
+            # (frequency, word) order, so the random pick among them does not depend on set order
+            options = [w for _, w in sorted((counts[w], w) for w in after[left] & words
+                                            if w != word and low <= (counts[w], w) <= high and right in after[w])]
             if options:
                 change = (t.i, options[rng.integers(len(options))])
                 break

@@ -1,32 +1,33 @@
 """The numbers the README and the docs state, each written by a generator from where it is measured.
 
-A number in a Markdown file sits between two markers, ``<!-- fact: NAME -->`` and ``<!-- /fact -->`` (inline, or
-around a whole table); :data:`FACTS` maps NAME to the function that writes it from the model cards, the corpora,
-the built probing datasets or a recorded measurement (:data:`MEASUREMENTS`: what was timed, when, on which machine
-and under which load). ``workbench docs`` checks that every marked number is what its generator gives now (the
-test suite runs it, so a drifted number fails CI); ``workbench docs --write`` rewrites them.
+A number in a Markdown file sits between two markers, ``<!-- fact: NAME [WORD …] -->`` and ``<!-- /fact -->``
+(inline, or around a whole table); :data:`FACTS` maps NAME to the function that writes it (given the WORDs) from
+the model cards, the corpora, the built probing datasets or a recorded measurement
+(:mod:`workbench.reports.measurements`: what was measured or timed, when, on what). ``workbench docs`` checks
+that every marked number is what its generator gives now (the test suite runs it, so a drifted number fails CI);
+``workbench docs --write`` rewrites them.
 """
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
-from datetime import date
+from functools import cache
 from pathlib import Path
+
+import pandas as pd
 
 from ..checks import WorkbenchError
 from ..data.corpora import PAIRS, probe_pool, split_summary
 from ..models.folder import shipped
 from ..paths import REPO_ROOT, atomic_write, trained_dir
-from ..probing.baselines import text_baselines
 from ..probing.build import build_task
+from ..probing.layers import layer_profile
 from ..probing.tasks import get_task, task_names
-from ..zoo.cards import card, summary_markdown
-from .paper import pair_contrasts
+from ..zoo.cards import CARD_SIZES, card, summary_markdown
+from .measurements import MEASUREMENTS, measured
 
 DOCUMENTS = ("README.md", "docs", "trained/README.md", "notebooks/README.md")
-MEASUREMENTS = REPO_ROOT / "docs" / "measurements.json"
-_MARKED = re.compile(r"(<!-- fact: (?P<name>[\w-]+) -->)(?P<body>.*?)(<!-- /fact -->)", re.S)
+_MARKED = re.compile(r"(<!-- fact: (?P<name>[\w-]+)(?P<args>(?: [\w.-]+)*) -->)(?P<body>.*?)(<!-- /fact -->)", re.S)
 
 
 def _trained_table() -> str:
@@ -67,14 +68,6 @@ def _count_tasks() -> str:
     return str(len(task_names()))
 
 
-def measured(name: str) -> dict:
-    """One recorded measurement of :data:`MEASUREMENTS`: ``seconds``, ``date``, ``machine``, ``load``, ``what``."""
-    records = json.loads(MEASUREMENTS.read_text(encoding="utf-8"))
-    if name not in records:
-        raise WorkbenchError(f"no measurement {name!r} in {MEASUREMENTS}; recorded: {', '.join(sorted(records))}")
-    return records[name]
-
-
 def _time(name: str) -> Callable[[], str]:
     def stated() -> str:
         m = measured(name)
@@ -88,11 +81,17 @@ BASELINE_TITLES = {"majority": "majority", "length": "Length", "nb-uni-tfidf": "
                    "nb-bi-tfidf": "NB-bi-tfidf"}  # Conneau et al.'s names, as the table's columns
 
 
+@cache  # one look at each build per process: every inline number of the record asks again
+def _changed_datasets(digests: tuple[tuple[str, str], ...]) -> list[str]:
+    return [task for task, digest in digests if build_task(task).manifest["sha256"] != digest]
+
+
 def _text_baselines() -> str:
     """Conneau et al.'s text-only baselines on our tasks, beside their published numbers, from the recorded run
-    (minutes; :func:`measure_text_baselines`) — refused once a task's dataset is not the one they were measured on."""
+    (minutes; :func:`~workbench.reports.measurements.measure_text_baselines`) — refused once a task's dataset is
+    not the one they were measured on."""
     record = measured("text_baselines")
-    changed = [task for task, digest in record["datasets"].items() if build_task(task).manifest["sha256"] != digest]
+    changed = _changed_datasets(tuple(record["datasets"].items()))
     if changed:
         raise WorkbenchError(f"the text baselines in {MEASUREMENTS.name} were measured on other datasets of "
                              f"{', '.join(changed)} than these builds: measure them again with "
@@ -107,34 +106,52 @@ def _text_baselines() -> str:
     return "\n" + "\n".join(lines) + "\n"
 
 
-def _record(name: str, record: dict) -> dict:
-    records = json.loads(MEASUREMENTS.read_text(encoding="utf-8"))
-    atomic_write(MEASUREMENTS, json.dumps({**records, name: record}, indent=1, ensure_ascii=False) + "\n")
-    return record
+def _text_baseline(task: str, baseline: str, field: str = "accuracy") -> str:
+    """One cell of the recorded text baselines, for prose (``<!-- fact: text-baseline TASK BASELINE [FIELD] -->``):
+    ``accuracy`` and ``published`` (%), ``gap`` (ours − published, signed) or ``ci`` (accuracy % with its Wilson
+    95% interval over the test sentences)."""
+    _text_baselines()  # refused, as the table is, once a dataset is not the one measured
+    cells = {(row["task"], row["baseline"]): row for row in measured("text_baselines")["rows"]}
+    fields = ("accuracy", "published", "gap", "ci")
+    if (task, baseline) not in cells or field not in fields:
+        tasks = ", ".join(dict.fromkeys(t for t, _ in cells))
+        raise WorkbenchError(f"no text baseline {task} {baseline} {field}: tasks {tasks}; baselines "
+                             f"{', '.join(BASELINE_TITLES)}; fields {', '.join(fields)}")
+    row = cells[task, baseline]
+    if field == "ci":
+        low, high = _wilson(row["accuracy"] / 100, row["n"])
+        return f"{row['accuracy']:.1f}% [{100 * low:.1f}–{100 * high:.1f}]"
+    return f"{row['accuracy'] - row['published']:+.1f}" if field == "gap" else f"{row[field]:.1f}"
 
 
-def measure_text_baselines(show_progress: bool = True) -> dict:
-    """Run the text-only baselines on every task as ``probes build`` builds it and record the result (with each
-    dataset's sha256) in :data:`MEASUREMENTS` for :func:`_text_baselines`; returns the record."""
-    frame = text_baselines(show_progress=show_progress)
-    tasks = list(dict.fromkeys(frame["task"]))
-    return _record("text_baselines", {
-        "date": date.today().isoformat(),
-        "what": "workbench.probing.baselines.text_baselines() on the datasets as `probes build` builds them",
-        "datasets": {task: build_task(task).manifest["sha256"] for task in tasks},
-        "rows": [{"task": r.task, "baseline": r.baseline, "accuracy": round(r.accuracy, 2),
-                  "published": r.published, "n": int(r.n)} for r in frame.itertuples()]})
+def _minilm_layers() -> str:
+    """all-MiniLM-L6-v2's accuracy at every layer on the recorded tasks, and :func:`layer_profile`'s summary of each
+    — refused once a task's dataset at the cards' sizes is not the one measured."""
+    entry = measured("minilm_layers")
+    changed = [task for task, digest in entry["datasets"].items()
+               if build_task(task, sizes=CARD_SIZES).manifest["sha256"] != digest]
+    if changed:
+        raise WorkbenchError(f"the MiniLM layer sweep in {MEASUREMENTS.name} was measured on other datasets of "
+                             f"{', '.join(changed)}: measure it again with `workbench docs --measure minilm-layers`")
+    frame = pd.DataFrame(entry["rows"]).assign(metric="accuracy")
+    layers = sorted(set(frame["layer"]))
+    lines = ["| task | " + " | ".join(f"layer {layer}" for layer in layers)
+             + " | peak layer | lost at | trend | expected layer |",
+             "|---|" + "---:|" * (len(layers) + 2) + "---|---:|"]
+    accuracy = frame.pivot(index="task", columns="layer", values="value")
+    for row in layer_profile(frame).itertuples():
+        said = [f"{100 * accuracy.loc[row.task, layer]:.1f}" for layer in layers]
+        lost = "kept" if pd.isna(row.lost_layer) else str(int(row.lost_layer))
+        expected = "—" if pd.isna(row.expected_layer) else f"{row.expected_layer:.1f}"
+        lines.append(f"| {get_task(row.task).title} | " + " | ".join(said)
+                     + f" | {row.peak_layer} | {lost} | {row.trend} | {expected} |")
+    return "\n" + "\n".join(lines) + "\n"
 
 
-def measure_pair_contrasts() -> dict:
-    """Measure :func:`~workbench.reports.paper.pair_contrasts` (1,000 resamples; minutes: it encodes STS12–16 with
-    three encoders per pair, from the cache where they were encoded before) and record it for
-    :func:`_pair_contrasts`, with the encoders' fingerprints; returns the record."""
-    frame = pair_contrasts(n_boot=1000)
-    return _record("pair_contrasts", {
-        "date": date.today().isoformat(),
-        "what": "workbench.reports.paper.pair_contrasts(n_boot=1000): paired bootstrap over STS12-16's sentence pairs",
-        "rows": frame.to_dict(orient="records")})
+def _wilson(p: float, n: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson's score interval of a proportion ``p`` of ``n`` (inside 0…1 near the ends, unlike p ± z·se)."""
+    centre, spread = p + z * z / (2 * n), z * (p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5
+    return (centre - spread) / (1 + z * z / n), (centre + spread) / (1 + z * z / n)
 
 
 def _pair_contrasts() -> str:
@@ -162,11 +179,7 @@ def _pair_contrasts() -> str:
     return "\n" + "\n".join(lines) + "\n"
 
 
-MEASURES: dict[str, Callable[..., dict]] = {"text-baselines": measure_text_baselines,
-                                            "pair-contrasts": measure_pair_contrasts}
-
-
-FACTS: dict[str, Callable[[], str]] = {
+FACTS: dict[str, Callable[..., str]] = {  # NAME -> its generator, given the marker's words after NAME
     "trained-table": _trained_table,
     "trained-size": _trained_size,
     "split-sizes": _split_sizes,
@@ -179,7 +192,9 @@ FACTS: dict[str, Callable[[], str]] = {
     "time-demo-again": _time("demo_second_run"),
     "time-suite": _time("suite"),
     "text-baselines": _text_baselines,
+    "text-baseline": _text_baseline,
     "pair-contrasts": _pair_contrasts,
+    "minilm-layers": _minilm_layers,
 }
 
 
@@ -200,14 +215,15 @@ def refresh(paths: list[Path] | None = None, write: bool = False) -> list[str]:
         text = path.read_text(encoding="utf-8")
 
         def fresh(match: re.Match) -> str:
-            name = match["name"]
+            name, args = match["name"], tuple(match["args"].split())
             if name not in FACTS:
                 raise WorkbenchError(f"{path}: unknown fact {name!r}; known: {', '.join(FACTS)}")
-            if name not in cache:
-                cache[name] = FACTS[name]()
-            if match["body"] != cache[name]:
-                drifted.append(f"{path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path}: {name}")
-            return match.group(1) + cache[name] + match.group(4)
+            if (name, args) not in cache:
+                cache[name, args] = FACTS[name](*args)
+            if match["body"] != cache[name, args]:
+                drifted.append(f"{path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path}: "
+                               + " ".join((name, *args)))
+            return match.group(1) + cache[name, args] + match.group(5)
 
         new = _MARKED.sub(fresh, text)
         if write and new != text:

@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import html
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import torch
 
+from ..cache import cached
 from ..checks import WorkbenchError
 from ..data.corpora import language_of, load_splits
+from ..data.sts import STS_DATASETS
 from ..evaluation import compare_hard_sts, compare_sts, evaluate
+from ..evaluation.sts import evaluate_sts, years_task
 from ..models import build_model
 from ..models.folder import load, shipped
 from ..paths import REPO_ROOT, atomic_write
@@ -27,9 +31,10 @@ from ..zoo.cards import CARD_SIZES, TABLE3_MODELS, card, measure, summarise_view
 from .distance import METRIC, gap_correlations, language_distances, missing_features
 from .figures import export_figures, figure_html, gap_figure, page, pair_figure, spreadsheet_safe, table3_figure
 from .paper import (
-    FIGURE3_MEASURES, LANGUAGES, ROLES, TRACK_PAIR, figure3_orderings, language_gaps, our_table3, paper_table,
+    LANGUAGES, ROLES, TRACK_PAIR, figure3_orderings, language_gaps, our_table3, paper_table,
     side_by_side, sts_rows, table2_expected, table3_cells, tatoeba_table, training_budgets, unequal_budgets, verdict,
     vocabulary_overlap)
+
 
 def _table(df: pd.DataFrame) -> str:
     return df.to_html(index=False, float_format=lambda v: f"{v:.1f}", na_rep="–", border=0)
@@ -102,26 +107,28 @@ def _random_init(model):
     return build_model(model.cfg.to_dict()).eval().encoder("semantic", tokenizer=model.tokenizer)
 
 
-def _table2_section(bgt, cards: dict, data: dict, n_boot: int) -> str:
-    """Table 2: STS by encoder of BGT en–fr, with a randomly initialised network of the same configuration."""
+def _table2_section(bgt, cards: dict, data: dict, n_boot: int, years: tuple[int, ...]) -> str:
+    """Table 2: STS by encoder of BGT en–fr, with a randomly initialised network of the same configuration (on
+    ``years``)."""
     parts = []
     random_encoder = _random_init(bgt)
-    random_view = summarise_views(pd.concat([evaluate(random_encoder, suite) for suite in ("sts", "hard_sts")])
-                           .assign(view="semantic", fingerprint=random_encoder.fingerprint))["semantic"]
+    rows = pd.concat([evaluate_sts(cached(random_encoder), years), evaluate(random_encoder, "hard_sts")])
+    random_view = summarise_views(rows.assign(view="semantic", fingerprint=random_encoder.fingerprint))["semantic"]
     table2 = pd.DataFrame([{"encoder": enc, **view["sts"], "hard+": view["hard_sts"]["hard+"],
                             "hard-": view["hard_sts"]["hard-"]}
                            for enc, view in (("random", random_view), ("en", cards["bgt-en-fr"]["views"]["en"]),
                                              ("semantic", cards["bgt-en-fr"]["views"]["semantic"]))])
+    label = years_task(years)
     data["table2"] = side_by_side(table2.drop(columns=["STS12-16"]), paper_table("table2"), ["encoder"])
-    sem, en, rnd = (table2.set_index("encoder").loc[e, "STS12-16"] for e in ("semantic", "en", "random"))
+    sem, en, rnd = (table2.set_index("encoder").loc[e, label] for e in ("semantic", "en", "random"))
     parts.append("<h2>Table 2 — STS by encoder of BGT (en–fr)</h2>" + _table(data["table2"]) + "<ul>"
-                 + _check(sem > en, f"semantic encoder above the English language encoder on STS12–16 "
-                                    f"({sem:.1f} vs {en:.1f}; paper 73.1 vs 52.8)")
-                 + _check(sem > rnd, f"semantic encoder above a random-init encoder ({sem:.1f} vs {rnd:.1f}; "
-                                     "paper 73.1 vs 48.1)") + "</ul>")
-    orderings = data["table2_orderings"] = _table2_orderings(cards, n_boot)
+                 + _check(sem > en, f"semantic encoder above the English language encoder on {label} "
+                                    f"({sem:.1f} vs {en:.1f}; paper on STS12–16: 73.1 vs 52.8)")
+                 + _check(sem > rnd, f"semantic encoder above a random-init encoder on {label} ({sem:.1f} vs "
+                                     f"{rnd:.1f}; paper on STS12–16: 73.1 vs 48.1)") + "</ul>")
+    orderings = data["table2_orderings"] = _table2_orderings(cards, n_boot, years)
     counts = orderings["verdict"].value_counts()
-    parts.append("<h3>Table 2's orderings in every pair</h3><p>STS12–16 of each pair's BGT semantic encoder minus "
+    parts.append(f"<h3>Table 2's orderings in every pair</h3><p>{label} of each pair's BGT semantic encoder minus "
                  "its English language encoder, and minus a randomly initialised network of the same configuration "
                  f"(paired bootstrap, {n_boot} resamples), against the paper's en–fr differences: "
                  f"<b>{counts.get('reproduced', 0)} reproduced, {counts.get('reversed', 0)} reversed, "
@@ -130,8 +137,8 @@ def _table2_section(bgt, cards: dict, data: dict, n_boot: int) -> str:
     return "".join(parts)
 
 
-def _table2_orderings(cards: dict, n_boot: int) -> pd.DataFrame:
-    """Per pair with a shipped BGT: semantic minus en, and semantic minus random init, on STS12–16."""
+def _table2_orderings(cards: dict, n_boot: int, years: tuple[int, ...]) -> pd.DataFrame:
+    """Per pair with a shipped BGT: semantic minus en, and semantic minus random init, on STS over ``years``."""
     expected = table2_expected()
     rows = []
     for lang in LANGUAGES:
@@ -140,7 +147,7 @@ def _table2_orderings(cards: dict, n_boot: int) -> pd.DataFrame:
         model = load(f"bgt-en-{lang}")
         semantic = model.encoder("semantic")
         for other, name in ((model.encoder("en"), "en"), (_random_init(model), "random")):
-            result = compare_sts(semantic, other, n_boot=n_boot).iloc[-1]  # the STS12-16 row
+            result = compare_sts(semantic, other, years, n_boot=n_boot).iloc[-1]  # the row of all the years
             theirs = expected["semantic"] - expected[name]
             rows.append({"pair": f"en-{lang}", "semantic minus": name, "paper (en-fr)": round(theirs, 1),
                          "ours": round(result["difference"], 1), "ci_low": round(result["ci_low"], 1),
@@ -214,9 +221,10 @@ FIGURE3_MODELS.update({"b-wmf": "wmf-en-fr", "nmt / LASER": "nmt-all"})
 GPU_FIGURE3_MODELS = {"bgt": "bgt-small-en-fr", "bilingual_trans": "bilingual_trans-small-en-fr", "sp": "sp-en-fr"}
 
 
-def _figure3_differences(cards: dict, n_boot: int, models: dict[str, str] = FIGURE3_MODELS) -> pd.DataFrame:
+def _figure3_differences(cards: dict, n_boot: int, years: tuple[int, ...],
+                         models: dict[str, str] = FIGURE3_MODELS) -> pd.DataFrame:
     """BGT's semantic encoder (``models["bgt"]``) minus each other Figure 3 model's in ``models``, paired bootstrap
-    on STS12–16 and Hard STS (the same pairs for both, so the CI is of the difference itself)."""
+    on STS over ``years`` and on Hard STS (the same pairs for both, so the CI is of the difference itself)."""
     bgt = load(models["bgt"]).encoder("semantic")
     in_paper = set(paper_table("figure3")["model"])
     frames = []
@@ -224,21 +232,22 @@ def _figure3_differences(cards: dict, n_boot: int, models: dict[str, str] = FIGU
         if label == "bgt" or label not in in_paper or name not in cards:
             continue
         other = load(name).encoder("semantic")
-        both = pd.concat([compare_sts(bgt, other, n_boot=n_boot), compare_hard_sts(bgt, other, n_boot=n_boot)])
-        frames.append(both[both["task"].isin(FIGURE3_MEASURES)].rename(columns={"task": "measure"})
+        both = pd.concat([compare_sts(bgt, other, years, n_boot=n_boot), compare_hard_sts(bgt, other, n_boot=n_boot)])
+        frames.append(both[both["task"].isin((years_task(years), "hard+", "hard-"))]
+                      .rename(columns={"task": "measure"})
                       .assign(model=label))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
         columns=["model", "measure", "difference", "ci_low", "ci_high"])
 
 
-def _figure3_section(cards: dict, data: dict, n_boot: int) -> str:
+def _figure3_section(cards: dict, data: dict, n_boot: int, years: tuple[int, ...]) -> str:
     """Figure 3: STS and Hard STS of the en–fr models, and each of the paper's orderings judged by a paired
     bootstrap of BGT against the model."""
     fig3 = sts_rows(cards, FIGURE3_MODELS)
     data["figure3"] = side_by_side(fig3, paper_table("figure3"), ["model"])
     both = fig3.merge(paper_table("figure3"), on="model", suffixes=("", "_paper"))
     rank = both["STS12-16"].corr(both["STS12-16_paper"], method="spearman") if len(both) > 2 else float("nan")
-    orderings = data["figure3_orderings"] = figure3_orderings(_figure3_differences(cards, n_boot))
+    orderings = data["figure3_orderings"] = figure3_orderings(_figure3_differences(cards, n_boot, years))
     counts = orderings["verdict"].value_counts()
     budgets = {label: cards[name]["training"].get("updates") for label, name in FIGURE3_MODELS.items()
                if name in cards}
@@ -249,14 +258,15 @@ def _figure3_section(cards: dict, data: dict, n_boot: int) -> str:
             + "<ul>" + _check(rank > 0.5, f"rank agreement of the models' STS averages with the paper: Spearman "
                               f"{rank:.2f} over {len(both)} models") + "</ul>"
             + "<h3>The paper's orderings, tested</h3><p>BGT minus each model (× 100) with a paired bootstrap 95% CI "
-            f"({n_boot} resamples of the same sentence pairs for both encoders), beside the paper's difference: "
+            f"({n_boot} resamples of the same sentence pairs for both encoders; STS over {years_task(years)}), beside "
+            "the paper's difference (on STS12–16): "
             f"<b>{counts.get('reproduced', 0)} reproduced, {counts.get('reversed', 0)} reversed, "
             f"{counts.get('within noise', 0)} within noise</b> of {len(orderings)}.</p>"
             + orderings.to_html(index=False, border=0, float_format=lambda v: f"{v:.1f}")
-            + _figure3_gpu_section(cards, data, n_boot))
+            + _figure3_gpu_section(cards, data, n_boot, years))
 
 
-def _figure3_gpu_section(cards: dict, data: dict, n_boot: int) -> str:
+def _figure3_gpu_section(cards: dict, data: dict, n_boot: int, years: tuple[int, ...]) -> str:
     """The GPU-trained en–fr pair (``small`` preset) beside SP: the same orderings at a scale nearer the paper's."""
     if not all(name in cards for name in GPU_FIGURE3_MODELS.values()):
         return ""
@@ -266,7 +276,7 @@ def _figure3_gpu_section(cards: dict, data: dict, n_boot: int) -> str:
                 for label, name in GPU_FIGURE3_MODELS.items()}
     data["figure3_gpu"] = side_by_side(rows, paper_table("figure3"), ["model"])
     orderings = data["figure3_gpu_orderings"] = figure3_orderings(
-        _figure3_differences(cards, n_boot, GPU_FIGURE3_MODELS))
+        _figure3_differences(cards, n_boot, years, GPU_FIGURE3_MODELS))
     return ("<h3>At GPU scale</h3><p>BGT and BILINGUALTRANS at the <i>small</i> preset (d = 512, 3 layers), "
             "trained for minutes on one GPU, beside the CPU's SP: " + html.escape(
                 "; ".join(f"{label} ({GPU_FIGURE3_MODELS[label]}): {text}" for label, text in hardware.items()))
@@ -368,13 +378,20 @@ def _table4_section(bgt, cards: dict, transfer_examples: int, data: dict) -> str
 
 def reproduce(out: str | Path = REPO_ROOT / "reports" / "reproduction.html", recompute: bool = False,
               transfer_examples: int = 5, show_progress: bool = True,
-              disentangle: tuple[str, ...] | None = None, n_boot: int = 1000) -> Path:
+              disentangle: tuple[str, ...] | None = None, n_boot: int = 1000,
+              years: Sequence[int] = tuple(STS_DATASETS)) -> Path:
     """Write the reproduction report (HTML + the numbers as CSV, figures as PNG/PDF where Chromium exists).
     ``disentangle``: the pairs of the disentanglement section (default: every pair with both shared models;
     it probes and re-evaluates, a minute or two per pair on 2 cores; ``()`` leaves it out). ``n_boot``: the
-    resamples of each paired bootstrap that tests one of the paper's orderings (Table 2, Figure 3)."""
+    resamples of each paired bootstrap that tests one of the paper's orderings (Table 2, Figure 3). ``years``:
+    the STS years those bootstraps and Table 2's random-init row encode (default all five, the paper's STS12–16;
+    each judged against the paper's STS12–16 difference). Encoding them is most of the report's time: STS16
+    alone (a tenth of the pairs) is a quick look."""
     start = time.perf_counter()
     out = Path(out)
+    years = tuple(sorted(set(years)))
+    if not years or not set(years) <= set(STS_DATASETS):
+        raise WorkbenchError(f"years: one or more of {', '.join(map(str, STS_DATASETS))}; got {list(years)}")
     names = shipped()
     if "bgt-en-fr" not in names:
         raise WorkbenchError(f"the reproduction needs the shipped bgt-en-fr model; shipped: {', '.join(names) or 'none'}")
@@ -388,10 +405,10 @@ def reproduce(out: str | Path = REPO_ROOT / "reports" / "reproduction.html", rec
     if disentangle is None:
         disentangle = tuple(p for p in (f"en-{lang}" for lang in LANGUAGES)
                             if all(f"{m}-{p}" in cards for m in TABLE3_MODELS))
-    sections = [_introduction(cards), _table2_section(bgt, cards, data, n_boot), table3,
+    sections = [_introduction(cards), _table2_section(bgt, cards, data, n_boot, years), table3,
                 _distance_section(ours, cards, figures, data),
                 _disentanglement_section(list(disentangle), figures, data) if disentangle else "",
-                _figure3_section(cards, data, n_boot), _tatoeba_section(cards, data), _figure4_section(cards, data),
+                _figure3_section(cards, data, n_boot, years), _tatoeba_section(cards, data), _figure4_section(cards, data),
                 _table4_section(bgt, cards, transfer_examples, data)]
     problems = export_figures(figures, out.parent, stem=out.stem)
     for name, frame in data.items():

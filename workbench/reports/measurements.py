@@ -1,0 +1,82 @@
+"""The measurements the docs state that take minutes to make, each recorded once in ``docs/measurements.json``
+with what ran, when and on what (``workbench docs --measure NAME``): the docs generator
+(:mod:`workbench.reports.docfacts`) writes tables and numbers from a record, and refuses one whose datasets or
+models are no longer the ones measured. Times (setup, demo, suite) are recorded by hand, with the machine and load.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import date
+
+from ..checks import WorkbenchError
+from ..models.huggingface import minilm
+from ..paths import REPO_ROOT, atomic_write
+from ..probing.baselines import text_baselines
+from ..probing.build import build_task
+from ..probing.layers import probe_layers
+from ..zoo.cards import CARD_SIZES
+from .paper import pair_contrasts
+
+MEASUREMENTS = REPO_ROOT / "docs" / "measurements.json"
+MINILM_LAYER_TASKS = ("word_content", "bigram_shift")  # one property lost with depth, one gained
+
+
+def measured(name: str) -> dict:
+    """One recorded measurement of :data:`MEASUREMENTS`: a time (``seconds``, ``date``, ``machine``, ``load``,
+    ``what``) or a measured table (``date``, ``what``, ``rows`` and what they were measured on)."""
+    records = json.loads(MEASUREMENTS.read_text(encoding="utf-8"))
+    if name not in records:
+        raise WorkbenchError(f"no measurement {name!r} in {MEASUREMENTS}; recorded: {', '.join(sorted(records))}")
+    return records[name]
+
+
+def record(name: str, entry: dict) -> dict:
+    """Store ``entry`` as measurement ``name`` (replacing the one before) and return it."""
+    records = json.loads(MEASUREMENTS.read_text(encoding="utf-8"))
+    atomic_write(MEASUREMENTS, json.dumps({**records, name: entry}, indent=1, ensure_ascii=False) + "\n")
+    return entry
+
+
+def measure_text_baselines(show_progress: bool = True) -> dict:
+    """Run the text-only baselines on every task as ``probes build`` builds it and record the result (with each
+    dataset's sha256) in :data:`MEASUREMENTS` for :func:`_text_baselines`; returns the record."""
+    frame = text_baselines(show_progress=show_progress)
+    tasks = list(dict.fromkeys(frame["task"]))
+    return record("text_baselines", {
+        "date": date.today().isoformat(),
+        "what": "workbench.probing.baselines.text_baselines() on the datasets as `probes build` builds them",
+        "datasets": {task: build_task(task).manifest["sha256"] for task in tasks},
+        "rows": [{"task": r.task, "baseline": r.baseline, "accuracy": round(r.accuracy, 2),
+                  "published": r.published, "n": int(r.n)} for r in frame.itertuples()]})
+
+
+def measure_pair_contrasts() -> dict:
+    """Measure :func:`~workbench.reports.paper.pair_contrasts` (1,000 resamples; minutes: it encodes STS12–16 with
+    three encoders per pair, from the cache where they were encoded before) and record it for
+    :func:`_pair_contrasts`, with the encoders' fingerprints; returns the record."""
+    frame = pair_contrasts(n_boot=1000)
+    return record("pair_contrasts", {
+        "date": date.today().isoformat(),
+        "what": "workbench.reports.paper.pair_contrasts(n_boot=1000): paired bootstrap over STS12-16's sentence pairs",
+        "rows": frame.to_dict(orient="records")})
+
+
+def measure_minilm_layers() -> dict:
+    """Probe every layer of all-MiniLM-L6-v2 (the ``minilm`` extra) on :data:`MINILM_LAYER_TASKS` at the cards'
+    sizes (logistic probe, no control task; minutes) and record the accuracies with each dataset's sha256: the
+    layer-profile example of docs/probing.md."""
+    frame = probe_layers(minilm(), MINILM_LAYER_TASKS, sizes=CARD_SIZES, control=False)
+    rows = frame[frame["metric"] == "accuracy"]
+    return record("minilm_layers", {
+        "date": date.today().isoformat(),
+        "what": f"probe_layers(minilm(), {list(MINILM_LAYER_TASKS)}, sizes=CARD_SIZES, control=False)",
+        "datasets": {task: build_task(task, sizes=CARD_SIZES).manifest["sha256"] for task in MINILM_LAYER_TASKS},
+        "rows": [{"encoder": r.encoder, "task": r.task, "layer": int(r.layer), "value": round(float(r.value), 4),
+                  "ci_low": round(float(r.ci_low), 4), "ci_high": round(float(r.ci_high), 4)}
+                 for r in rows.itertuples()]})
+
+
+MEASURES: dict[str, Callable[..., dict]] = {"text-baselines": measure_text_baselines,
+                                            "pair-contrasts": measure_pair_contrasts,
+                                            "minilm-layers": measure_minilm_layers}
