@@ -88,3 +88,30 @@ def test_the_recorded_minilm_layer_sweep_is_refused_once_a_dataset_changes(monke
     monkeypatch.setattr(docfacts, "measured", lambda name: changed)
     with pytest.raises(WorkbenchError, match="measured on other datasets of bigram_shift"):
         docfacts._minilm_layers()
+
+
+def test_a_card_number_in_prose_is_the_cards_and_a_wrong_key_names_what_is_there(tmp_path):
+    from workbench.zoo.cards import card
+    doc = tmp_path / "doc.md"
+    doc.write_text("<!-- fact: card bgt-en-fr views.semantic.sts.STS12-16 -->0<!-- /fact --> after "
+                   "<!-- fact: card bgt-en-fr training.updates -->0<!-- /fact --> updates")
+    refresh([doc], write=True)
+    stated = card("bgt-en-fr")
+    assert doc.read_text().count(f"-->{stated['views']['semantic']['sts']['STS12-16']:.1f}<") == 1
+    assert f"-->{stated['training']['updates']:,}<" in doc.read_text()
+    doc.write_text("<!-- fact: card bgt-en-fr views.semantic.stz -->0<!-- /fact -->")
+    with pytest.raises(WorkbenchError, match="card bgt-en-fr: no 'stz' in 'views.semantic.stz'; there: fingerprint, sts"):
+        refresh([doc])
+
+
+def test_recorded_figure3_orderings_are_refused_once_a_model_changes(monkeypatch):
+    from workbench.reports import docfacts
+    entry = docfacts.measured("figure3")
+    table = docfacts._figure3("cpu")
+    assert "| `sp-en-fr` |" in table and "| `nmt-all` |" in table and "27 orderings:" in table
+    assert "| `sp-en-fr` |" in docfacts._figure3("gpu") and "6 orderings:" in docfacts._figure3("gpu")
+    retrained = [{**r, "fingerprints": r["fingerprints"].split()[0] + " " + "0" * 16} if r["model"] == "sp" else r
+                 for r in entry["rows"]]
+    monkeypatch.setattr(docfacts, "measured", lambda name: {**entry, "rows": retrained})
+    with pytest.raises(WorkbenchError, match="orderings of bgt-en-fr and sp-en-fr in measurements.json were measured"):
+        docfacts._figure3("cpu")

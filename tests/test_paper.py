@@ -111,16 +111,20 @@ def test_retrieval_by_language_is_each_pairs_bgt_tatoeba_error_in_the_rows_of_a_
     assert retrieval_by_language({"sp-en-fr": cards["sp-en-fr"]}).empty  # BGT's only
 
 
-def test_training_budgets_say_which_pairs_had_fewer_updates():
+def test_training_budgets_say_which_pairs_had_shorter_runs():
     cards = {name: card(name) for name in shipped()}
     budgets = training_budgets(cards)
     assert set(budgets["model"]) == {"bgt", "bilingual_trans"} and len(budgets) == 10
     fr = budgets.set_index(["model", "pair"]).loc[("bgt", "en-fr")]
     assert fr["updates"] == cards["bgt-en-fr"]["training"]["updates"] > 0
-    equal = {name: {**info, "training": {**info["training"], "updates": 100}} for name, info in cards.items()}
+    assert fr["run_updates"] == cards["bgt-en-fr"]["training"]["run_updates"] >= fr["updates"]
+    equal = {name: {**info, "training": {**info["training"], "updates": 100 + i, "run_updates": 200}}
+             for i, (name, info) in enumerate(cards.items())}  # best checkpoints differ, run lengths do not
     assert unequal_budgets(training_budgets(equal)) == {}
-    equal["bgt-en-ja"]["training"]["updates"] = 7000
-    assert unequal_budgets(training_budgets(equal)) == {"bgt": "fr 100 · es 100 · ar 100 · tr 100 · ja 7,000"}
+    equal["bgt-en-ja"]["training"]["run_updates"] = 7000
+    assert unequal_budgets(training_budgets(equal)) == {"bgt": "fr 200 · es 200 · ar 200 · tr 200 · ja 7,000"}
+    del equal["bgt-en-ja"]["training"]["run_updates"]  # a card without a run length: its checkpoint's updates
+    assert unequal_budgets(training_budgets(equal))["bgt"].endswith(f"ja {equal['bgt-en-ja']['training']['updates']}")
 
 
 @pytest.mark.slow
@@ -158,7 +162,7 @@ def test_reproduce_writes_the_report(tmp_path):
     assert nmt[[f"{lang}→en" for lang in "fr es ar tr ja".split()]].notna().all()
     assert nmt[[f"en→{lang}" for lang in "fr es ar tr ja".split()]].notna().all()
     budgets = pd.read_csv(tmp_path / "reproduction-training_budgets.csv")
-    assert len(budgets) == 10 and ("same number of updates" in text) != bool(unequal_budgets(budgets))
+    assert len(budgets) == 10 and ("ran the same number of updates" in text) != bool(unequal_budgets(budgets))
     assert "Measured distance (URIEL+)" in text and 'id="fig-language_gap_syntactic"' in text
     rho = pd.read_csv(tmp_path / "reproduction-gap_correlations.csv")
     assert set(rho["kind"]) == {"syntactic", "genetic", "featural"} and (rho["n"] == 5).all()

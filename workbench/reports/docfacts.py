@@ -10,6 +10,7 @@ that every marked number is what its generator gives now (the test suite runs it
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -25,6 +26,7 @@ from ..probing.layers import layer_profile
 from ..probing.tasks import get_task, task_names
 from ..zoo.cards import CARD_SIZES, card, summary_markdown
 from .measurements import MEASUREMENTS, measured
+from .paper import FIGURE3_MODELS, GPU_FIGURE3_MODELS, our_table3, table3_cells
 
 DOCUMENTS = ("README.md", "docs", "trained/README.md", "notebooks/README.md")
 _MARKED = re.compile(r"(<!-- fact: (?P<name>[\w-]+)(?P<args>(?: [\w.-]+)*) -->)(?P<body>.*?)(<!-- /fact -->)", re.S)
@@ -124,6 +126,61 @@ def _text_baseline(task: str, baseline: str, field: str = "accuracy") -> str:
     return f"{row['accuracy'] - row['published']:+.1f}" if field == "gap" else f"{row[field]:.1f}"
 
 
+def _figure3(scale: str) -> str:
+    """The paper's Figure 3 orderings at ``scale`` (``cpu``: the en–fr models trained on CPU; ``gpu``: the pair
+    trained on one GPU, beside SP): BGT minus each model with its 95% CI and the paper's difference, from the
+    recorded bootstrap — refused once a shipped model is not the one measured."""
+    rows = [row for row in measured("figure3")["rows"] if row["scale"] == scale]
+    if not rows:
+        raise WorkbenchError(f"no Figure 3 orderings at scale {scale!r}; recorded: cpu, gpu")
+    models = FIGURE3_MODELS if scale == "cpu" else GPU_FIGURE3_MODELS
+    for row in rows:
+        names = (models["bgt"], models[row["model"]])
+        _check_measured_on(row["fingerprints"], [(name, "semantic") for name in names],
+                           f"the Figure 3 orderings of {' and '.join(names)}", "figure3")
+    cells = {(row["model"], row["measure"]): row for row in rows}
+    measures = list(dict.fromkeys(row["measure"] for row in rows))
+    lines = ["| BGT minus | " + " | ".join(MEASURE_TITLES.get(m, m) for m in measures) + f" | {MEASURE_TITLES.get(measures[0], measures[0])} verdict |",
+             "|---|" + "---|" * (len(measures) + 1)]
+    for model in dict.fromkeys(row["model"] for row in rows):
+        said = [f"{c['ours']:+.1f} [{c['ci_low']:.1f}, {c['ci_high']:.1f}] ({c['paper']:+.1f})"
+                for c in (cells[model, m] for m in measures)]
+        lines.append(f"| `{models[model]}` | " + " | ".join(said) + f" | {cells[model, measures[0]]['verdict']} |")
+    verdicts = Counter(row["verdict"] for row in rows)
+    lines.append("")
+    lines.append(f"{len(rows)} orderings: {verdicts['reproduced']} reproduced, {verdicts['within noise']} within "
+                 f"noise, {verdicts['reversed']} reversed.")
+    return "\n" + "\n".join(lines) + "\n"
+
+
+MEASURE_TITLES = {"STS12-16": "STS12–16", "hard+": "Hard+", "hard-": "Hard−"}
+
+
+def _table3_winners() -> str:
+    """How many of Table 3's cells have the paper's winning encoder in ours (from the cards), and per task."""
+    cells = table3_cells(our_table3())
+    per_task = cells.groupby("task", sort=False)["match"].agg(["sum", "size"]).sort_values("sum", ascending=False,
+                                                                                         kind="stable")
+    return (f"{int(cells['match'].sum())} of {len(cells)} cells ("
+            + ", ".join(f"{TABLE3_TITLES.get(task, task)} {int(n)}/{size}" for task, (n, size) in per_task.iterrows())
+            + ")")
+
+
+TABLE3_TITLES = {"Word": "WordContent", "Len": "Length", "Depth": "Depth"}
+
+
+def _card_number(name: str, path: str) -> str:
+    """One number of a shipped model's card, for prose (``<!-- fact: card NAME KEY.KEY… -->``), e.g.
+    ``card bgt-en-fr views.semantic.sts.STS12-16`` → ``63.1``; a whole number is written with thousands commas."""
+    value = card(name)
+    for key in path.split("."):
+        if not isinstance(value, dict) or key not in value:
+            valid = ", ".join(value) if isinstance(value, dict) else "nothing (a value)"
+            raise WorkbenchError(f"card {name}: no {key!r} in {path!r}; there: {valid}")
+        value = value[key]
+    return f"{value:,}" if isinstance(value, int) else f"{value:,.1f}" if isinstance(value, float) else str(value)
+
+
 def _minilm_layers() -> str:
     """all-MiniLM-L6-v2's accuracy at every layer on the recorded tasks, and :func:`layer_profile`'s summary of each
     — refused once a task's dataset at the cards' sizes is not the one measured."""
@@ -154,25 +211,31 @@ def _wilson(p: float, n: int, z: float = 1.96) -> tuple[float, float]:
     return (centre - spread) / (1 + z * z / n), (centre + spread) / (1 + z * z / n)
 
 
+def _check_measured_on(recorded: str, views: list[tuple[str, str]], what: str, measure: str) -> None:
+    """Refuse a recorded comparison whose encoders (``recorded``: their fingerprints, space-separated) are not the
+    shipped models' ``views`` (``(model, view)`` pairs) as their cards state them now."""
+    shipped_now = set(shipped())
+    now = " ".join(card(name)["views"][view]["fingerprint"] if name in shipped_now else "-" for name, view in views)
+    if recorded != now:
+        raise WorkbenchError(f"{what} in {MEASUREMENTS.name} were measured on other models than the shipped ones: "
+                             f"measure them again with `workbench docs --measure {measure}`")
+
+
 def _pair_contrasts() -> str:
     """Each pair's BGT against its English view and against BILINGUALTRANS, from the recorded bootstrap, beside the
     cards' STS12–16 and updates — refused once a shipped model is not the one measured."""
-    record = measured("pair_contrasts")
-    cards = {name: card(name) for name in shipped()}
-    rows = {(row["pair"], row["contrast"]): row for row in record["rows"]}
-    lines = ["| pair | BGT updates | semantic | English view | semantic − English [95% CI] (paper) "
-             "| BGT − BILINGUALTRANS [95% CI] (paper) |", "|---|---:|---:|---:|---|---|"]
+    rows = {(row["pair"], row["contrast"]): row for row in measured("pair_contrasts")["rows"]}
+    against = {"semantic − English": lambda pair: (f"bgt-{pair}", "en"),
+               "BGT − BILINGUALTRANS": lambda pair: (f"bilingual_trans-{pair}", "semantic")}
+    lines = ["| pair | BGT updates | semantic | English view | " + " | ".join(
+        f"{contrast} [95% CI] (paper)" for contrast in against) + " |", "|---|---:|---:|---:|---|---|"]
     for pair in dict.fromkeys(pair for pair, _ in rows):
-        bgt, bilingual = cards.get(f"bgt-{pair}"), cards.get(f"bilingual_trans-{pair}")
-        now = bgt and bilingual and {
-            "semantic − English": f"{bgt['views']['semantic']['fingerprint']} {bgt['views']['en']['fingerprint']}",
-            "BGT − BILINGUALTRANS": f"{bgt['views']['semantic']['fingerprint']} "
-                                    f"{bilingual['views']['semantic']['fingerprint']}"}
-        if not now or any(rows[pair, contrast]["fingerprints"] != now[contrast] for contrast in now):
-            raise WorkbenchError(f"the {pair} contrasts in {MEASUREMENTS.name} were measured on other models than "
-                                 "the shipped ones: measure them again with `workbench docs --measure pair-contrasts`")
+        for contrast, other in against.items():
+            _check_measured_on(rows[pair, contrast]["fingerprints"], [(f"bgt-{pair}", "semantic"), other(pair)],
+                               f"the {pair} contrasts", "pair-contrasts")
         cells = [f"{r['ours']:+.1f} [{r['ci_low']:.1f}, {r['ci_high']:.1f}] ({r['paper']:+.1f})"
-                 for r in (rows[pair, contrast] for contrast in now)]
+                 for r in (rows[pair, contrast] for contrast in against)]
+        bgt = card(f"bgt-{pair}")
         views = bgt["views"]
         lines.append(f"| {pair} | {bgt['training']['updates']:,} | {views['semantic']['sts']['STS12-16']:.1f} | "
                      f"{views['en']['sts']['STS12-16']:.1f} | " + " | ".join(cells) + " |")
@@ -195,6 +258,9 @@ FACTS: dict[str, Callable[..., str]] = {  # NAME -> its generator, given the mar
     "text-baseline": _text_baseline,
     "pair-contrasts": _pair_contrasts,
     "minilm-layers": _minilm_layers,
+    "figure3": _figure3,
+    "card": _card_number,
+    "table3-winners": _table3_winners,
 }
 
 

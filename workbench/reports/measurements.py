@@ -10,13 +10,14 @@ from collections.abc import Callable
 from datetime import date
 
 from ..checks import WorkbenchError
+from ..models.folder import shipped
 from ..models.huggingface import minilm
 from ..paths import REPO_ROOT, atomic_write
 from ..probing.baselines import text_baselines
 from ..probing.build import build_task
 from ..probing.layers import probe_layers
-from ..zoo.cards import CARD_SIZES
-from .paper import pair_contrasts
+from ..zoo.cards import CARD_SIZES, card
+from .paper import FIGURE3_MODELS, GPU_FIGURE3_MODELS, figure3_differences, figure3_orderings, pair_contrasts
 
 MEASUREMENTS = REPO_ROOT / "docs" / "measurements.json"
 MINILM_LAYER_TASKS = ("word_content", "bigram_shift")  # one property lost with depth, one gained
@@ -40,7 +41,7 @@ def record(name: str, entry: dict) -> dict:
 
 def measure_text_baselines(show_progress: bool = True) -> dict:
     """Run the text-only baselines on every task as ``probes build`` builds it and record the result (with each
-    dataset's sha256) in :data:`MEASUREMENTS` for :func:`_text_baselines`; returns the record."""
+    dataset's sha256) in :data:`MEASUREMENTS` for the docs' text-baselines table; returns the record."""
     frame = text_baselines(show_progress=show_progress)
     tasks = list(dict.fromkeys(frame["task"]))
     return record("text_baselines", {
@@ -54,12 +55,28 @@ def measure_text_baselines(show_progress: bool = True) -> dict:
 def measure_pair_contrasts() -> dict:
     """Measure :func:`~workbench.reports.paper.pair_contrasts` (1,000 resamples; minutes: it encodes STS12–16 with
     three encoders per pair, from the cache where they were encoded before) and record it for
-    :func:`_pair_contrasts`, with the encoders' fingerprints; returns the record."""
-    frame = pair_contrasts(n_boot=1000)
+    the docs' pair-contrasts table, with the encoders' fingerprints; returns the record."""
+    frame = pair_contrasts(n_boot=1000, show_progress=True)
     return record("pair_contrasts", {
         "date": date.today().isoformat(),
         "what": "workbench.reports.paper.pair_contrasts(n_boot=1000): paired bootstrap over STS12-16's sentence pairs",
         "rows": frame.to_dict(orient="records")})
+
+
+def measure_figure3() -> dict:
+    """The paper's Figure 3 orderings (BGT minus each model on STS12–16, Hard+ and Hard−, paired bootstrap with
+    1,000 resamples) for the CPU-trained en–fr models and for the GPU-trained pair beside SP, with each pair of
+    encoders' fingerprints; minutes (the embeddings come from the cache where they were made before)."""
+    cards = {name: card(name) for name in shipped()}
+    rows = []
+    for scale, models in (("cpu", FIGURE3_MODELS), ("gpu", GPU_FIGURE3_MODELS)):
+        differences = figure3_differences(cards, 1000, models=models, show_progress=True)
+        prints = dict(zip(differences["model"], differences["fingerprints"]))
+        rows += [{"scale": scale, **row, "fingerprints": prints[row["model"]]}
+                 for row in figure3_orderings(differences).to_dict(orient="records")]
+    return record("figure3", {"date": date.today().isoformat(),
+                              "what": "figure3_orderings(figure3_differences(cards, 1000, models=...)) for the CPU "
+                                      "and the GPU en-fr models", "rows": rows})
 
 
 def measure_minilm_layers() -> dict:
@@ -79,4 +96,5 @@ def measure_minilm_layers() -> dict:
 
 MEASURES: dict[str, Callable[..., dict]] = {"text-baselines": measure_text_baselines,
                                             "pair-contrasts": measure_pair_contrasts,
-                                            "minilm-layers": measure_minilm_layers}
+                                            "minilm-layers": measure_minilm_layers,
+                                            "figure3": measure_figure3}

@@ -11,10 +11,13 @@ import pandas as pd
 
 from ..checks import WorkbenchError
 from ..data.corpora import LANGUAGES, load_splits
+from ..data.sts import STS_DATASETS
 from ..data.tokenizer import Tokenizer
-from ..evaluation import compare_sts
+from ..evaluation import compare_hard_sts, compare_sts
+from ..evaluation.sts import years_task
 from ..models.folder import load, shipped
 from ..paths import trained_dir
+from ..progress import progress_bar
 from ..zoo.cards import CARD_SIZES, TABLE3_MODELS, card
 
 TASKS = {"sts": "STS", "subj_num": "SubjNum", "obj_num": "ObjNum", "tree_depth": "Depth", "top_const": "TopConst",
@@ -166,19 +169,21 @@ def language_gaps(ours: pd.DataFrame, distance: dict[str, float]) -> pd.DataFram
 
 def training_budgets(cards: dict[str, dict] | None = None) -> pd.DataFrame:
     """Training of each language pair's Table 3 models (from their cards): one row per shipped model with
-    ``model``, ``pair``, ``updates``, ``pairs_seen`` and ``train_seconds``. Differences between pairs are only
-    about language distance where a model had the same number of updates for every pair."""
+    ``model``, ``pair``, ``run_updates`` (the run's length: its budget), ``updates`` (the checkpoint shipped, the
+    best STS-B dev of the run), ``pairs_seen`` and ``train_seconds``. Differences between pairs are only about
+    language distance where a model had the same budget for every pair."""
     cards = cards if cards is not None else {name: card(name) for name in shipped()}
-    rows = [{"model": model, "pair": f"en-{lang}",
-             **{key: cards[name]["training"].get(key) for key in ("updates", "pairs_seen", "train_seconds")}}
+    columns = ["model", "pair", "run_updates", "updates", "pairs_seen", "train_seconds"]
+    rows = [{"model": model, "pair": f"en-{lang}", **{key: cards[name]["training"].get(key) for key in columns[3:]},
+             "run_updates": cards[name]["training"].get("run_updates", cards[name]["training"].get("updates"))}
             for model in TABLE3_MODELS for lang in LANGUAGES if (name := f"{model}-en-{lang}") in cards]
-    return pd.DataFrame(rows, columns=["model", "pair", "updates", "pairs_seen", "train_seconds"])
+    return pd.DataFrame(rows, columns=columns)
 
 
 def unequal_budgets(budgets: pd.DataFrame) -> dict[str, str]:
-    """For each model whose pairs had different numbers of updates: ``"fr 4,400 · es 150 …"``."""
-    return {model: " · ".join(f"{pair.split('-')[1]} {int(n):,}" for pair, n in zip(part["pair"], part["updates"]))
-            for model, part in budgets.groupby("model", sort=False) if part["updates"].nunique() > 1}
+    """For each model whose pairs' runs had different lengths: ``"fr 4,400 · es 3,200 …"`` (updates run)."""
+    return {model: " · ".join(f"{pair.split('-')[1]} {int(n):,}" for pair, n in zip(part["pair"], part["run_updates"]))
+            for model, part in budgets.groupby("model", sort=False) if part["run_updates"].nunique() > 1}
 
 
 def sts_rows(cards: dict[str, dict], model_names: dict[str, str]) -> pd.DataFrame:
@@ -207,6 +212,33 @@ def table2_expected() -> dict[str, float]:
     return table[[f"STS{y}" for y in range(12, 17)]].mean(axis=1).to_dict()
 
 
+FIGURE3_MODELS = {m: f"{m}-en-fr" for m in ("sp", "bilstm", "english_ae", "english_vae", "english_trans",
+                                             "bilingual_trans", "bgt_no_langvars", "bgt_no_prior", "bgt")}
+FIGURE3_MODELS.update({"b-wmf": "wmf-en-fr", "nmt / LASER": "nmt-all"})
+# The en–fr pair trained on one H100 at the small preset (minutes of GPU time), beside the CPU's best baseline
+GPU_FIGURE3_MODELS = {"bgt": "bgt-small-en-fr", "bilingual_trans": "bilingual_trans-small-en-fr", "sp": "sp-en-fr"}
+
+
+def figure3_differences(cards: dict, n_boot: int = 1000, years: tuple[int, ...] = tuple(STS_DATASETS),
+                        models: dict[str, str] = FIGURE3_MODELS, show_progress: bool = False) -> pd.DataFrame:
+    """BGT's semantic encoder (``models["bgt"]``) minus each other Figure 3 model's in ``models``, paired bootstrap
+    on STS over ``years`` and on Hard STS (the same pairs for both, so the CI is of the difference itself). Rows
+    ``model, measure, difference, ci_low, ci_high, …, fingerprints`` (the two encoders', as ``"bgt other"``)."""
+    bgt = load(models["bgt"]).encoder("semantic")
+    in_paper = set(paper_table("figure3")["model"])
+    frames = []
+    others = {label: name for label, name in models.items() if label != "bgt" and label in in_paper and name in cards}
+    for label, name in progress_bar(others.items(), desc=f"BGT ({models['bgt']}) against", unit="model",
+                                    disable=not show_progress):
+        other = load(name).encoder("semantic")
+        both = pd.concat([compare_sts(bgt, other, years, n_boot=n_boot), compare_hard_sts(bgt, other, n_boot=n_boot)])
+        frames.append(both[both["task"].isin((years_task(years), "hard+", "hard-"))]
+                      .rename(columns={"task": "measure"})
+                      .assign(model=label, fingerprints=f"{bgt.fingerprint} {other.fingerprint}"))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
+        columns=["model", "measure", "difference", "ci_low", "ci_high"])
+
+
 def figure3_orderings(differences: pd.DataFrame) -> pd.DataFrame:
     """Each of the paper's Figure 3 orderings (BGT against one model on one measure) judged by our paired
     bootstrap: ``differences`` has rows ``model, measure, difference, ci_low, ci_high`` (ours, BGT minus the
@@ -225,7 +257,7 @@ def figure3_orderings(differences: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["model", "measure", "paper", "ours", "ci_low", "ci_high", "verdict"])
 
 
-def pair_contrasts(n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+def pair_contrasts(n_boot: int = 1000, seed: int = 0, show_progress: bool = False) -> pd.DataFrame:
     """Table 3's two STS12–16 contrasts in each pair with a shipped BGT and BILINGUALTRANS, measured by a paired
     bootstrap over sentence pairs: BGT's semantic encoder minus its English language encoder (meaning apart from
     form) and minus BILINGUALTRANS's encoder. Rows ``pair, contrast, ours, ci_low, ci_high, paper, verdict,
@@ -233,10 +265,9 @@ def pair_contrasts(n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
     as ``"a b"``, so a record of these numbers can tell when a model changed)."""
     paper = paper_table("table3").set_index(["lang", "role"])["STS"]
     rows = []
-    for lang in LANGUAGES:
+    pairs = [lang for lang in LANGUAGES if {f"bgt-en-{lang}", f"bilingual_trans-en-{lang}"} <= set(shipped())]
+    for lang in progress_bar(pairs, desc="pair contrasts", unit="pair", disable=not show_progress):
         names = (f"bgt-en-{lang}", f"bilingual_trans-en-{lang}")
-        if not set(names) <= set(shipped()):
-            continue
         bgt, bilingual = load(names[0]), load(names[1])
         semantic = bgt.encoder("semantic")
         for contrast, other, role in (("semantic − English", bgt.encoder("en"), "en"),

@@ -31,7 +31,7 @@ from ..zoo.cards import CARD_SIZES, TABLE3_MODELS, card, measure, summarise_view
 from .distance import METRIC, gap_correlations, language_distances, missing_features
 from .figures import export_figures, figure_html, gap_figure, page, pair_figure, spreadsheet_safe, table3_figure
 from .paper import (
-    LANGUAGES, ROLES, TRACK_PAIR, figure3_orderings, language_gaps, our_table3, paper_table,
+    FIGURE3_MODELS, GPU_FIGURE3_MODELS, LANGUAGES, ROLES, TRACK_PAIR, figure3_differences, figure3_orderings, language_gaps, our_table3, paper_table,
     side_by_side, sts_rows, table2_expected, table3_cells, tatoeba_table, training_budgets, unequal_budgets, verdict,
     vocabulary_overlap)
 
@@ -206,38 +206,13 @@ def _distance_section(ours: pd.DataFrame, cards: dict, figures: dict, data: dict
                  + _check(np.sign(trend) == np.sign(paper_trend),
                           f"WordContent gap vs overlap: Pearson {trend:+.2f} ours, {paper_trend:+.2f} with the "
                           "paper's numbers on our distance order")
-                 + _check(not unequal, "every pair's models had the same number of updates" if not unequal else
-                          "the pairs' models had different numbers of updates, so differences between pairs are "
+                 + _check(not unequal, "every pair's models ran the same number of updates (each shipped at "
+                          "its best STS-B dev checkpoint)" if not unequal else
+                          "the pairs' models ran different numbers of updates, so differences between pairs are "
                           "partly training, not distance: " + "; ".join(f"{m} {u}" for m, u in unequal.items()))
                  + "</ul>")
     parts.append(_uriel_section(gaps, paper_gaps, figures, data))
     return "".join(parts)
-
-
-FIGURE3_MODELS = {m: f"{m}-en-fr" for m in ("sp", "bilstm", "english_ae", "english_vae", "english_trans",
-                                             "bilingual_trans", "bgt_no_langvars", "bgt_no_prior", "bgt")}
-FIGURE3_MODELS.update({"b-wmf": "wmf-en-fr", "nmt / LASER": "nmt-all"})
-# The en–fr pair trained on one H100 at the small preset (minutes of GPU time), beside the CPU's best baseline
-GPU_FIGURE3_MODELS = {"bgt": "bgt-small-en-fr", "bilingual_trans": "bilingual_trans-small-en-fr", "sp": "sp-en-fr"}
-
-
-def _figure3_differences(cards: dict, n_boot: int, years: tuple[int, ...],
-                         models: dict[str, str] = FIGURE3_MODELS) -> pd.DataFrame:
-    """BGT's semantic encoder (``models["bgt"]``) minus each other Figure 3 model's in ``models``, paired bootstrap
-    on STS over ``years`` and on Hard STS (the same pairs for both, so the CI is of the difference itself)."""
-    bgt = load(models["bgt"]).encoder("semantic")
-    in_paper = set(paper_table("figure3")["model"])
-    frames = []
-    for label, name in models.items():
-        if label == "bgt" or label not in in_paper or name not in cards:
-            continue
-        other = load(name).encoder("semantic")
-        both = pd.concat([compare_sts(bgt, other, years, n_boot=n_boot), compare_hard_sts(bgt, other, n_boot=n_boot)])
-        frames.append(both[both["task"].isin((years_task(years), "hard+", "hard-"))]
-                      .rename(columns={"task": "measure"})
-                      .assign(model=label))
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
-        columns=["model", "measure", "difference", "ci_low", "ci_high"])
 
 
 def _figure3_section(cards: dict, data: dict, n_boot: int, years: tuple[int, ...]) -> str:
@@ -247,7 +222,7 @@ def _figure3_section(cards: dict, data: dict, n_boot: int, years: tuple[int, ...
     data["figure3"] = side_by_side(fig3, paper_table("figure3"), ["model"])
     both = fig3.merge(paper_table("figure3"), on="model", suffixes=("", "_paper"))
     rank = both["STS12-16"].corr(both["STS12-16_paper"], method="spearman") if len(both) > 2 else float("nan")
-    orderings = data["figure3_orderings"] = figure3_orderings(_figure3_differences(cards, n_boot, years))
+    orderings = data["figure3_orderings"] = figure3_orderings(figure3_differences(cards, n_boot, years))
     counts = orderings["verdict"].value_counts()
     budgets = {label: cards[name]["training"].get("updates") for label, name in FIGURE3_MODELS.items()
                if name in cards}
@@ -276,7 +251,7 @@ def _figure3_gpu_section(cards: dict, data: dict, n_boot: int, years: tuple[int,
                 for label, name in GPU_FIGURE3_MODELS.items()}
     data["figure3_gpu"] = side_by_side(rows, paper_table("figure3"), ["model"])
     orderings = data["figure3_gpu_orderings"] = figure3_orderings(
-        _figure3_differences(cards, n_boot, years, GPU_FIGURE3_MODELS))
+        figure3_differences(cards, n_boot, years, GPU_FIGURE3_MODELS))
     return ("<h3>At GPU scale</h3><p>BGT and BILINGUALTRANS at the <i>small</i> preset (d = 512, 3 layers), "
             "trained for minutes on one GPU, beside the CPU's SP: " + html.escape(
                 "; ".join(f"{label} ({GPU_FIGURE3_MODELS[label]}): {text}" for label, text in hardware.items()))
