@@ -186,8 +186,8 @@ def test_an_export_that_keeps_its_decoders_continues_training_when_the_run_is_lo
                     sizes={"train": 600, "valid": 200, "test": 200}, show_progress=False)
     assert "`workbench train --init-from bgt-tiny` continues its training" in (folder / "card.md").read_text()
     best = json.loads((run_dir / "best" / "config.json").read_text())["update"]
-    cfg = TrainConfig.from_preset("tiny", max_updates=best + 3, valid_every=10, save_every=10)
-    runs = {}
+    cfg = TrainConfig.from_preset("tiny", max_updates=best + 3, valid_every=10, save_every=10, eval_every=0)
+    runs = {}  # (no STS-B dev: nothing of the continuation can beat the model it starts from)
     for source, out in ((folder, "from-export"), (run_dir / "best", "from-checkpoint")):
         trainer = Trainer(cfg, tmp_path / out, init_from=source, show_progress=False)
         assert trainer.state["update"] == best
@@ -197,6 +197,18 @@ def test_an_export_that_keeps_its_decoders_continues_training_when_the_run_is_lo
     for fp16, fp32 in zip(runs["from-export"], runs["from-checkpoint"]):  # the same batches and schedule
         assert (fp16["sentences"], fp16["lr"], fp16["kl_weight"]) == (fp32["sentences"], fp32["lr"], fp32["kl_weight"])
     assert runs["from-export"][0]["loss"] == pytest.approx(runs["from-checkpoint"][0]["loss"], rel=1e-2)  # fp16
+    # nothing of the continuation beat the model it started from, so its "best" is that model, shipped with the
+    # continuation's record (not its latest checkpoint, as before)
+    from safetensors.torch import load_file
+    from workbench.zoo.packaging import _exported
+    _, state, config, _, curve = _exported(tmp_path / "from-export", "bgt-tiny", True, "best", None)
+    assert not (tmp_path / "from-export" / "best").exists()
+    assert (config["training"]["updates"], config["training"]["run_updates"]) == (best, best + 3)
+    assert config["training"]["checkpoint"] == "best STS-B dev (semantic)" and curve["update"].max() == best + 3
+    shipped = load_file(str(folder / "model.safetensors"))
+    assert state.keys() == shipped.keys() and all(torch.equal(state[k], shipped[k]) for k in state)
+    _, latest, config, _, _ = _exported(tmp_path / "from-export", "bgt-tiny", True, "latest", None)
+    assert config["training"]["updates"] == best + 3 and config["training"]["checkpoint"] == "latest"
     from workbench.training.trainer import hardware
     from workbench.zoo.packaging import export_shards
     package = export_shards(tmp_path / "from-export", tmp_path / "packages", name="bgt-tiny-on", checkpoint="latest")

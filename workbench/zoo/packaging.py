@@ -25,8 +25,8 @@ from ..checks import WorkbenchError, check_keys, check_name, whole
 from ..data import sha256_of
 from ..models import FITTED, checked_config
 from ..models.folder import (
-    ModelFolder, checkpoint_update, file_digests, latest_checkpoint, metrics_curve, read_metrics, read_weights,
-    shipped, swap_folder, temp_sibling)
+    ModelFolder, checkpoint_update, file_digests, latest_checkpoint, learning_curve, metrics_curve, read_metrics,
+    read_weights, shipped, swap_folder, temp_sibling)
 from ..paths import read_json, sealed_config, trained_dir
 from ..training import FITS
 from ..training.recipes import TrainConfig
@@ -47,15 +47,19 @@ def _training_record(run: Path, lines: list[dict], update: int | None = None) ->
     steps = [line for line in lines if "tokens_per_s" in line]
     here = hardware()  # for lines logged before the trainer recorded it
     if steps:
-        upto = [s for s in steps if update is None or s["update"] <= update]
+        # the run's own update lines up to ``update``; for a model the run started from (its best when no update
+        # of the run beat it), the line the run carried over for that update
+        upto = [s for s in steps if update is None or s["update"] <= update] or [
+            line for line in lines if line["update"] == update and "train_seconds" in line][-1:]
         # the hardware of every update line, and of the lines a run started from a trained model carried over
         machines = [line.get("hardware") or here for line in lines
                     if (update is None or line["update"] <= update) and ("tokens_per_s" in line or "hardware" in line)]
-        return {"updates": upto[-1]["update"], "run_updates": steps[-1]["update"],  # as logged, else summed
-                "pairs_seen": int(upto[-1].get("pairs_seen", sum(s.get("sentences", 0) for s in upto))),
-                "train_seconds": round(upto[-1].get("train_seconds",
-                                                    sum(s["tokens"] / s["tokens_per_s"] for s in upto)), 1),
-                "hardware": " then ".join(dict.fromkeys(machines))}
+        last = upto[-1]  # its totals as logged, else summed over the lines
+        pairs = last["pairs_seen"] if "pairs_seen" in last else sum(s.get("sentences", 0) for s in upto)
+        seconds = last["train_seconds"] if "train_seconds" in last else sum(s["tokens"] / s["tokens_per_s"]
+                                                                            for s in upto)
+        return {"updates": last["update"], "run_updates": steps[-1]["update"], "pairs_seen": int(pairs),
+                "train_seconds": round(seconds, 1), "hardware": " then ".join(dict.fromkeys(machines))}
     last = lines[-1]  # a one-go fit: one line for the whole fit
     return {"updates": last.get("iterations"), "pairs_seen": last.get("pairs"), "preset": last.get("preset"),
             "train_seconds": round(last.get("seconds", float("nan")), 1),
@@ -70,6 +74,27 @@ def check_model_name(name: str) -> str:
     return name
 
 
+def _checkpoint(run: Path, checkpoint: str) -> tuple[ModelFolder, int, bool]:
+    """The folder a Trainer run ships (opened), the update it holds and whether it is the run's best. ``"best"``:
+    the run's ``best/``; for a run started from a trained model (``--init-from``) that none of its own updates beat
+    on STS-B dev, that model, as long as it is still the one the run started from (same update and STS-B dev);
+    else (and for ``"latest"``) the latest checkpoint."""
+    latest = latest_checkpoint(run)
+    if checkpoint == "best":
+        if (run / "best").is_dir():
+            return ModelFolder(run / "best"), checkpoint_update(run / "best"), True
+        state = read_json(latest / "trainer_state.json")
+        best, source = state.get("best"), state.get("init_from")
+        if best and source and (Path(source) / "curve.csv").is_file():
+            dev = learning_curve(source)
+            dev = dev[(dev["metric"] == "stsb_dev") & (dev["view"] == "semantic") & (dev["update"] == best["update"])]
+            start = ModelFolder(source)
+            if (start.config.get("training", {}).get("updates") == best["update"] and len(dev)
+                    and abs(float(dev["value"].iloc[0]) - best["stsb_dev"]) < 1e-6):
+                return start, best["update"], True
+    return ModelFolder(latest), checkpoint_update(latest), False
+
+
 def _exported(run: str | Path, name: str | None, keep_decoders: bool | None, checkpoint: str,
               hardware_text: str | None) -> tuple[str, dict, dict, bytes | None, pd.DataFrame | None]:
     """What a shipped model of ``run`` holds: (name, float16 state dict, config.json, spm.model's bytes, curve).
@@ -78,19 +103,19 @@ def _exported(run: str | Path, name: str | None, keep_decoders: bool | None, che
     check_name("checkpoint", checkpoint, ("best", "latest"))
     run = Path(run)
     single = (run / "config.json").is_file()  # a one-go fit's single folder, else a Trainer run
-    opened = ModelFolder(run if single else run / "best" if checkpoint == "best" and (run / "best").is_dir()
-                         else latest_checkpoint(run))  # never ship a damaged or replaced checkpoint
+    # opened once, never a damaged or replaced checkpoint
+    opened, update, is_best = (ModelFolder(run), None, False) if single else _checkpoint(run, checkpoint)
     meta, setting = opened.config, opened.config["model"]["setting"]
     pair = meta.get("train", {}).get("pair") or "-".join(meta["model"]["languages"])
     name = check_model_name(name or f"{setting}-{pair}")
     keep = name in WITH_DECODERS if keep_decoders is None else keep_decoders
     lines = read_metrics(run)
-    record = _training_record(run, lines, None if single else checkpoint_update(opened.path))
+    record = _training_record(run, lines, update)
     if hardware_text:
         record["hardware"] = hardware_text
     if setting in FITTED:
         return name, FITTED[setting].shipped(opened.weights()), {**meta, "training": record}, None, None
-    record["checkpoint"] = "best STS-B dev (semantic)" if opened.path.name == "best" else "latest"
+    record["checkpoint"] = "best STS-B dev (semantic)" if is_best else "latest"
     state = {k: (v.half() if v.is_floating_point() else v) for k, v in opened.weights().items()
              if keep or not k.startswith("decoders.")}
     meta = {k: v for k, v in meta.items() if k not in ("update", "stsb_dev", "files_sha256")}  # the run's own
@@ -127,9 +152,10 @@ def export(run: str | Path, name: str, keep_decoders: bool | None = None, root: 
            checkpoint: str = "best", force: bool = False) -> Path:
     """Copy a run into ``trained/<name>`` (float16 weights, decoders dropped unless needed), then measure it
     (probes at ``sizes``) and write its card; an existing model of that name is replaced only with ``force``.
-    ``checkpoint="best"`` takes the run's ``best/`` (best semantic STS-B dev) where it has one, else the latest
-    checkpoint (``"latest"``: always that). The run's learning curve goes with it (``curve.csv``). Returns the
-    model folder."""
+    ``checkpoint="best"`` takes the run's ``best/`` (best semantic STS-B dev) where it has one; a run started
+    ``--init-from`` a trained model that none of its updates beat ships that model (with this run's curve and
+    length); else the latest checkpoint (``"latest"``: always that). The run's learning curve goes with it
+    (``curve.csv``). Returns the model folder."""
     if not name:
         raise WorkbenchError("name the model to export (e.g. bgt-en-fr): the name decides which folder of trained/ "
                              "it becomes")
