@@ -100,7 +100,7 @@ def test_a_card_number_in_prose_is_the_cards_and_a_wrong_key_names_what_is_there
     assert doc.read_text().count(f"-->{stated['views']['semantic']['sts']['STS12-16']:.1f}<") == 1
     assert f"-->{stated['training']['updates']:,}<" in doc.read_text()
     doc.write_text("<!-- fact: card bgt-en-fr views.semantic.stz -->0<!-- /fact -->")
-    with pytest.raises(WorkbenchError, match="card bgt-en-fr: no 'stz' in 'views.semantic.stz'; there: fingerprint, sts"):
+    with pytest.raises(WorkbenchError, match="card bgt-en-fr: no 'stz' in 'views.semantic.stz'; there: fingerprint"):
         refresh([doc])
 
 

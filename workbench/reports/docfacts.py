@@ -126,6 +126,9 @@ def _text_baseline(task: str, baseline: str, field: str = "accuracy") -> str:
     return f"{row['accuracy'] - row['published']:+.1f}" if field == "gap" else f"{row[field]:.1f}"
 
 
+MEASURE_TITLES = {"STS12-16": "STS12–16", "hard+": "Hard+", "hard-": "Hard−"}
+
+
 def _figure3(scale: str) -> str:
     """The paper's Figure 3 orderings at ``scale`` (``cpu``: the en–fr models trained on CPU; ``gpu``: the pair
     trained on one GPU, beside SP): BGT minus each model with its 95% CI and the paper's difference, from the
@@ -140,7 +143,8 @@ def _figure3(scale: str) -> str:
                            f"the Figure 3 orderings of {' and '.join(names)}", "figure3")
     cells = {(row["model"], row["measure"]): row for row in rows}
     measures = list(dict.fromkeys(row["measure"] for row in rows))
-    lines = ["| BGT minus | " + " | ".join(MEASURE_TITLES.get(m, m) for m in measures) + f" | {MEASURE_TITLES.get(measures[0], measures[0])} verdict |",
+    titles = [MEASURE_TITLES.get(measure, measure) for measure in measures]
+    lines = ["| BGT minus | " + " | ".join(titles) + f" | {titles[0]} verdict |",
              "|---|" + "---|" * (len(measures) + 1)]
     for model in dict.fromkeys(row["model"] for row in rows):
         said = [f"{c['ours']:+.1f} [{c['ci_low']:.1f}, {c['ci_high']:.1f}] ({c['paper']:+.1f})"
@@ -152,8 +156,6 @@ def _figure3(scale: str) -> str:
                  f"noise, {verdicts['reversed']} reversed.")
     return "\n" + "\n".join(lines) + "\n"
 
-
-MEASURE_TITLES = {"STS12-16": "STS12–16", "hard+": "Hard+", "hard-": "Hard−"}
 
 
 def _table3_winners() -> str:
