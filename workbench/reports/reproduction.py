@@ -31,9 +31,9 @@ from ..zoo.cards import CARD_SIZES, TABLE3_MODELS, card, measure, summarise_view
 from .distance import METRIC, gap_correlations, language_distances, missing_features
 from .figures import export_figures, figure_html, gap_figure, page, pair_figure, spreadsheet_safe, table3_figure
 from .paper import (
-    FIGURE3_MODELS, GPU_FIGURE3_MODELS, LANGUAGES, ROLES, TRACK_PAIR, figure3_differences, figure3_orderings, language_gaps, our_table3, paper_table,
-    side_by_side, sts_rows, table2_expected, table3_cells, tatoeba_table, training_budgets, unequal_budgets, verdict,
-    vocabulary_overlap)
+    FIGURE3_MODELS, GPU_FIGURE3_MODELS, LANGUAGES, ROLES, TRACK_PAIR, figure3_differences, figure3_orderings,
+    language_gaps, our_table3, paper_table, side_by_side, sts_rows, table2_expected, table3_cells, tatoeba_table,
+    training_budgets, unequal_budgets, verdict, vocabulary_overlap)
 
 
 def _table(df: pd.DataFrame) -> str:
