@@ -84,8 +84,10 @@ BASELINE_TITLES = {"majority": "majority", "length": "Length", "nb-uni-tfidf": "
 
 
 @cache  # one look at each build per process: every inline number of the record asks again
-def _changed_datasets(digests: tuple[tuple[str, str], ...]) -> list[str]:
-    return [task for task, digest in digests if build_task(task).manifest["sha256"] != digest]
+def _changed_datasets(digests: tuple[tuple[str, str], ...], card_sizes: bool = False) -> list[str]:
+    """The tasks whose dataset (as ``probes build`` builds it, or at the model cards' sizes) has another sha256."""
+    sizes = CARD_SIZES if card_sizes else None
+    return [task for task, digest in digests if build_task(task, sizes=sizes).manifest["sha256"] != digest]
 
 
 def _text_baselines() -> str:
@@ -187,8 +189,7 @@ def _minilm_layers() -> str:
     """all-MiniLM-L6-v2's accuracy at every layer on the recorded tasks, and :func:`layer_profile`'s summary of each
     — refused once a task's dataset at the cards' sizes is not the one measured."""
     entry = measured("minilm_layers")
-    changed = [task for task, digest in entry["datasets"].items()
-               if build_task(task, sizes=CARD_SIZES).manifest["sha256"] != digest]
+    changed = _changed_datasets(tuple(entry["datasets"].items()), card_sizes=True)
     if changed:
         raise WorkbenchError(f"the MiniLM layer sweep in {MEASUREMENTS.name} was measured on other datasets of "
                              f"{', '.join(changed)}: measure it again with `workbench docs --measure minilm-layers`")
