@@ -15,6 +15,7 @@ from safetensors.torch import load_file
 from workbench.zoo import campaign
 from workbench.zoo.cards import card
 from workbench.checks import WorkbenchError
+from workbench.data.tokenizer import pair_tokenizer
 from workbench.models.folder import load
 from workbench.zoo.packaging import export_shards, import_shards
 
@@ -55,11 +56,13 @@ def test_check_runs_the_gpu_tests_and_bench_the_steady_state_throughput_with_its
     assert campaign.check_return(tmp_path / "out")["files"] == 2
 
 
-def test_train_stops_its_jobs_at_the_calls_deadline_and_still_returns_them(tmp_path):
+def test_train_stops_its_jobs_at_the_calls_deadline_and_still_returns_them(tmp_path, monkeypatch):
     """A long budget in a short call: the jobs are stopped (SIGINT, a clean stop) so the export fits the call."""
+    monkeypatch.setenv("CAMPAIGN_PRESET", "tiny")
+    pair_tokenizer("en-fr", campaign.job_config("bgt-en-fr", 1).vocab_size)  # stored: the call trains, not this
     started = time.time()
-    env = {"CAMPAIGN_CALL_START": str(started),
-           "CAMPAIGN_CALL_SECONDS": str(campaign.AFTER_TRAINING_SECONDS + 45)}
+    env = {"CAMPAIGN_CALL_START": str(started),  # ~10 s to the job's first checkpoint, then it trains until stopped
+           "CAMPAIGN_CALL_SECONDS": str(campaign.AFTER_TRAINING_SECONDS + 25)}
     result = step("train", tmp_path / "out", tmp_path / "runs", "--seconds", "1000", jobs="bgt-en-fr", env=env)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "stopping the jobs (SIGINT)" in result.stdout

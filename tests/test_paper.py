@@ -131,9 +131,10 @@ def test_training_budgets_say_which_pairs_had_shorter_runs():
 @pytest.mark.xdist_group("shipped-sts")  # one worker: the shipped models' STS embeddings it caches serve test_shipped
 def test_reproduce_writes_the_report(tmp_path):
     # every section and branch on the smallest data: STS16 alone (a tenth of STS12-16's pairs) in the ~30 paired
-    # bootstraps of ~30 encoders, 200 resamples (1,000 by default), one disentanglement pair, two transfers
+    # bootstraps of ~30 encoders, 200 resamples (1,000 by default), one disentanglement pair, two transfers; no
+    # PNG/PDF (export_figures draws them in tests/test_browser.py)
     path = reproduce(tmp_path / "reproduction.html", transfer_examples=2, show_progress=False,
-                     disentangle=("en-fr",), n_boot=200, years=(2016,))
+                     disentangle=("en-fr",), n_boot=200, years=(2016,), static=False)
     text = path.read_text()
     assert "STS over STS16), beside the paper's difference (on STS12–16)" in text
     for heading in ("Table 2", "Table 3", "Figure 3", "Figure 4", "Table 4", "Language distance", "Tatoeba"):

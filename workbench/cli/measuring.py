@@ -14,7 +14,7 @@ from ..evaluation import SUITES, compare_hard_sts, compare_sts, evaluate
 from ..evaluation.significance import check_n_boot
 from ..models.folder import load
 from ..probing.baselines import BASELINES, SENTEVAL_NAMES, text_baselines
-from ..probing.build import build_task, ship_parses
+from ..probing.build import build_task, ship_manifests, ship_parses
 from ..probing.layers import layer_profile, probe_layers
 from ..probing.probe import check_options, probe
 from ..probing.tasks import get_task, readable_tasks, task_names
@@ -149,6 +149,10 @@ def _probes_arguments(p: argparse.ArgumentParser) -> None:
     q.add_argument("--ship-parses", action="store_true",
                    help="write the probe pools' parses into probes/parses/ (what a fresh clone reads instead of "
                         "parsing; for maintainers, after a pool, pipeline or parse change)")
+    q.add_argument("--ship-manifests", action="store_true",
+                   help="build every task at its card's sizes and at the model cards' probing sizes and record "
+                        "the manifests in probes/builds.json (what the docs state; for maintainers, after a card, "
+                        "pool or builder change)")
     size_args(q)
     q = psub.add_parser("baselines", help="Conneau et al. (2018)'s text-only baselines on our tasks, beside their "
                                           "published accuracies on SentEval's data (an external check)")
@@ -174,6 +178,8 @@ def _probes(args) -> None:
         return
     if args.ship_parses:
         print(f"shipped parses: {ship_parses()}")
+    if args.ship_manifests:
+        print(f"shipped manifests: {ship_manifests([None, CARD_SIZES])}")
     rows = []
     for task in progress_bar(args.tasks, desc="building tasks", unit="task"):
         manifest = build_task(task, sizes=probing_sizes(args), force=args.force).manifest

@@ -50,11 +50,13 @@ def _reproduce_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--years", type=int, nargs="+", choices=list(STS_DATASETS), default=list(STS_DATASETS),
                    help="the STS years of the paired bootstraps (default all five, the paper's STS12-16; encoding "
                         "them is most of the report's time, and --years 2016 alone is a quick look)")
+    p.add_argument("--no-static", action="store_true", help="skip the figures' PNG/PDF export (needs Chromium; "
+                                                            "the HTML and the CSVs are complete without it)")
 
 
 def _reproduce(args) -> None:
     path = reproduce(args.out, recompute=args.recompute, disentangle=() if args.no_disentanglement else None,
-                     years=args.years)
+                     years=args.years, static=not args.no_static)
     print(f"report: {Path(path).resolve()}")
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..checks import DataFormatError, check_name
 from ..paths import data_dir
-from . import utf8_lines
+from . import sha256_of, utf8_lines
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +60,20 @@ def pairs_of(pair: str) -> tuple[str, ...]:
 def corpus_path(pair: str) -> Path:
     language_of(pair)
     return data_dir() / "parallel" / f"{pair}.tsv.gz"
+
+
+_DIGESTS: dict[tuple, str] = {}
+
+
+def corpus_digest(pair: str) -> str:
+    """sha256 of the pair's corpus file: what is built from it is keyed on its bytes, so a copied or touched file
+    keeps its builds. Hashed once per process for each (path, size, modification time)."""
+    path = corpus_path(pair)
+    stat = path.stat()
+    stamp = (str(path), stat.st_size, stat.st_mtime_ns)
+    if stamp not in _DIGESTS:
+        _DIGESTS[stamp] = sha256_of(path)
+    return _DIGESTS[stamp]
 
 
 def read_pairs(path: str | Path) -> list[Pair]:

@@ -23,8 +23,7 @@ import sentencepiece as spm
 from sacremoses import MosesDetokenizer
 
 from ..paths import atomic_write, home_dir
-from . import sha256_of
-from .corpora import SplitConfig, corpus_path, language_of, load_splits, pairs_of
+from .corpora import SplitConfig, corpus_digest, language_of, load_splits, pairs_of
 from .moses import tokenise_many
 
 log = logging.getLogger(__name__)
@@ -154,9 +153,9 @@ def pair_tokenizer(pair: str, vocab_size: int = 8000, split: SplitConfig = Split
     spec = {"pair": pair, "vocab_size": vocab_size, "split": split.__dict__, "builder_version": BUILDER_VERSION,
             "character_coverage": 0.9995 if "ja" in languages else 1.0}
     if pair == "all":
-        spec["corpus_sha256"] = {p: sha256_of(corpus_path(p)) for p in pairs}
+        spec["corpus_sha256"] = {p: corpus_digest(p) for p in pairs}
     else:
-        spec["corpus_sha256"] = sha256_of(corpus_path(pair))
+        spec["corpus_sha256"] = corpus_digest(pair)
     if language_tags:
         spec["language_tags"] = [f"<2{lang}>" for lang in languages]
     key = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]

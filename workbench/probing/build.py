@@ -24,10 +24,11 @@ import numpy as np
 import pandas as pd
 
 from ..checks import WorkbenchError, check_sizes
-from ..data.corpora import PAIRS, SplitConfig, bucket, corpus_path, load_splits, normalise, probe_pool
+from ..data.corpora import PAIRS, SplitConfig, bucket, corpus_digest, load_splits, normalise, probe_pool
 from ..data.moses import tokenise_many
 from ..data.tokenizer import detokenise
-from ..paths import atomic_write, home_dir, read_json
+from ..paths import REPO_ROOT, atomic_write, home_dir, read_json
+from ..progress import progress_bar
 from .builders import BUILDERS, PARSING
 from .parse import parse, ship, stored_parses
 from .tasks import TaskCard, get_task, task_names
@@ -139,11 +140,11 @@ def split_by_word(by_label: dict[str, list[tuple[str, str]]], targets: dict[str,
 
 
 def _pool_key(config: SplitConfig) -> str:
+    """What the probe pools are drawn from: the split and every corpus's bytes (not its file's date, so a copy of
+    the data keeps its builds)."""
     h = hashlib.sha256(json.dumps(config.__dict__, sort_keys=True).encode())
     for pair in PAIRS:
-        h.update(pair.encode())
-        h.update(str(corpus_path(pair).stat().st_size).encode())
-        h.update(str(int(corpus_path(pair).stat().st_mtime)).encode())
+        h.update(f"{pair}\0{corpus_digest(pair)}".encode())
     return h.hexdigest()
 
 
@@ -189,6 +190,37 @@ def pending(tasks: Sequence[str], sizes: dict[str, int] | None = None, config: S
             if stored_parses(pool, card.language) is None:
                 to_parse[card.language] = len(pool)
     return [card.name for card in missing], to_parse
+
+
+SHIPPED_BUILDS = REPO_ROOT / "probes" / "builds.json"
+
+
+def build_spec(task: str, sizes: dict[str, int] | None = None, config: SplitConfig = SplitConfig()) -> dict:
+    """What building ``task`` from the probe pool (seed 0) at ``sizes`` (default: the card's) reads: the card,
+    the sizes, the pool's inputs and the builders' version — a build's cache key."""
+    card = get_task(task)
+    return _spec_and_folder(card, check_sizes(sizes or card.sizes), None, 0, config)[0]
+
+
+def shipped_manifest(task: str, sizes: dict[str, int] | None = None) -> dict | None:
+    """The manifest (sizes, label counts, sha256) of ``task`` built at ``sizes`` that the repository ships in
+    ``probes/builds.json``, or None where it holds none built from what a build would read now."""
+    if not SHIPPED_BUILDS.is_file():
+        return None
+    spec = build_spec(task, sizes)
+    return next((m for m in read_json(SHIPPED_BUILDS)["builds"] if m["task"] == task and m["spec"] == spec), None)
+
+
+def ship_manifests(size_sets: Sequence[dict[str, int] | None]) -> Path:
+    """Build every task at each of ``size_sets`` (None: the card's sizes; built ones are reused) and record their
+    manifests in ``probes/builds.json``, so the docs state sizes and digests without building every dataset (for
+    maintainers, after a card, pool or builder change). Returns the file."""
+    builds = [build_task(task, sizes=sizes).manifest for sizes in size_sets
+              for task in progress_bar(task_names(), desc="building tasks", unit="task")]
+    atomic_write(SHIPPED_BUILDS, json.dumps({"what": "the manifests of every probing task as `workbench probes build` "
+                                                     "builds it (workbench probes build --ship-manifests)",
+                                             "builds": builds}, indent=1, ensure_ascii=False) + "\n")
+    return SHIPPED_BUILDS
 
 
 def ship_parses(config: SplitConfig = SplitConfig()) -> Path:

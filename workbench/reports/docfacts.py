@@ -2,7 +2,8 @@
 
 A number in a Markdown file sits between two markers, ``<!-- fact: NAME [WORD …] -->`` and ``<!-- /fact -->``
 (inline, or around a whole table); :data:`FACTS` maps NAME to the function that writes it (given the WORDs) from
-the model cards, the corpora, the built probing datasets or a recorded measurement
+the model cards, the corpora, the probing datasets' shipped manifests (``probes/builds.json``) or a recorded
+measurement
 (:mod:`workbench.reports.measurements`: what was measured or timed, when, on what). ``workbench docs`` checks
 that every marked number is what its generator gives now (the test suite runs it, so a drifted number fails CI);
 ``workbench docs --write`` rewrites them.
@@ -12,24 +13,25 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable
-from functools import cache
 from pathlib import Path
 
 import pandas as pd
 
 from ..checks import WorkbenchError
-from ..data.corpora import PAIRS, probe_pool, split_summary
-from ..models.folder import shipped
+from ..data.corpora import LANGUAGES, PAIRS, probe_pool, split_summary
+from ..data.sts import load_sts_hard
+from ..models.folder import learning_curve, shipped
 from ..paths import REPO_ROOT, atomic_write, trained_dir
-from ..probing.build import build_task
+from ..probing.build import SHIPPED_BUILDS, shipped_manifest
 from ..probing.layers import layer_profile
+from ..probing.parse import SHIPPED as PARSES
 from ..probing.tasks import get_task, task_names
 from ..zoo.cards import CARD_SIZES, card, summary_markdown
 from .measurements import MEASUREMENTS, measured
 from .paper import FIGURE3_MODELS, GPU_FIGURE3_MODELS, our_table3, table3_cells
 
 DOCUMENTS = ("README.md", "docs", "trained/README.md", "notebooks/README.md")
-_MARKED = re.compile(r"(<!-- fact: (?P<name>[\w-]+)(?P<args>(?: [\w.-]+)*) -->)(?P<body>.*?)(<!-- /fact -->)", re.S)
+_MARKED = re.compile(r"(<!-- fact: (?P<name>[\w-]+)(?P<args>(?: [\w.>:@\[\]-]+)*) -->)(?P<body>.*?)(<!-- /fact -->)", re.S)
 
 
 def _trained_table() -> str:
@@ -44,11 +46,22 @@ def _split_sizes() -> str:
     return "\n" + "\n".join(lines) + "\n"
 
 
+def _built(task: str, sizes: dict[str, int] | None = None) -> dict:
+    """The shipped manifest of ``task`` as ``probes build`` builds it now (at ``sizes``, default the card's),
+    refused where the card, the pool or the builders changed since it was recorded."""
+    manifest = shipped_manifest(task, sizes)
+    if manifest is None:
+        raise WorkbenchError(f"{SHIPPED_BUILDS.relative_to(REPO_ROOT)} holds no build of {task} from today's card, "
+                             "probe pool and builders: record them again with "
+                             "`workbench probes build --ship-manifests`")
+    return manifest
+
+
 def _probe_sizes() -> str:
-    """The probing datasets as ``probes build`` builds them (it builds what is missing: minutes on a fresh home)."""
+    """The probing datasets as ``probes build`` builds them, from their shipped manifests."""
     lines = ["| task | classes | train / valid / test | what the label is |", "|---|---:|---|---|"]
     for card in map(get_task, task_names()):
-        manifest = build_task(card).manifest
+        manifest = _built(card.name)
         sizes = " / ".join(f"{manifest['sizes'][s]:,}" for s in ("tr", "va", "te"))
         lines.append(f"| {card.name} | {len(manifest['label_counts']['tr'])} | {sizes} | {card.description} |")
     return "\n" + "\n".join(lines) + "\n"
@@ -56,6 +69,15 @@ def _probe_sizes() -> str:
 
 def _trained_size() -> str:
     return f"{sum(p.stat().st_size for p in trained_dir().rglob('*') if p.is_file()) / 2 ** 20:.0f} MiB"
+
+
+def _parses_size() -> str:
+    return f"{sum(p.stat().st_size for p in PARSES.iterdir() if p.is_file()) / 2 ** 20:.1f} MiB"
+
+
+def _hard_sts_pairs(kind: str) -> str:
+    """The pairs of one Hard STS file (``hard-pos``: Hard+, ``hard-neg``: Hard−)."""
+    return f"{len(load_sts_hard(kind)):,}"
 
 
 def _probe_pool() -> str:
@@ -83,11 +105,10 @@ BASELINE_TITLES = {"majority": "majority", "length": "Length", "nb-uni-tfidf": "
                    "nb-bi-tfidf": "NB-bi-tfidf"}  # Conneau et al.'s names, as the table's columns
 
 
-@cache  # one look at each build per process: every inline number of the record asks again
-def _changed_datasets(digests: tuple[tuple[str, str], ...], card_sizes: bool = False) -> list[str]:
+def _changed_datasets(digests: dict[str, str], card_sizes: bool = False) -> list[str]:
     """The tasks whose dataset (as ``probes build`` builds it, or at the model cards' sizes) has another sha256."""
     sizes = CARD_SIZES if card_sizes else None
-    return [task for task, digest in digests if build_task(task, sizes=sizes).manifest["sha256"] != digest]
+    return [task for task, digest in digests.items() if _built(task, sizes)["sha256"] != digest]
 
 
 def _text_baselines() -> str:
@@ -95,7 +116,7 @@ def _text_baselines() -> str:
     (minutes; :func:`~workbench.reports.measurements.measure_text_baselines`) — refused once a task's dataset is
     not the one they were measured on."""
     record = measured("text_baselines")
-    changed = _changed_datasets(tuple(record["datasets"].items()))
+    changed = _changed_datasets(record["datasets"])
     if changed:
         raise WorkbenchError(f"the text baselines in {MEASUREMENTS.name} were measured on other datasets of "
                              f"{', '.join(changed)} than these builds: measure them again with "
@@ -173,23 +194,76 @@ def _table3_winners() -> str:
 TABLE3_TITLES = {"Word": "WordContent", "Len": "Length", "Depth": "Depth"}
 
 
+def _tatoeba_table() -> str:
+    """Tatoeba error (%, xx→en / en→xx) of every shipped model whose semantic view has it, from the cards; the
+    models of one recipe trained per pair (``NAME-en-fr``, ``NAME-en-es``, …) share a row, ``NAME-en-XX``."""
+    families: dict[str, list[dict]] = {}
+    for name in shipped():
+        info = card(name)
+        if "tatoeba" in info["views"].get("semantic", {}):
+            families.setdefault(name.replace(info["pair"], "en-XX") if info["pair"] in PAIRS else name, []).append(info)
+    lines = ["| name | " + " | ".join(LANGUAGES) + " |", "|---|" + "---:|" * len(LANGUAGES)]
+    for family, members in sorted(families.items()):
+        if len(members) == 1:
+            family = members[0]["name"]
+        errors = {lang: scores for info in members for lang, scores in info["views"]["semantic"]["tatoeba"].items()}
+        cells = [f"{errors[lang]['xx->en']:.1f} / {errors[lang]['en->xx']:.1f}" if lang in errors else ""
+                 for lang in LANGUAGES]
+        said = " (each pair's own model)" if len(members) > 1 else ""
+        lines.append(f"| `{family}`{said} | " + " | ".join(cells) + " |")
+    return "\n" + "\n".join(lines) + "\n"
+
+
 def _card_number(name: str, path: str) -> str:
     """One number of a shipped model's card, for prose (``<!-- fact: card NAME KEY.KEY… -->``), e.g.
-    ``card bgt-en-fr views.semantic.sts.STS12-16`` → ``63.1``; a whole number is written with thousands commas."""
+    ``card bgt-en-fr views.semantic.sts.STS12-16`` → ``63.1`` (a list's item by its index: a measure with its CI is
+    ``[value, low, high]``); a whole number is written with thousands commas."""
     value = card(name)
     for key in path.split("."):
+        if isinstance(value, list) and key.isdigit() and int(key) < len(value):  # [value, CI low, CI high]
+            value = value[int(key)]
+            continue
         if not isinstance(value, dict) or key not in value:
-            valid = ", ".join(value) if isinstance(value, dict) else "nothing (a value)"
+            valid = (", ".join(value) if isinstance(value, dict) else f"indices 0-{len(value) - 1}"
+                     if isinstance(value, list) else "nothing (a value)")
             raise WorkbenchError(f"card {name}: no {key!r} in {path!r}; there: {valid}")
         value = value[key]
     return f"{value:,}" if isinstance(value, int) else f"{value:,.1f}" if isinstance(value, float) else str(value)
+
+
+def _stsb_dev(name: str, view: str) -> pd.Series:
+    """STS-B dev by update (Pearson × 100) of a shipped model's run, for ``view``."""
+    curve = learning_curve(name)
+    dev = curve[(curve["metric"] == "stsb_dev")]
+    if view not in set(dev["view"]):
+        raise WorkbenchError(f"{name}'s curve has no STS-B dev of view {view!r}; views: {', '.join(sorted(set(dev['view'])))}")
+    return dev[dev["view"] == view].set_index("update")["value"]
+
+
+def _curve(name: str, update: str, view: str = "semantic") -> str:
+    """A shipped model's STS-B dev at one update of its run (``<!-- fact: curve NAME UPDATE [VIEW] -->``), from the
+    curve it ships (``curve.csv``)."""
+    dev = _stsb_dev(name, view)
+    if int(update) not in dev.index:
+        raise WorkbenchError(f"{name}'s run has no STS-B dev at update {update}; it has {dev.index.min()}–"
+                             f"{dev.index.max()} every {dev.index[1] - dev.index[0]} (and the last update)")
+    return f"{dev[int(update)]:.1f}"
+
+
+def _curve_range(name: str, first: str, last: str, view: str = "semantic") -> str:
+    """The lowest and the highest STS-B dev of a shipped model's run over updates FIRST…LAST, as ``low–high``
+    (``<!-- fact: curve-range NAME FIRST LAST [VIEW] -->``)."""
+    dev = _stsb_dev(name, view).loc[int(first):int(last)]
+    if dev.empty:
+        raise WorkbenchError(f"{name}'s run has no STS-B dev between updates {first} and {last}")
+    return f"{dev.min():.1f}–{dev.max():.1f}"
 
 
 def _minilm_layers() -> str:
     """all-MiniLM-L6-v2's accuracy at every layer on the recorded tasks, and :func:`layer_profile`'s summary of each
     — refused once a task's dataset at the cards' sizes is not the one measured."""
     entry = measured("minilm_layers")
-    changed = _changed_datasets(tuple(entry["datasets"].items()), card_sizes=True)
+    changed = _changed_datasets(entry["datasets"], card_sizes=True)
     if changed:
         raise WorkbenchError(f"the MiniLM layer sweep in {MEASUREMENTS.name} was measured on other datasets of "
                              f"{', '.join(changed)}: measure it again with `workbench docs --measure minilm-layers`")
@@ -251,6 +325,8 @@ FACTS: dict[str, Callable[..., str]] = {  # NAME -> its generator, given the mar
     "split-sizes": _split_sizes,
     "probe-sizes": _probe_sizes,
     "probe-pool": _probe_pool,
+    "parses-size": _parses_size,
+    "hard-sts-pairs": _hard_sts_pairs,
     "shipped-count": _count_shipped,
     "task-count": _count_tasks,
     "time-setup": _time("setup"),
@@ -263,6 +339,9 @@ FACTS: dict[str, Callable[..., str]] = {  # NAME -> its generator, given the mar
     "minilm-layers": _minilm_layers,
     "figure3": _figure3,
     "card": _card_number,
+    "tatoeba-table": _tatoeba_table,
+    "curve": _curve,
+    "curve-range": _curve_range,
     "table3-winners": _table3_winners,
 }
 

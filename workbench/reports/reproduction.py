@@ -354,8 +354,9 @@ def _table4_section(bgt, cards: dict, transfer_examples: int, data: dict) -> str
 def reproduce(out: str | Path = REPO_ROOT / "reports" / "reproduction.html", recompute: bool = False,
               transfer_examples: int = 5, show_progress: bool = True,
               disentangle: tuple[str, ...] | None = None, n_boot: int = 1000,
-              years: Sequence[int] = tuple(STS_DATASETS)) -> Path:
-    """Write the reproduction report (HTML + the numbers as CSV, figures as PNG/PDF where Chromium exists).
+              years: Sequence[int] = tuple(STS_DATASETS), static: bool = True) -> Path:
+    """Write the reproduction report (HTML + the numbers as CSV, figures as PNG/PDF where Chromium exists and
+    ``static``: drawing them takes a browser and ~20 s).
     ``disentangle``: the pairs of the disentanglement section (default: every pair with both shared models;
     it probes and re-evaluates, a minute or two per pair on 2 cores; ``()`` leaves it out). ``n_boot``: the
     resamples of each paired bootstrap that tests one of the paper's orderings (Table 2, Figure 3). ``years``:
@@ -385,7 +386,7 @@ def reproduce(out: str | Path = REPO_ROOT / "reports" / "reproduction.html", rec
                 _disentanglement_section(list(disentangle), figures, data) if disentangle else "",
                 _figure3_section(cards, data, n_boot, years), _tatoeba_section(cards, data), _figure4_section(cards, data),
                 _table4_section(bgt, cards, transfer_examples, data)]
-    problems = export_figures(figures, out.parent, stem=out.stem)
+    problems = export_figures(figures, out.parent, stem=out.stem, formats=("png", "pdf") if static else ())
     for name, frame in data.items():
         spreadsheet_safe(frame).to_csv(out.parent / f"{out.stem}-{name}.csv", index=False)
     warnings = "".join(f'<p class="warn">{html.escape(p)}</p>' for p in problems)

@@ -1,0 +1,35 @@
+"""The probing datasets' manifests ship with the repository (probes/builds.json): the docs state sizes and digests
+from them without building every dataset; they are what a build gives today, and a changed builder or corpus
+refuses them."""
+import pytest
+
+from workbench.checks import WorkbenchError
+from workbench.probing import build
+from workbench.probing.build import build_task, shipped_manifest
+from workbench.probing.tasks import task_names
+from workbench.reports import docfacts
+from workbench.zoo.cards import CARD_SIZES
+
+
+def test_every_task_has_its_manifest_shipped_at_its_cards_and_the_model_cards_sizes():
+    missing = [(task, sizes) for task in task_names() for sizes in (None, CARD_SIZES)
+               if shipped_manifest(task, sizes) is None]
+    assert not missing
+
+
+@pytest.mark.parametrize("task,sizes", [("length", None), ("word_content", CARD_SIZES), ("gender_fr", CARD_SIZES),
+                                        ("language_id_en_ja", None)], ids=lambda v: str(v))
+def test_a_shipped_manifest_is_what_a_fresh_build_gives(task, sizes):
+    # one task read from no parse at full size, one lexical split, one parsed (French) and one pair's task
+    assert build_task(task, sizes=sizes).manifest == shipped_manifest(task, sizes)
+
+
+def test_a_changed_builder_or_corpus_refuses_the_shipped_manifests(monkeypatch):
+    assert "| length |" in docfacts._probe_sizes()
+    monkeypatch.setattr(build, "BUILDER_VERSION", build.BUILDER_VERSION + 1)
+    assert shipped_manifest("length") is None
+    with pytest.raises(WorkbenchError, match=r"holds no build of \w+ from today's card.*--ship-manifests"):
+        docfacts._probe_sizes()
+    monkeypatch.undo()
+    monkeypatch.setattr(build, "corpus_digest", lambda pair: "0" * 64)
+    assert shipped_manifest("length") is None
