@@ -62,7 +62,7 @@ def test_train_stops_its_jobs_at_the_calls_deadline_and_still_returns_them(tmp_p
     pair_tokenizer("en-fr", campaign.job_config("bgt-en-fr", 1).vocab_size)  # stored: the call trains, not this
     started = time.time()
     env = {"CAMPAIGN_CALL_START": str(started),  # ~10 s to the job's first checkpoint, then it trains until stopped
-           "CAMPAIGN_CALL_SECONDS": str(campaign.AFTER_TRAINING_SECONDS + 25)}
+           "CAMPAIGN_CALL_SECONDS": str(campaign.AFTER_TRAINING_SECONDS + 30)}
     result = step("train", tmp_path / "out", tmp_path / "runs", "--seconds", "1000", jobs="bgt-en-fr", env=env)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "stopping the jobs (SIGINT)" in result.stdout
