@@ -90,6 +90,21 @@ def test_the_recorded_minilm_layer_sweep_is_refused_once_a_dataset_changes(monke
         docfacts._minilm_layers()
 
 
+def test_recorded_control_types_are_the_uninformative_rules_count_and_refused_once_a_dataset_changes(monkeypatch):
+    from workbench.probing.build import build_task
+    from workbench.probing.control import uninformative
+    from workbench.reports import docfacts
+    from workbench.zoo.cards import CARD_SIZES
+    entry = docfacts.measured("control_types")
+    said = docfacts._control_types("punct_first")  # the number the probe's own caveat states for that dataset
+    assert f"with {said} effective types" in uninformative(build_task("punct_first", sizes=CARD_SIZES).data)
+    assert float(docfacts._control_types("rest")) >= 100
+    changed = {**entry, "datasets": {**entry["datasets"], "length": "0" * 64}}
+    monkeypatch.setattr(docfacts, "measured", lambda name: changed)
+    with pytest.raises(WorkbenchError, match="counted on other datasets of length"):
+        docfacts._control_types("length")
+
+
 def test_a_card_number_in_prose_is_the_cards_and_a_wrong_key_names_what_is_there(tmp_path):
     from workbench.zoo.cards import card
     doc = tmp_path / "doc.md"

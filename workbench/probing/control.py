@@ -60,20 +60,29 @@ def control_words(data, kind: str = "word") -> tuple[list[str], str]:
 FEW_TYPES = 100  # effective word types below which memorising the control's words is easy by construction
 
 
+def training_word_counts(data, kind: str = "word") -> tuple[Counter, str]:
+    """How often each control word (:func:`control_words`) occurs in the training split, and the control used."""
+    words, used = control_words(data, kind)
+    return Counter(w for w, tag in zip(words, data["split"]) if tag == "tr"), used
+
+
+def effective_types(counts: Counter) -> float:
+    """exp of the entropy of the words' frequencies: as many equally frequent types would be as hard to memorise."""
+    total = sum(counts.values())
+    return math.exp(-sum(n / total * math.log(n / total) for n in counts.values()))
+
+
 def uninformative(data, kind: str = "word") -> str:
     """Why the control of ``data`` cannot tell a property from word memory ("" when it can): its word types are
-    few (exp of their entropy over the training split below :data:`FEW_TYPES`: Gender's four articles,
+    few (:func:`effective_types` over the training split below :data:`FEW_TYPES`: Gender's four articles,
     PunctFirst's marks, the first words Length and PunctNum fall back to, where ten types cover about half of the
     examples), or hardly more than the task's labels (the control is the task relabelled: WordContent)."""
-    words, used = control_words(data, kind)
-    train = [w for w, tag in zip(words, data["split"]) if tag == "tr"]
-    counts = Counter(train)
-    shares = [n / len(train) for n in counts.values()]
-    effective = math.exp(-sum(p * math.log(p) for p in shares))
+    counts, used = training_word_counts(data, kind)
+    effective = effective_types(counts)
     n_labels = data["label"].nunique()
     what = "first words" if used == "first_word" else "label words"
     if effective < FEW_TYPES:
-        top = sum(sorted(counts.values(), reverse=True)[:10]) / len(train)
+        top = sum(sorted(counts.values(), reverse=True)[:10]) / sum(counts.values())
         return (f"the control keys on {what} with {effective:.0f} effective types (the 10 most frequent cover "
                 f"{100 * top:.0f}% of the examples): memorising them is easy by construction")
     if len(counts) <= 2 * n_labels:

@@ -23,9 +23,11 @@ from ..data.sts import load_sts_hard
 from ..models.folder import learning_curve, shipped
 from ..paths import REPO_ROOT, atomic_write, trained_dir
 from ..probing.build import SHIPPED_BUILDS, shipped_manifest
+from ..probing.control import FEW_TYPES
 from ..probing.layers import layer_profile
 from ..probing.parse import SHIPPED as PARSES
 from ..probing.tasks import get_task, task_names
+from ..zoo.campaign import PART_BYTES
 from ..zoo.cards import CARD_SIZES, card, summary_markdown
 from .measurements import MEASUREMENTS, measured
 from .paper import FIGURE3_MODELS, GPU_FIGURE3_MODELS, our_table3, table3_cells
@@ -73,6 +75,10 @@ def _trained_size() -> str:
 
 def _parses_size() -> str:
     return f"{sum(p.stat().st_size for p in PARSES.iterdir() if p.is_file()) / 2 ** 20:.1f} MiB"
+
+
+def _part_size() -> str:
+    return f"{PART_BYTES / 2 ** 20:.1f} MiB"
 
 
 def _hard_sts_pairs(kind: str) -> str:
@@ -282,6 +288,23 @@ def _minilm_layers() -> str:
     return "\n" + "\n".join(lines) + "\n"
 
 
+def _control_types(task: str) -> str:
+    """The effective word types of ``task``'s control words (``rest``: the fewest of the tasks at or above
+    :data:`~workbench.probing.control.FEW_TYPES`), from the recorded count — refused once a dataset at the cards'
+    sizes is not the one counted."""
+    entry = measured("control_types")
+    changed = _changed_datasets(entry["datasets"], card_sizes=True)
+    if changed:
+        raise WorkbenchError(f"the control types in {MEASUREMENTS.name} were counted on other datasets of "
+                             f"{', '.join(changed)}: count them again with `workbench docs --measure control-types`")
+    types = {row["task"]: row["effective_types"] for row in entry["rows"]}
+    if task == "rest":
+        return f"{min(v for v in types.values() if v >= FEW_TYPES):.0f}"
+    if task not in types:
+        raise WorkbenchError(f"no control types of {task!r}; tasks: {', '.join(types)}, or rest")
+    return f"{types[task]:.0f}"
+
+
 def _wilson(p: float, n: int, z: float = 1.96) -> tuple[float, float]:
     """Wilson's score interval of a proportion ``p`` of ``n`` (inside 0…1 near the ends, unlike p ± z·se)."""
     centre, spread = p + z * z / (2 * n), z * (p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5
@@ -326,6 +349,7 @@ FACTS: dict[str, Callable[..., str]] = {  # NAME -> its generator, given the mar
     "probe-sizes": _probe_sizes,
     "probe-pool": _probe_pool,
     "parses-size": _parses_size,
+    "part-size": _part_size,
     "hard-sts-pairs": _hard_sts_pairs,
     "shipped-count": _count_shipped,
     "task-count": _count_tasks,
@@ -337,6 +361,7 @@ FACTS: dict[str, Callable[..., str]] = {  # NAME -> its generator, given the mar
     "text-baseline": _text_baseline,
     "pair-contrasts": _pair_contrasts,
     "minilm-layers": _minilm_layers,
+    "control-types": _control_types,
     "figure3": _figure3,
     "card": _card_number,
     "tatoeba-table": _tatoeba_table,
