@@ -119,6 +119,34 @@ def test_a_card_number_in_prose_is_the_cards_and_a_wrong_key_names_what_is_there
         refresh([doc])
 
 
+def test_a_cards_item_and_a_curves_point_in_prose_are_the_shipped_ones(tmp_path):
+    import pandas as pd
+    from workbench.models.folder import model_path
+    from workbench.zoo.cards import card
+    doc = tmp_path / "doc.md"
+    doc.write_text("<!-- fact: card bgt-en-fr style_transfer.form_follows_style.0 -->0<!-- /fact -->, "
+                   "<!-- fact: card nmt-all views.semantic.tatoeba.fr.xx->en -->0<!-- /fact -->, "
+                   "<!-- fact: curve sp-en-fr 300 -->0<!-- /fact -->, <!-- fact: curve-range sp-en-fr 0 200 -->0<!-- /fact -->")
+    refresh([doc], write=True)
+    curve = pd.read_csv(model_path("sp-en-fr") / "curve.csv").query("metric == 'stsb_dev'").set_index("update")["value"]
+    said = [part.split("-->")[1] for part in doc.read_text().split("<!-- /fact -->")[:-1]]
+    assert said == [f"{card('bgt-en-fr')['style_transfer']['form_follows_style'][0]:.1f}",
+                    f"{card('nmt-all')['views']['semantic']['tatoeba']['fr']['xx->en']:.1f}",
+                    f"{curve[300]:.1f}", f"{curve.loc[0:200].min():.1f}–{curve.loc[0:200].max():.1f}"]
+    doc.write_text("<!-- fact: curve sp-en-fr 250 -->0<!-- /fact -->")
+    with pytest.raises(WorkbenchError, match="no STS-B dev at update 250; it has updates 0, 100, 200, …, 6000"):
+        refresh([doc])
+
+
+def test_the_tatoeba_table_gives_each_pairs_models_one_row_from_their_cards():
+    from workbench.reports import docfacts
+    from workbench.zoo.cards import card
+    rows = {row.split(" |")[0]: row for row in docfacts._tatoeba_table().splitlines() if row.startswith("| `")}
+    ar = card("bgt-en-ar")["views"]["semantic"]["tatoeba"]["ar"]
+    assert f"{ar['xx->en']:.1f} / {ar['en->xx']:.1f}" in rows["| `bgt-en-XX` (each pair's own model)"]
+    assert "| `bgt-en-fr`" not in rows and "| `nmt-all`" in rows
+
+
 def test_recorded_figure3_orderings_are_refused_once_a_model_changes(monkeypatch):
     from workbench.reports import docfacts
     entry = docfacts.measured("figure3")

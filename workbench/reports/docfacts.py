@@ -33,7 +33,8 @@ from .measurements import MEASUREMENTS, measured
 from .paper import FIGURE3_MODELS, GPU_FIGURE3_MODELS, our_table3, table3_cells
 
 DOCUMENTS = ("README.md", "docs", "trained/README.md", "notebooks/README.md")
-_MARKED = re.compile(r"(<!-- fact: (?P<name>[\w-]+)(?P<args>(?: [\w.>:@\[\]-]+)*) -->)(?P<body>.*?)(<!-- /fact -->)", re.S)
+_MARKED = re.compile(r"(<!-- fact: (?P<name>[\w-]+)(?P<args>(?: [\w.>:@\[\]-]+)*) -->)(?P<body>.*?)(<!-- /fact -->)",
+                     re.S)  # a WORD may be a card's key such as closer_to_source[all-MiniLM-L6-v2@6] or xx->en
 
 
 def _trained_table() -> str:
@@ -207,7 +208,8 @@ def _tatoeba_table() -> str:
     for name in shipped():
         info = card(name)
         if "tatoeba" in info["views"].get("semantic", {}):
-            families.setdefault(name.replace(info["pair"], "en-XX") if info["pair"] in PAIRS else name, []).append(info)
+            family = name.replace(info["pair"], "en-XX") if info["pair"] in PAIRS else name
+            families.setdefault(family, []).append(info)
     lines = ["| name | " + " | ".join(LANGUAGES) + " |", "|---|" + "---:|" * len(LANGUAGES)]
     for family, members in sorted(families.items()):
         if len(members) == 1:
@@ -242,7 +244,8 @@ def _stsb_dev(name: str, view: str) -> pd.Series:
     curve = learning_curve(name)
     dev = curve[(curve["metric"] == "stsb_dev")]
     if view not in set(dev["view"]):
-        raise WorkbenchError(f"{name}'s curve has no STS-B dev of view {view!r}; views: {', '.join(sorted(set(dev['view'])))}")
+        raise WorkbenchError(f"{name}'s curve has no STS-B dev of view {view!r}; views: "
+                             f"{', '.join(sorted(set(dev['view'])))}")
     return dev[dev["view"] == view].set_index("update")["value"]
 
 
@@ -251,8 +254,8 @@ def _curve(name: str, update: str, view: str = "semantic") -> str:
     curve it ships (``curve.csv``)."""
     dev = _stsb_dev(name, view)
     if int(update) not in dev.index:
-        raise WorkbenchError(f"{name}'s run has no STS-B dev at update {update}; it has {dev.index.min()}–"
-                             f"{dev.index.max()} every {dev.index[1] - dev.index[0]} (and the last update)")
+        raise WorkbenchError(f"{name}'s run has no STS-B dev at update {update}; it has updates "
+                             f"{', '.join(map(str, dev.index[:3]))}, …, {dev.index[-1]}")
     return f"{dev[int(update)]:.1f}"
 
 
