@@ -126,7 +126,8 @@ def test_a_cards_item_and_a_curves_point_in_prose_are_the_shipped_ones(tmp_path)
     doc = tmp_path / "doc.md"
     doc.write_text("<!-- fact: card bgt-en-fr style_transfer.form_follows_style.0 -->0<!-- /fact -->, "
                    "<!-- fact: card nmt-all views.semantic.tatoeba.fr.xx->en -->0<!-- /fact -->, "
-                   "<!-- fact: curve sp-en-fr 300 -->0<!-- /fact -->, <!-- fact: curve-range sp-en-fr 0 200 -->0<!-- /fact -->")
+                   "<!-- fact: curve sp-en-fr 300 -->0<!-- /fact -->, "
+                   "<!-- fact: curve-range sp-en-fr 0 200 -->0<!-- /fact -->")
     refresh([doc], write=True)
     curve = pd.read_csv(model_path("sp-en-fr") / "curve.csv").query("metric == 'stsb_dev'").set_index("update")["value"]
     said = [part.split("-->")[1] for part in doc.read_text().split("<!-- /fact -->")[:-1]]
