@@ -1,14 +1,20 @@
 """The probing datasets' manifests ship with the repository (probes/builds.json): the docs state sizes and digests
 from them without building every dataset; they are what a build gives today, and a changed builder or corpus
 refuses them."""
+import json
+import shutil
+
 import pytest
 
 from workbench.checks import WorkbenchError
 from workbench.probing import build
 from workbench.probing.build import build_task, shipped_manifest
+from workbench.probing.builders import BUILDERS
 from workbench.probing.tasks import task_names
 from workbench.reports import docfacts
 from workbench.zoo.cards import CARD_SIZES
+
+REPO_BUILDS = build.SHIPPED_BUILDS
 
 
 def test_every_task_has_its_manifest_shipped_at_its_cards_and_the_model_cards_sizes():
@@ -33,3 +39,21 @@ def test_a_changed_builder_or_corpus_refuses_the_shipped_manifests(monkeypatch):
     monkeypatch.undo()
     monkeypatch.setattr(build, "corpus_digest", lambda pair: "0" * 64)
     assert shipped_manifest("length") is None
+
+
+def test_shipping_again_refuses_a_builder_changed_without_a_version_bump(monkeypatch, tmp_path):
+    monkeypatch.setenv("WORKBENCH_HOME", str(tmp_path / "home"))  # the changed builder's data stays out of the session
+    shipped = shipped_manifest("length")
+    monkeypatch.setattr(build, "SHIPPED_BUILDS", tmp_path / "builds.json")
+    shutil.copyfile(REPO_BUILDS, tmp_path / "builds.json")
+    monkeypatch.setattr(build, "task_names", lambda: ["length"])
+    try:
+        build.ship_manifests([None])  # the same code ships the same manifest
+        assert json.loads((tmp_path / "builds.json").read_text())["builds"] == [shipped]
+        original = BUILDERS["length_bins"]
+        monkeypatch.setitem(BUILDERS, "length_bins", lambda *args, **params: original(*args, **params)[1:])
+        with pytest.raises(WorkbenchError, match="length built from the spec of its shipped manifest gives other "
+                                                 "data: its builder changed; bump BUILDER_VERSION"):
+            build.ship_manifests([None])
+    finally:
+        build._pool_candidates.cache_clear()  # nothing the changed builder gave outlives the test

@@ -212,11 +212,20 @@ def shipped_manifest(task: str, sizes: dict[str, int] | None = None) -> dict | N
 
 
 def ship_manifests(size_sets: Sequence[dict[str, int] | None]) -> Path:
-    """Build every task at each of ``size_sets`` (None: the card's sizes; built ones are reused) and record their
-    manifests in ``probes/builds.json``, so the docs state sizes and digests without building every dataset (for
-    maintainers, after a card, pool or builder change). Returns the file."""
-    builds = [build_task(task, sizes=sizes).manifest for sizes in size_sets
-              for task in progress_bar(task_names(), desc="building tasks", unit="task")]
+    """Build every task afresh at each of ``size_sets`` (None: the card's sizes) and record the manifests in
+    ``probes/builds.json``, so the docs state sizes and digests without building every dataset (for maintainers,
+    after a card, pool or builder change). A task whose data differs from the shipped manifest of the same spec is
+    refused: its builder changed without a :data:`BUILDER_VERSION` bump, and every stored build of it is stale.
+    Returns the file."""
+    _pool_candidates.cache_clear()  # afresh: candidates memoised in this process may be a builder's older output
+    builds = []
+    for sizes in size_sets:
+        for task in progress_bar(task_names(), desc="building tasks", unit="task"):
+            before, manifest = shipped_manifest(task, sizes), build_task(task, sizes=sizes, force=True).manifest
+            if before is not None and before["sha256"] != manifest["sha256"]:
+                raise WorkbenchError(f"{task} built from the spec of its shipped manifest gives other data: its "
+                                     f"builder changed; bump BUILDER_VERSION in {Path(__file__).name} and ship again")
+            builds.append(manifest)
     atomic_write(SHIPPED_BUILDS, json.dumps({"what": "the manifests of every probing task as `workbench probes build` "
                                                      "builds it (workbench probes build --ship-manifests)",
                                              "builds": builds}, indent=1, ensure_ascii=False) + "\n")
