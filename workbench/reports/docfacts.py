@@ -112,10 +112,15 @@ BASELINE_TITLES = {"majority": "majority", "length": "Length", "nb-uni-tfidf": "
                    "nb-bi-tfidf": "NB-bi-tfidf"}  # Conneau et al.'s names, as the table's columns
 
 
-def _changed_datasets(digests: dict[str, str], card_sizes: bool = False) -> list[str]:
-    """The tasks whose dataset (as ``probes build`` builds it, or at the model cards' sizes) has another sha256."""
+def _check_datasets(digests: dict[str, str], said: str, measure: str, card_sizes: bool = False) -> None:
+    """Refuse a record (``said``: what it holds and how it was made, e.g. "the text baselines … were measured")
+    whose datasets (``digests``: task → sha256, as ``probes build`` builds them or at the model cards' sizes) are
+    not today's."""
     sizes = CARD_SIZES if card_sizes else None
-    return [task for task, digest in digests.items() if _built(task, sizes)["sha256"] != digest]
+    changed = [task for task, digest in digests.items() if _built(task, sizes)["sha256"] != digest]
+    if changed:
+        raise WorkbenchError(f"{said} on other datasets of {', '.join(changed)} than these builds: run "
+                             f"`workbench docs --measure {measure}` again")
 
 
 def _text_baselines() -> str:
@@ -123,11 +128,7 @@ def _text_baselines() -> str:
     (minutes; :func:`~workbench.reports.measurements.measure_text_baselines`) — refused once a task's dataset is
     not the one they were measured on."""
     record = measured("text_baselines")
-    changed = _changed_datasets(record["datasets"])
-    if changed:
-        raise WorkbenchError(f"the text baselines in {MEASUREMENTS.name} were measured on other datasets of "
-                             f"{', '.join(changed)} than these builds: measure them again with "
-                             "`workbench docs --measure text-baselines`")
+    _check_datasets(record["datasets"], f"the text baselines in {MEASUREMENTS.name} were measured", "text-baselines")
     lines = ["| task | " + " | ".join(BASELINE_TITLES.values()) + " | test sentences |",
              "|---|" + "---:|" * (len(BASELINE_TITLES) + 1)]
     cells = {(row["task"], row["baseline"]): row for row in record["rows"]}
@@ -272,10 +273,8 @@ def _minilm_layers() -> str:
     """all-MiniLM-L6-v2's accuracy at every layer on the recorded tasks, and :func:`layer_profile`'s summary of each
     — refused once a task's dataset at the cards' sizes is not the one measured."""
     entry = measured("minilm_layers")
-    changed = _changed_datasets(entry["datasets"], card_sizes=True)
-    if changed:
-        raise WorkbenchError(f"the MiniLM layer sweep in {MEASUREMENTS.name} was measured on other datasets of "
-                             f"{', '.join(changed)}: measure it again with `workbench docs --measure minilm-layers`")
+    _check_datasets(entry["datasets"], f"the MiniLM layer sweep in {MEASUREMENTS.name} was measured", "minilm-layers",
+                    card_sizes=True)
     frame = pd.DataFrame(entry["rows"]).assign(metric="accuracy")
     layers = sorted(set(frame["layer"]))
     lines = ["| task | " + " | ".join(f"layer {layer}" for layer in layers)
@@ -296,10 +295,8 @@ def _control_types(task: str) -> str:
     :data:`~workbench.probing.control.FEW_TYPES`), from the recorded count — refused once a dataset at the cards'
     sizes is not the one counted."""
     entry = measured("control_types")
-    changed = _changed_datasets(entry["datasets"], card_sizes=True)
-    if changed:
-        raise WorkbenchError(f"the control types in {MEASUREMENTS.name} were counted on other datasets of "
-                             f"{', '.join(changed)}: count them again with `workbench docs --measure control-types`")
+    _check_datasets(entry["datasets"], f"the control types in {MEASUREMENTS.name} were counted", "control-types",
+                    card_sizes=True)
     types = {row["task"]: row["effective_types"] for row in entry["rows"]}
     if task == "rest":
         return f"{min(v for v in types.values() if v >= FEW_TYPES):.0f}"

@@ -16,8 +16,8 @@ from ..paths import REPO_ROOT, atomic_write
 from ..probing.baselines import text_baselines
 from ..probing.build import build_task
 from ..probing.control import effective_types, training_word_counts
-from ..probing.tasks import task_names
 from ..probing.layers import probe_layers
+from ..probing.tasks import task_names
 from ..zoo.cards import CARD_SIZES, card
 from .paper import FIGURE3_MODELS, GPU_FIGURE3_MODELS, figure3_differences, figure3_orderings, pair_contrasts
 
@@ -100,14 +100,16 @@ def measure_control_types() -> dict:
     """The effective word types (:func:`~workbench.probing.control.effective_types`) of each task's control words
     over its training split at the cards' sizes, with each dataset's sha256: docs/probing.md's account of which
     controls are uninformative (seconds once the datasets are built)."""
-    datasets = {task: build_task(task, sizes=CARD_SIZES) for task in task_names()}
+    datasets, rows = {}, []
+    for task in task_names():
+        built = build_task(task, sizes=CARD_SIZES)
+        counts, control = training_word_counts(built.data)
+        datasets[task] = built.manifest["sha256"]
+        rows.append({"task": task, "control": control, "effective_types": round(effective_types(counts), 1)})
     return record("control_types", {
         "date": date.today().isoformat(),
         "what": "effective_types(training_word_counts(build_task(task, sizes=CARD_SIZES).data)[0]) of every task",
-        "datasets": {task: built.manifest["sha256"] for task, built in datasets.items()},
-        "rows": [{"task": task, "control": training_word_counts(built.data)[1],
-                  "effective_types": round(effective_types(training_word_counts(built.data)[0]), 1)}
-                 for task, built in datasets.items()]})
+        "datasets": datasets, "rows": rows})
 
 
 MEASURES: dict[str, Callable[..., dict]] = {"text-baselines": measure_text_baselines,

@@ -384,7 +384,8 @@ def reproduce(out: str | Path = REPO_ROOT / "reports" / "reproduction.html", rec
     sections = [_introduction(cards), _table2_section(bgt, cards, data, n_boot, years), table3,
                 _distance_section(ours, cards, figures, data),
                 _disentanglement_section(list(disentangle), figures, data) if disentangle else "",
-                _figure3_section(cards, data, n_boot, years), _tatoeba_section(cards, data), _figure4_section(cards, data),
+                _figure3_section(cards, data, n_boot, years), _tatoeba_section(cards, data),
+                _figure4_section(cards, data),
                 _table4_section(bgt, cards, transfer_examples, data)]
     problems = export_figures(figures, out.parent, stem=out.stem, formats=("png", "pdf") if static else ())
     for name, frame in data.items():
