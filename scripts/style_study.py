@@ -1,8 +1,9 @@
 """The form-follows-style candidate study: train candidates from the shipped bgt-en-fr and measure each the same way.
 
-Each candidate is a recipe in ``recipes/style-study/`` (bgt-en-fr's recipe continued for 1,000 updates with
-another bottleneck on the language latents), trained with ``--init-from bgt-en-fr`` into ``runs/style/NAME``
-and judged at its last checkpoint, so every candidate has the same cost:
+Each candidate is a recipe in ``recipes/style-study/`` (a shipped en-fr BGT's recipe continued for 1,000 updates
+with another bottleneck on the latents), trained with ``--init-from`` its starting model (:data:`STARTS`;
+bgt-en-fr unless named there) into ``runs/style/NAME`` and judged at its last checkpoint, so every candidate has
+the same cost:
 
     .venv/bin/python scripts/style_study.py train fb4 fb8      # two runs side by side, one thread each (resumes)
     .venv/bin/python scripts/style_study.py measure fb4 fb8    # appends to runs/style/study.csv
@@ -10,7 +11,9 @@ and judged at its last checkpoint, so every candidate has the same cost:
 
 ``measure`` gives STS12-16 of the semantic and the English view, the last STS-B dev of the run, the style-transfer
 evaluation on the 200 fixed held-out pairs (meaning, content words, form pooled and per attribute) and the KL of
-each latent; ``measure shipped`` measures bgt-en-fr itself, the row every candidate is read against.
+each latent, and both halves of BGT's story on the probes (Length, PunctNum, PunctFirst for the semantic and the
+English view at the cards' sizes, with the English-minus-semantic difference and its paired bootstrap 95% CI);
+``measure shipped`` measures bgt-en-fr itself and ``measure model:NAME`` any shipped model (a candidate's start).
 """
 from __future__ import annotations
 
@@ -26,6 +29,8 @@ ROOT = Path(__file__).resolve().parent.parent
 RUNS = ROOT / "runs" / "style"
 STUDY = RUNS / "study.csv"
 WORKBENCH = ROOT / ".venv" / "bin" / "workbench"
+STARTS = {"lang128-squeeze": "bgt-en-fr-lang128", "lang128-sample-all": "bgt-en-fr-lang128"}
+FORM_TASKS = ("length", "punct_num", "punct_first")  # where the paper's language encoder beats the semantic one
 
 
 def recipe(name: str) -> Path:
@@ -41,7 +46,7 @@ def train(names: list[str]) -> None:
     jobs = []
     for name in names:
         out = RUNS / name
-        start = ["--resume"] if (out / "latest").is_file() else ["--init-from", "bgt-en-fr"]
+        start = ["--resume"] if (out / "latest").is_file() else ["--init-from", STARTS.get(name, "bgt-en-fr")]
         command = [str(WORKBENCH), "train", "--config", str(recipe(name)), "--out", str(out), *start]
         log = open(RUNS / f"{name}.log", "a")
         env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
@@ -52,6 +57,30 @@ def train(names: list[str]) -> None:
         sys.exit(f"training failed: {', '.join(failed)} (see their logs in {RUNS})")
 
 
+def shipped_name(name: str) -> str | None:
+    """The shipped model a measure name stands for (``shipped``: bgt-en-fr; ``model:NAME``), None for a run."""
+    return "bgt-en-fr" if name == "shipped" else name.removeprefix("model:") if name.startswith("model:") else None
+
+
+def form_probes(model) -> dict:
+    """Each form task on the semantic and the English view, and English minus semantic with a paired bootstrap CI
+    over the shared test sentences (the two probes read the same dataset)."""
+    import numpy as np
+    from workbench.probing import probe
+    from workbench.zoo.cards import CARD_SIZES
+    row, rng = {}, np.random.default_rng(0)
+    for task in FORM_TASKS:
+        results = {view: probe(model.encoder(view), task, control=False, sizes=CARD_SIZES) for view in ("semantic", "en")}
+        for view, result in results.items():
+            row[f"{task}_{view}"] = 100 * result.accuracy
+        right = {view: np.array([c == "1" for c in r.correct], dtype=float) for view, r in results.items()}
+        diff = right["en"] - right["semantic"]
+        boots = diff[rng.integers(0, len(diff), (1000, len(diff)))].mean(axis=1)
+        row[f"{task}_en_minus_sem"] = 100 * diff.mean()
+        row[f"{task}_en_minus_sem_ci"] = f"{100 * np.quantile(boots, 0.025):.1f}-{100 * np.quantile(boots, 0.975):.1f}"
+    return row
+
+
 def measure(names: list[str]) -> None:
     from workbench.zoo.cards import card
     from workbench.evaluation import evaluate
@@ -59,21 +88,22 @@ def measure(names: list[str]) -> None:
     from workbench.models.folder import load
     rows = []
     for name in names:
-        path = "bgt-en-fr" if name == "shipped" else RUNS / name
-        model = load(path)
-        if name == "shipped":
-            curve = pd.read_csv(ROOT / "trained" / "bgt-en-fr" / "curve.csv")
-            updates = card("bgt-en-fr")["training"]["updates"]
+        shipped = shipped_name(name)
+        model = load(shipped or RUNS / name)
+        if shipped:
+            curve = pd.read_csv(ROOT / "trained" / shipped / "curve.csv")
+            updates = card(shipped)["training"]["updates"]
             dev = curve[(curve["metric"] == "stsb_dev") & (curve["update"] == updates)].set_index("view")["value"]
         else:
             metrics = [json.loads(line) for line in (RUNS / name / "metrics.jsonl").read_text().splitlines()]
             last = [m for m in metrics if "stsb_dev" in m][-1]
             updates, dev = last["update"], last["stsb_dev"]
-        row = {"candidate": name, "updates": updates, "stsb_dev": dev["semantic"], "stsb_dev_en": dev["en"]}
+        row = {"candidate": shipped or name, "updates": updates, "stsb_dev": dev["semantic"], "stsb_dev_en": dev["en"]}
         for view in ("semantic", "en"):
             sts = evaluate(model.encoder(view), "sts")
             row[f"sts12-16_{view}"] = float(sts[(sts["task"] == "STS12-16") & (sts["metric"] == "pearson")
                                                 & (sts["dataset"] == "all")]["value"].iloc[0])
+        row.update(form_probes(model))
         summary, _ = transfer_scores(model)
         for metric in summary.itertuples():
             row[metric.metric] = metric.value if metric.metric.startswith("kl_") else 100 * metric.value
