@@ -41,7 +41,7 @@ from torch.profiler import ProfilerActivity, profile
 
 from workbench.training import trainer
 from workbench.training.recipes import TrainConfig
-from workbench.training.trainer import SUMMED, Trainer
+from workbench.training.trainer import Trainer
 
 PEAK_BF16 = {"H100": 989e12, "H200": 989e12, "A100": 312e12}
 PHASES = ("data", "forward", "backward", "optimizer", "sync")
@@ -67,9 +67,8 @@ def update_flops(trainer: Trainer, tokens_en: int, tokens_xx: int, width: int) -
 @contextmanager
 def per_term_syncs():
     """The update as it was: every loss term of every micro-batch read as a Python float (a wait each)."""
-    def loss_terms(out, device):
-        return torch.tensor([float(out[k].detach()) if k in out else 0.0 for k in SUMMED],
-                            dtype=torch.float64).to(device)
+    def loss_terms(out, names, device):
+        return torch.tensor([float(torch.as_tensor(out[k]).detach()) for k in names], dtype=torch.float64).to(device)
     saved = trainer.loss_terms
     trainer.loss_terms = loss_terms
     try:

@@ -73,8 +73,7 @@ def form_probes(model) -> dict:
         results = {view: probe(model.encoder(view), task, control=False, sizes=CARD_SIZES) for view in ("semantic", "en")}
         for view, result in results.items():
             row[f"{task}_{view}"] = 100 * result.accuracy
-        right = {view: np.array([c == "1" for c in r.correct], dtype=float) for view, r in results.items()}
-        diff = right["en"] - right["semantic"]
+        diff = results["en"].outcomes() - results["semantic"].outcomes()
         boots = diff[rng.integers(0, len(diff), (1000, len(diff)))].mean(axis=1)
         row[f"{task}_en_minus_sem"] = 100 * diff.mean()
         row[f"{task}_en_minus_sem_ci"] = f"{100 * np.quantile(boots, 0.025):.1f}-{100 * np.quantile(boots, 0.975):.1f}"

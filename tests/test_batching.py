@@ -40,11 +40,3 @@ def test_too_long_examples_are_dropped_and_counted(caplog):
     batches = batching.token_batches([5, 50, 6], [5, 3, 4], max_tokens=20)
     assert sorted(np.concatenate(batches).tolist()) == [0, 2]
     assert "dropped 1 of 3" in caplog.text
-
-
-def test_semantic_side_rules():
-    assert batching.semantic_side(5, "example").tolist() == [True, False, True, False, True]
-    assert batching.semantic_side(3, "microbatch", step=0).all()
-    assert not batching.semantic_side(3, "microbatch", step=1).any()
-    with pytest.raises(ValueError, match="valid: example, microbatch"):
-        batching.semantic_side(3, "random")

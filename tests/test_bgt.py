@@ -4,12 +4,13 @@ import torch
 
 from workbench.data.batching import collate
 from workbench.checks import WorkbenchError
+from workbench.models.transformer import shift_right
 from workbench.models.bgt import (
     BGT,
     SETTINGS,
     BGTConfig,
     kl_to_standard_normal,
-    shift_right,
+    semantic_side,
     token_loss,
 )
 
@@ -61,12 +62,12 @@ def test_english_vae_decodes_a_sampled_z_in_training_and_english_ae_does_not():
     for setting, differs in (("english_vae", True), ("english_ae", False), ("bgt", False)):
         torch.manual_seed(0)
         model = BGT(config(setting)).train()  # dropout 0: only sampling can make two passes differ
-        first, second = (model(b.en, b.xx, b.sem_en, update=50)["loss"].item() for _ in range(2))
+        first, second = (model(b.en, b.xx, update=50)["loss"].item() for _ in range(2))
         assert (first != second) is differs, setting
         model.eval()
-        assert model(b.en, b.xx, b.sem_en, 50)["loss"] == model(b.en, b.xx, b.sem_en, 50)["loss"]  # mu in eval
+        assert model(b.en, b.xx, 50)["loss"] == model(b.en, b.xx, 50)["loss"]  # mu in eval
     sampled = BGT(config("bgt", decoder_latent="sample")).train()
-    assert sampled(b.en, b.xx, b.sem_en, 50)["loss"] != sampled(b.en, b.xx, b.sem_en, 50)["loss"]
+    assert sampled(b.en, b.xx, 50)["loss"] != sampled(b.en, b.xx, 50)["loss"]
 
 
 def test_decoder_logits_equal_the_concatenated_form_w_out_c_x():
@@ -117,18 +118,19 @@ def test_each_ablation_differs_in_the_intended_way():
     assert modules["bilingual_trans"] == {"encoders.semantic", "decoders.en->fr", "decoders.fr->en"}
     assert modules["english_trans"] == {"encoders.semantic", "decoders.en->fr"}
     assert modules["english_ae"] == modules["english_vae"] == {"encoders.semantic", "decoders.en"}
-    out = {s: BGT(config(s))(b.en, b.xx, b.sem_en, update=50) for s in SETTINGS}
+    models = {s: BGT(config(s)) for s in SETTINGS}
+    out = {s: model(b.en, b.xx, update=50) for s, model in models.items()}
     for s in ("bgt_no_prior", "bilingual_trans", "english_trans", "english_ae"):
-        assert out[s]["kl"].item() == 0 and out[s]["kl_weight"].item() == 0  # no prior, no KL term
+        assert out[s]["kl"].item() == 0 and models[s].schedule(50)["kl_weight"] == 0  # no prior, no KL term
     for s in ("bgt", "bgt_no_langvars", "english_vae"):
-        assert out[s]["kl"].item() > 0 and out[s]["kl_weight"].item() == 0.5
+        assert out[s]["kl"].item() > 0 and models[s].schedule(50)["kl_weight"] == 0.5
     assert out["bilingual_trans"]["recon"].item() == 0 and out["english_trans"]["recon"].item() == 0
     assert out["english_ae"]["trans"].item() == 0
     # english models never look at the foreign side
     changed_xx = b.xx.clone()
     changed_xx[b.xx > 3] = 5
     ae = BGT(config("english_ae"))
-    assert ae(b.en, b.xx, b.sem_en)["loss"].item() == ae(b.en, changed_xx, b.sem_en)["loss"].item()
+    assert ae(b.en, b.xx)["loss"].item() == ae(b.en, changed_xx)["loss"].item()
     assert BGT(config("bgt_no_langvars")).decoders["en"].out.shape[1] == 8 + 16  # z_sem only
 
 
@@ -136,11 +138,12 @@ def test_semantic_side_alternates_and_loss_is_per_sentence_sum():
     torch.manual_seed(0)
     model = BGT(config())
     b = batch()
-    english = model(b.en, b.xx, torch.ones(4, dtype=torch.bool), 50)["loss"]
-    foreign = model(b.en, b.xx, torch.zeros(4, dtype=torch.bool), 50)["loss"]
+    side = BGT(config(sem_side="microbatch"))
+    side.load_state_dict(model.state_dict())
+    english, foreign = (side(b.en, b.xx, 50, step)["loss"] for step in (0, 1))  # whole micro-batch one side
     assert english.item() != foreign.item()  # the generative path really reads the chosen side
-    halves = sum(model(b.en[i:i + 2], b.xx[i:i + 2], b.sem_en[i:i + 2], 50)["loss"] for i in (0, 2))
-    whole = model(b.en, b.xx, b.sem_en, 50)["loss"]
+    halves = sum(model(b.en[i:i + 2], b.xx[i:i + 2], 50)["loss"] for i in (0, 2))
+    whole = model(b.en, b.xx, 50)["loss"]
     # summed over examples (the trainer divides by pairs); halves may be padded less, hence the tolerance
     assert whole.item() == pytest.approx(halves.item(), rel=1e-4)
 
@@ -152,7 +155,7 @@ def test_overfitting_a_few_pairs_and_greedy_equals_beam_one():
     optimiser = torch.optim.Adam(model.parameters(), lr=3e-3)
     for _ in range(300):
         optimiser.zero_grad()
-        out = model(b.en, b.xx, b.sem_en)
+        out = model(b.en, b.xx)
         out["loss"].backward()
         optimiser.step()
     assert out["recon"].item() / (b.en != 0).sum().item() < 0.05  # ≈ 0 nats per token
@@ -191,28 +194,28 @@ def test_active_units_count_collapsed_latents():
     torch.manual_seed(0)
     model = BGT(config())
     b = batch()
-    before = model(b.en, b.xx, b.sem_en)["active_units"].item()
+    before = model(b.en, b.xx)["active_units"].item()
     assert 0 < before <= 3 * 8  # dimensions of [sem ; en ; fr] means that vary across the batch
     with torch.no_grad():
         model.encoders["en"].hidden2mean.weight.zero_()  # the English latent collapses to a constant
-    assert model(b.en, b.xx, b.sem_en)["active_units"].item() < before
+    assert model(b.en, b.xx)["active_units"].item() < before
     with torch.no_grad():
         for name in ("semantic", "fr"):
             model.encoders[name].hidden2mean.weight.zero_()
-    assert model(b.en, b.xx, b.sem_en)["active_units"].item() == 0
+    assert model(b.en, b.xx)["active_units"].item() == 0
 
 
 def test_sample_language_samples_the_language_latents_only():
     b = batch()
     torch.manual_seed(0)
     model = BGT(config(decoder_latent="sample_language")).train()
-    first, second = model(b.en, b.xx, b.sem_en, 50), model(b.en, b.xx, b.sem_en, 50)
+    first, second = model(b.en, b.xx, 50), model(b.en, b.xx, 50)
     assert first["recon"] != second["recon"]  # the decoders read noisy z_en / z_fr
     assert first["trans"] == second["trans"] and first["kl"] == second["kl"]  # z_sem and the posteriors: means
     seen = []
     hook = model.decoders["en"].register_forward_hook(lambda module, inputs, output: seen.append(inputs[1]))
-    model(b.en, b.xx, b.sem_en, 50)
-    model(b.en, b.xx, b.sem_en, 50)
+    model(b.en, b.xx, 50)
+    model(b.en, b.xx, 50)
     hook.remove()
     language, semantic = (torch.stack([c[:, :8] for c in seen]), torch.stack([c[:, 8:] for c in seen]))
     assert not torch.equal(language[0], language[1]) and torch.equal(semantic[0], semantic[1])
@@ -228,7 +231,7 @@ def test_language_kl_weight_and_a_smaller_language_latent():
     heavy.load_state_dict(base.state_dict())
     for model in (base, heavy):
         model.eval()
-    out, out4 = base(b.en, b.xx, b.sem_en, 50), heavy(b.en, b.xx, b.sem_en, 50)
+    out, out4 = base(b.en, b.xx, 50), heavy(b.en, b.xx, 50)
     beta = base.kl_weight(50)
     torch.testing.assert_close(out["kl"], out["kl_semantic"] + out["kl_language"])
     torch.testing.assert_close(out4["loss"] - out["loss"], 3 * beta * out["kl_language"])
@@ -242,7 +245,7 @@ def test_a_free_bits_floor_makes_the_language_kl_free_below_it():
     base = BGT(config()).eval()
     floored = BGT(config(language_free_bits=1e3)).eval()
     floored.load_state_dict(base.state_dict())
-    out, out_f = base(b.en, b.xx, b.sem_en, 50), floored(b.en, b.xx, b.sem_en, 50)
+    out, out_f = base(b.en, b.xx, 50), floored(b.en, b.xx, 50)
     torch.testing.assert_close(out_f["kl_language"], out["kl_language"])  # the reported KL is the real one
     beta, n = base.kl_weight(50), b.en.shape[0]
     torch.testing.assert_close(out_f["loss"] - out["loss"], beta * (2 * n * 1e3 - out["kl_language"]))
@@ -252,7 +255,7 @@ def test_a_free_bits_floor_makes_the_language_kl_free_below_it():
     assert floored.encoders["semantic"].hidden2logv.weight.grad.abs().max() > 0
     low = BGT(config(language_free_bits=1e-6)).eval()
     low.load_state_dict(base.state_dict())
-    torch.testing.assert_close(low(b.en, b.xx, b.sem_en, 50)["loss"], out["loss"])  # above the floor: as before
+    torch.testing.assert_close(low(b.en, b.xx, 50)["loss"], out["loss"])  # above the floor: as before
 
 
 def test_word_dropout_pads_decoder_inputs_but_never_the_first():
@@ -265,9 +268,9 @@ def test_word_dropout_pads_decoder_inputs_but_never_the_first():
     b = batch()
     torch.manual_seed(0)
     model = BGT(config(word_dropout=0.5)).train()
-    assert model(b.en, b.xx, b.sem_en, 50)["recon"] != model(b.en, b.xx, b.sem_en, 50)["recon"]
+    assert model(b.en, b.xx, 50)["recon"] != model(b.en, b.xx, 50)["recon"]
     model.eval()
-    assert model(b.en, b.xx, b.sem_en, 50)["recon"] == model(b.en, b.xx, b.sem_en, 50)["recon"]
+    assert model(b.en, b.xx, 50)["recon"] == model(b.en, b.xx, 50)["recon"]
 
 
 @pytest.mark.parametrize("change, message", [
@@ -279,3 +282,11 @@ def test_word_dropout_pads_decoder_inputs_but_never_the_first():
 def test_bottleneck_settings_are_checked(change, message):
     with pytest.raises(ValueError, match=message):
         config(**change)
+
+
+def test_semantic_side_rules():
+    assert semantic_side(5, "example").tolist() == [True, False, True, False, True]
+    assert semantic_side(3, "microbatch", step=0).all()
+    assert not semantic_side(3, "microbatch", step=1).any()
+    with pytest.raises(ValueError, match="valid: example, microbatch"):
+        semantic_side(3, "random")

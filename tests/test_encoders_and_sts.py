@@ -86,3 +86,20 @@ def test_the_three_sts_aggregations_equal_an_independent_computation(small_token
 def test_unknown_suite():
     with pytest.raises(UnknownNameError, match="valid: all, hard_sts, sts, sts17, tatoeba"):
         evaluate(None, "glue")
+
+
+def test_a_views_fingerprint_is_hashed_once_per_state_of_its_weights(small_tokenizer, monkeypatch):
+    import torch
+    from workbench.models import base
+    calls = []
+    real = base.weights_fingerprint
+    monkeypatch.setattr(base, "weights_fingerprint", lambda *a: calls.append(1) or real(*a))
+    view = random_transformer(small_tokenizer, seed=0)
+    again = base.NetworkEncoder("again", view.module, small_tokenizer)
+    view.encode(["nothing is hashed to encode ."])
+    assert calls == []  # making and encoding with a view hashes nothing
+    first = view.fingerprint
+    assert again.fingerprint == first and view.at_layer(0).fingerprint != first and len(calls) == 1
+    with torch.no_grad():
+        next(view.module.parameters()).add_(1.0)  # an in-place change, as an optimizer step makes
+    assert view.fingerprint != first and len(calls) == 2

@@ -100,5 +100,5 @@ def test_only_the_nmt_trains_on_all_pairs_and_defaults_to_them():
     assert TrainConfig.from_preset("tiny", model="nmt").pair == "all"
     assert TrainConfig.from_preset("tiny", model="nmt").languages == ("en", "fr", "es", "ar", "tr", "ja")
     assert TrainConfig.from_preset("tiny", model="sp").pair == "en-fr"
-    with pytest.raises(WorkbenchError, match="only the multilingual NMT trains on all pairs"):
+    with pytest.raises(WorkbenchError, match="only a multilingual model \\(nmt\\) trains on all pairs"):
         TrainConfig(model="bgt", pair="all")

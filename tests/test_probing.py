@@ -403,6 +403,24 @@ def test_seeds_report_the_mean_the_spread_and_the_ci_of_the_mean(length_task):
         probe(noisy, length_task, seeds=0)
 
 
+def test_seeds_and_conditioning_build_the_dataset_and_read_each_embedding_once(monkeypatch):
+    from workbench import cache
+    from workbench.probing import probe as probing
+    builds, reads = [], []
+    real_build, real_encode = probing.build_task, cache.CachedEncoder.encode
+    monkeypatch.setattr(probing, "build_task", lambda *a, **k: builds.append(1) or real_build(*a, **k))
+    monkeypatch.setattr(cache.CachedEncoder, "encode",
+                        lambda self, sentences, **k: reads.append(self.name) or real_encode(self, sentences, **k))
+    noisy = FeatureEncoder("once-per-seed", lambda s: len(preprocess(s).split()), seed=4)
+    result = probe(noisy, "length", sizes=SMALL, seeds=5, refit=True)
+    assert result.seeds == 5 and builds == [1] and reads == ["once-per-seed"]
+    other = FeatureEncoder("once-given", lambda s: 0.0, seed=5)
+    reads.clear()
+    probe(noisy, "length", sizes=SMALL, given=other, control=False, refit=True)
+    assert sorted(reads) == ["once-given", "once-per-seed"]  # [a ; b] is no third cache entry
+    assert not cache.cache_summary()["encoder"].str.startswith("[").any()
+
+
 @pytest.mark.parametrize("task, caveat", [("length", "keys on first words with"),
                                           ("gender_fr", "keys on label words with 4 effective types"),
                                           ("word_content", "the task relabelled"), ("subj_num", "")])

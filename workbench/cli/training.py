@@ -10,13 +10,12 @@ from ..checks import WorkbenchError
 from ..data.corpora import PAIRS, language_of, split_summary
 from ..data.download import OPUS_URL, STS_URLS, download, opus_moses_to_tsv, sts_archive_to_tsv
 from ..data.sts import STS_DATASETS
-from ..models import MODELS, bgt
+from ..models import KINDS
 from ..models.folder import latest_checkpoint, learning_curve, read_config, shipped
 from ..paths import data_dir, trained_dir
 from ..reports.figures import curve_report
-from ..training import FITS
+from ..training import train
 from ..training.recipes import PRESETS, TrainConfig
-from ..training.trainer import Trainer
 from ..zoo.cards import card, remeasure_transfer, summary_markdown
 from ..zoo.packaging import export, import_shards, retrain, retrain_plan
 from .common import Command
@@ -118,7 +117,7 @@ CURVE_COMMAND = Command(
 
 
 def _train_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", choices=MODELS, help="architecture (default bgt)")
+    p.add_argument("--model", choices=tuple(KINDS), help="the kind of model (default bgt)")
     p.add_argument("--pair", choices=[*PAIRS, "all"],
                    help="language pair (default en-fr; nmt: all, every pair through one encoder)")
     p.add_argument("--preset", choices=list(PRESETS),
@@ -171,25 +170,20 @@ def _train(args) -> None:
     else:
         cfg = TrainConfig.from_preset(args.preset or "tiny", model=args.model or "bgt", pair=args.pair, **changes)
     out = Path(args.out or f"runs/{cfg.model}-{cfg.pair}-{cfg.preset}")
-    if cfg.model in FITS:
-        if args.resume or args.init_from:
-            raise WorkbenchError(f"{cfg.model} is fitted in one go (minutes on a CPU) and keeps no checkpoints, so "
-                                 "there is nothing to resume or start from: train it anew in an empty --out")
-        result = FITS[cfg.model](cfg, out)
-        print(f"{cfg.model} {cfg.pair} ({cfg.preset}): {result['pairs']} pairs, weighted loss "
-              f"{result['loss']:.1f}, {result['seconds']:.0f} s\nmodel: {out.resolve()}")
-        return
-    final = Trainer(cfg, out, resume=args.resume, init_from=args.init_from).run()
-    if final.get("finished"):
+    final = train(cfg, out, resume=args.resume, init_from=args.init_from)
+    if KINDS[cfg.model].fitted is not None:
+        print(f"{cfg.model} {cfg.pair} ({cfg.preset}): {final['pairs']} pairs, weighted loss "
+              f"{final['loss']:.1f}, {final['seconds']:.0f} s\nmodel: {out.resolve()}")
+    elif final.get("finished"):
         print(f"{out.resolve()} is already finished at update {final['update']} (max_updates {cfg.max_updates}); "
               "a larger --max-updates with --resume continues it")
-        return
-    print(f"{cfg.model} {cfg.pair} ({cfg.preset}): update {final.get('update')}, loss {final.get('loss', 0):.3f}, "
-          f"valid loss {final.get('valid_loss', float('nan')):.3f}\nrun: {out.resolve()}")
+    else:
+        print(f"{cfg.model} {cfg.pair} ({cfg.preset}): update {final.get('update')}, loss {final.get('loss', 0):.3f}, "
+              f"valid loss {final.get('valid_loss', float('nan')):.3f}\nrun: {out.resolve()}")
 
 
 TRAIN_COMMAND = Command(
-    "train", f"train BGT, its ablations, or a seed baseline ({', '.join(m for m in MODELS if m not in bgt.SETTINGS)})",
+    "train", f"train a model: {', '.join(KINDS)}",
     _train_arguments, _train)
 
 

@@ -18,8 +18,6 @@ from .tokenizer import PAD
 
 log = logging.getLogger(__name__)
 
-SEM_SIDES = ("example", "microbatch")
-
 
 def token_batches(len_en: Sequence[int], len_xx: Sequence[int], max_tokens: int, seed: int = 1,
                   epoch: int = 0, multiple: int = 8) -> list[np.ndarray]:
@@ -55,14 +53,11 @@ def token_batches(len_en: Sequence[int], len_xx: Sequence[int], max_tokens: int,
 
 @dataclass
 class Batch:
-    """One micro-batch. ``en``/``xx``: (B, T) token ids, right-padded with PAD, EOS-terminated.
-
-    ``sem_en``: (B,) bool, True where the semantic encoder's generative path reads the English side.
-    """
+    """One micro-batch. ``en``/``xx``: (B, T) token ids, right-padded with PAD, EOS-terminated; ``index``: the
+    examples' positions in the training split."""
 
     en: torch.Tensor
     xx: torch.Tensor
-    sem_en: torch.Tensor
     index: np.ndarray
 
 
@@ -75,22 +70,6 @@ def pad(sequences: Sequence[Sequence[int]]) -> torch.Tensor:
     return out
 
 
-def semantic_side(batch_size: int, sem_side: str = "example", step: int = 0) -> torch.Tensor:
-    """Which examples feed English to the semantic encoder's generative path.
-
-    ``"example"`` alternates within the batch (even positions English, odd foreign): the 50/50 mix the code
-    gets per update, without needing accumulation. ``"microbatch"`` reproduces the code: the whole
-    micro-batch takes one side, English on even ``step`` (the forward-call counter), foreign on odd.
-    """
-    if sem_side == "example":
-        return torch.arange(batch_size) % 2 == 0
-    if sem_side == "microbatch":
-        return torch.full((batch_size,), step % 2 == 0)
-    raise ValueError(f"unknown sem_side {sem_side!r}; valid: {', '.join(SEM_SIDES)}")
-
-
-def collate(ids_en: Sequence[Sequence[int]], ids_xx: Sequence[Sequence[int]], index: np.ndarray,
-            sem_side: str = "example", step: int = 0) -> Batch:
+def collate(ids_en: Sequence[Sequence[int]], ids_xx: Sequence[Sequence[int]], index: np.ndarray) -> Batch:
     """Gather the examples ``index`` into a :class:`Batch`."""
-    return Batch(pad([ids_en[i] for i in index]), pad([ids_xx[i] for i in index]),
-                 semantic_side(len(index), sem_side, step), np.asarray(index))
+    return Batch(pad([ids_en[i] for i in index]), pad([ids_xx[i] for i in index]), np.asarray(index))

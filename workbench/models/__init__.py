@@ -1,8 +1,9 @@
-"""The networks the workbench trains, by name: the registry the Trainer, ``load`` and the CLI read.
+"""The kinds of model the workbench trains, by name: the one registry the Trainer, ``load`` and the CLI read.
 
-Each name maps to its network class and config class; a model folder's ``config.json`` names its ``setting``, so
-:func:`build_model` can rebuild any saved network. Models fitted in one go rather than trained by updates are
-registered in :data:`FITTED` with the hooks that load and ship their folders, so no other module names them.
+Each name maps to a :class:`Kind`: its config class, its network (trained by the Trainer's updates) or its fit
+(models fitted in one go), its presets and how its folders load and ship. A model folder's ``config.json`` names
+its ``setting``, so :func:`build_model` can rebuild any saved network. Adding a kind is its module plus one line
+in :data:`KINDS`; nothing else names a kind.
 """
 from __future__ import annotations
 
@@ -13,34 +14,37 @@ from typing import Any
 import torch
 
 from ..checks import WorkbenchError, check_name
-from . import bgt, paraphrastic
-from .bgt import BGT, BGTConfig
-from .nmt import MultilingualNMT, NMTConfig
-from .paraphrastic import Paraphrastic, ParaphrasticConfig
+from . import bgt, nmt, paraphrastic, wmf
 
-# model name -> (network, its config): what the Trainer trains (`workbench train --model`)
-ARCHITECTURES = {**{name: (BGT, BGTConfig) for name in bgt.SETTINGS},
-                 **{name: (Paraphrastic, ParaphrasticConfig) for name in paraphrastic.SETTINGS},
-                 "nmt": (MultilingualNMT, NMTConfig)}
+
+@dataclasses.dataclass(frozen=True)
+class Kind:
+    """One kind of model. ``network`` is updated by the Trainer; a kind with ``fitted`` instead is fitted in one
+    go by its model's ``fit(english, foreign)`` (no checkpoints, decoders or resume). ``presets``: per training
+    preset, the run settings it changes (``"model"``: the config fields). ``multilingual``: it trains on every
+    pair at once (pair ``"all"``) and its pieces carry a language tag."""
+    config: type
+    network: type | None = None
+    presets: dict = dataclasses.field(default_factory=dict)
+    multilingual: bool = False
+    fitted: "Fitted | None" = None
 
 
 @dataclasses.dataclass(frozen=True)
 class Fitted:
-    """A kind of model fitted in one go instead of by the Trainer's updates: no checkpoints, decoders or resume.
-    Its fit is registered beside the Trainer (``workbench.training.FITS``)."""
+    """How a kind fitted in one go is built, loaded and shipped."""
     counts: str  # what its training record's "updates" count, as a card says it
+    build: Callable[[Any], Any]  # its config -> an unfitted model with fit(english, foreign, show_progress)
     load: Callable[[dict, dict], Any]  # (config.json, its tensors as numpy arrays) -> the model
     shipped: Callable[[dict], dict]  # its tensors (torch) -> the tensors an export writes
 
 
-def _wmf():
-    from . import wmf  # imports scikit-learn: only when a WMF folder is opened or shipped
-    return wmf
-
-
-FITTED = {"wmf": Fitted("ALS iterations", lambda meta, tensors: _wmf().WMF.from_parts(meta, tensors),
-                        lambda tensors: _wmf().shipped_tensors(tensors))}
-MODELS = (*ARCHITECTURES, *FITTED)  # what `workbench train --model` accepts
+KINDS = {**{name: Kind(bgt.BGTConfig, bgt.BGT, bgt.PRESETS) for name in bgt.SETTINGS},
+         **{name: Kind(paraphrastic.ParaphrasticConfig, paraphrastic.Paraphrastic, paraphrastic.PRESETS)
+            for name in paraphrastic.SETTINGS},
+         "nmt": Kind(nmt.NMTConfig, nmt.MultilingualNMT, nmt.PRESETS, multilingual=True),
+         "wmf": Kind(wmf.WMFConfig, presets=wmf.PRESETS,
+                     fitted=Fitted("ALS iterations", wmf.WMF, wmf.WMF.from_parts, wmf.shipped_tensors))}
 
 
 MAX_PARAMETERS = 2 * 10 ** 9  # 8 GB of float32 weights; the paper's BGT has 0.48 billion
@@ -64,26 +68,25 @@ def parameter_count(network: type, model_config) -> int:
     return one + sum((n - 1) * (count(dataclasses.replace(base, **{name: 2})) - one) for name, n in layers.items())
 
 
-def build_model(model_config: dict | BGTConfig | ParaphrasticConfig | NMTConfig) -> torch.nn.Module:
+def build_model(model_config) -> torch.nn.Module:
     """The network for a model config (or its ``to_dict()`` form, as stored in ``config.json``). Its size is
     counted on the meta device first (no memory), so an absurd config is refused before it is allocated."""
     model_config = checked_config(model_config)
-    return ARCHITECTURES[model_config.setting][0](model_config)
+    return KINDS[model_config.setting].network(model_config)
 
 
-def checked_config(model_config: dict | BGTConfig | ParaphrasticConfig | NMTConfig
-                   ) -> BGTConfig | ParaphrasticConfig | NMTConfig:
-    """``model_config`` as its config class, refused (with a sentence) when its values are invalid or the network
-    would exceed :data:`MAX_PARAMETERS`; nothing is allocated. Every door a config comes through (a recipe, a
-    model folder, a package) passes here."""
+def checked_config(model_config):
+    """``model_config`` (a trainable kind's) as its config class, refused (with a sentence) when its values are
+    invalid or the network would exceed :data:`MAX_PARAMETERS`; nothing is allocated. Every door a config comes
+    through (a recipe, a model folder, a package) passes here."""
     if isinstance(model_config, dict):
-        _, config_class = ARCHITECTURES[check_name("model", model_config.get("setting"), tuple(ARCHITECTURES))]
+        trained = tuple(name for name, kind in KINDS.items() if kind.network is not None)
+        kind = KINDS[check_name("model", model_config.get("setting"), trained)]
         try:
-            model_config = config_class.from_dict(model_config)
+            model_config = kind.config.from_dict(model_config)
         except (ValueError, TypeError) as err:
             raise WorkbenchError(f"bad model settings: {err}") from None
-    network = ARCHITECTURES[model_config.setting][0]
-    size = parameter_count(network, model_config)
+    size = parameter_count(KINDS[model_config.setting].network, model_config)
     if size > MAX_PARAMETERS:
         told = ("far more than a tensor can hold" if size >= 2 ** 62 else
                 f"{size / 1e9:.1f} billion parameters ({size * 4 / 2 ** 30:.0f} GiB of float32 weights)")

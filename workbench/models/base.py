@@ -8,6 +8,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, fields
 from itertools import chain
+from typing import ClassVar
 
 import numpy as np
 import torch
@@ -21,6 +22,14 @@ from ..progress import progress_bar
 class ModelConfig:
     """Mixin for the model config dataclasses: the dict stored in ``config.json`` and back, and the checks every
     config shares."""
+
+    RETUNABLE: ClassVar[tuple[str, ...]] = ()  # fields a run initialised from a trained model may change
+
+    @classmethod
+    def run_settings(cls, run, tokenizer=None) -> dict:
+        """Fields a training run sets beyond its ``overrides`` (``run``: the TrainConfig; ``tokenizer``: the run's,
+        None when the recipe is only checked)."""
+        return {}
 
     def size_problems(self) -> list[str]:
         """What is wrong with the sizes: each ``int`` field (the token ids aside) must be a positive integer,
@@ -54,7 +63,20 @@ class ModelConfig:
 
 class SentenceModel(nn.Module):
     """A model whose ``encoders`` (a ModuleDict of networks mapping ids to ``(embedding, _)``) give sentence
-    embeddings; subclasses say which languages each view reads (:meth:`view_languages`)."""
+    embeddings; subclasses say which languages each view reads (:meth:`view_languages`).
+
+    What the Trainer sees of a trainable model: ``forward(en, xx, update, step)`` returns ``loss`` (summed over the
+    micro-batch's pairs), the counts ``sentences``, ``tokens_en``, ``tokens_xx`` and the terms named here: the
+    :data:`LOGGED` ones are summed over an update's micro-batches and logged per pair (and per token where in
+    :data:`PER_TOKEN`), the :data:`LAST` ones logged as the last micro-batch gave them; :meth:`schedule` adds
+    values that depend on the update alone."""
+
+    LOGGED: tuple[str, ...] = ()
+    PER_TOKEN: tuple[str, ...] = ()
+    LAST: tuple[str, ...] = ()
+
+    def schedule(self, update: int) -> dict[str, float]:
+        return {}
 
     @property
     def views(self) -> tuple[str, ...]:
@@ -86,6 +108,19 @@ def weights_fingerprint(module: torch.nn.Module, *extra: str) -> str:
     for item in extra:
         h.update(item.encode())
     return h.hexdigest()
+
+
+def module_fingerprint(module: torch.nn.Module, *extra: str) -> str:
+    """:func:`weights_fingerprint`, remembered on ``module`` until a tensor of it is replaced or changed in place
+    (an optimizer step bumps each tensor's version counter), so every view, layer and widget over unchanged weights
+    shares one hashing."""
+    state = module.state_dict()
+    key = (tuple((name, t.data_ptr(), t._version) for name, t in state.items()), extra)
+    memo = getattr(module, "_workbench_fingerprint", None)
+    if memo is None or memo[0] != key:
+        memo = (key, weights_fingerprint(module, *extra))
+        module._workbench_fingerprint = memo
+    return memo[1]
 
 
 def _check_layer(module: torch.nn.Module, layer: int, name: str) -> int:
@@ -129,15 +164,23 @@ class NetworkEncoder(NamedEncoder):
         self.module, self.tokenizer, self.base_name = module, tokenizer, name
         self.max_len = min(max_len, module.max_len)
         self.languages = languages or tokenizer.languages
-        self.weights = weights_fingerprint(module, tokenizer.digest, json.dumps(asdict(module.cfg)))
         self._read_at(layer)
 
     def _read_at(self, layer: int) -> None:
         self.layer = _check_layer(self.module, layer, self.base_name)
         self.name = self.base_name if layer == -1 else f"{self.base_name}@{layer}"
         self.dim = self._dim(layer)
-        self.fingerprint = (self.weights if layer == -1  # as before layers existed: cached entries stay valid
-                            else hashlib.sha256(f"{self.weights}|layer {layer}".encode()).hexdigest())
+
+    @property
+    def weights(self) -> str:
+        """The digest of the network's tensors, tokenizer and config: hashed when first asked for (a view that is
+        only encoded with, as in the Trainer's STS-B dev, hashes nothing) and once per state of the weights."""
+        return module_fingerprint(self.module, self.tokenizer.digest, json.dumps(asdict(self.module.cfg)))
+
+    @property
+    def fingerprint(self) -> str:
+        return (self.weights if self.layer == -1  # as before layers existed: cached entries stay valid
+                else hashlib.sha256(f"{self.weights}|layer {self.layer}".encode()).hexdigest())
 
     def _dim(self, layer: int) -> int:
         return self.module.output_dim if layer == -1 else self.module.cfg.d_model
@@ -149,7 +192,7 @@ class NetworkEncoder(NamedEncoder):
         return (*range(len(blocks) + 1), -1) if blocks is not None else (-1,)
 
     def at_layer(self, layer: int) -> "NetworkEncoder":
-        """The same network read at another layer (the weights' digest is not computed again)."""
+        """The same network read at another layer (the weights' digest is shared)."""
         other = copy.copy(self)
         other._read_at(layer)
         return other

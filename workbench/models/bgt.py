@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -49,24 +50,38 @@ from torch import nn
 from ..checks import number, whole
 from .base import ModelConfig, SentenceModel
 from .transformer import (
-    EncoderLayer,
-    SelfAttention,
+    LatentDecoder,
     SentenceEncoder,
-    TokenEmbedding,
     TransformerConfig,
-    linear,
+    shift_right,
 )
 
 SETTINGS = ("bgt", "bgt_no_prior", "bgt_no_langvars", "bilingual_trans", "english_trans", "english_ae",
             "english_vae")
 DECODER_LATENTS = ("mean", "sample", "sample_language")
-# Settings that change how the latents are regularised but no parameter's shape: a run initialised from a
-# trained model (``train --init-from``) may change them, to fine-tune it with another bottleneck.
-REGULARISERS = ("decoder_latent", "language_kl_weight", "language_free_bits", "word_dropout")
+SEM_SIDES = ("example", "microbatch")
+
+# The network sizes of each training preset (the run settings: workbench.training.recipes.PRESETS). cpu: the
+# CPU recipe chosen at equal CPU time (trained/HISTORY.md); small: minutes on one GPU; paper: the paper's d=1024,
+# 5-layer encoders.
+PRESETS = {
+    "tiny": {"model": {"d_model": 64, "ffn_dim": 128, "n_heads": 2, "enc_layers": 1, "latent_dim": 32,
+                       "dropout": 0.0, "max_len": 64}},
+    "cpu": {"model": {"d_model": 128, "ffn_dim": 256, "n_heads": 4, "enc_layers": 2, "latent_dim": 128,
+                      "dropout": 0.1, "max_len": 64}},
+    "small": {"model": {"d_model": 512, "ffn_dim": 1024, "n_heads": 8, "enc_layers": 3, "latent_dim": 512,
+                        "dropout": 0.1, "max_len": 128}},
+    "paper": {"model": {"d_model": 1024, "ffn_dim": 1024, "n_heads": 8, "enc_layers": 5, "latent_dim": 1024,
+                        "dropout": 0.3, "max_len": 1024}},
+}
 
 
 @dataclass
 class BGTConfig(ModelConfig):
+    # settings that change how the latents are regularised but no parameter's shape: a run initialised from a
+    # trained model (``train --init-from``) may change them, to fine-tune it with another bottleneck
+    RETUNABLE: ClassVar[tuple[str, ...]] = ("decoder_latent", "language_kl_weight", "language_free_bits",
+                                            "word_dropout")
     vocab_size: int
     languages: tuple[str, str] = ("en", "fr")
     setting: str = "bgt"
@@ -112,12 +127,17 @@ class BGTConfig(ModelConfig):
             problems.append(f"language_free_bits must be a number of nats ≥ 0, not {self.language_free_bits!r}")
         if not number(self.word_dropout, 0, 1, open_high=True):
             problems.append(f"word_dropout must be a number in [0, 1), not {self.word_dropout!r}")
-        if self.sem_side not in ("example", "microbatch"):
+        if self.sem_side not in SEM_SIDES:
             problems.append(f"sem_side {self.sem_side!r} is not 'example' or 'microbatch'")
         if len(self.languages) != 2 or self.languages[0] != "en":
             problems.append(f"languages must be ('en', xx), not {self.languages}")
         if problems:
             raise ValueError("; ".join(problems))
+
+    @classmethod
+    def run_settings(cls, run, tokenizer=None) -> dict:
+        """The KL ramp a new run fixes (``run.kl_x0_at_start``; every resume keeps it)."""
+        return {"kl_x0": run.kl_x0_at_start}
 
     @property
     def foreign(self) -> str:
@@ -135,65 +155,6 @@ class BGTConfig(ModelConfig):
                                  max_len=self.max_len, pad_id=self.pad_id)
 
 
-class LatentDecoder(nn.Module):
-    """p(x | c): causal self-attention, the "Attention" sublayer ``LN(x + Drop(W_a [x ; c]))``, FFN, then
-    logits ``W_out [c ; x]`` (no cross-attention; docs/method.md#architecture)."""
-
-    def __init__(self, cfg: BGTConfig, cond_dim: int):
-        super().__init__()
-        tcfg = cfg.encoder_config(cfg.dec_layers)
-        self.cfg, self.cond_dim = cfg, cond_dim
-        self.embed = TokenEmbedding(tcfg)
-        self.layers = nn.ModuleList(DecoderLayer(tcfg, cond_dim, cfg.attention_relu) for _ in range(cfg.dec_layers))
-        self.out = nn.Parameter(torch.randn(cfg.vocab_size, cond_dim + cfg.d_model) * cfg.d_model ** -0.5)
-
-    def forward(self, prev: torch.Tensor, cond: torch.Tensor, keep: torch.Tensor | None = None) -> torch.Tensor:
-        """prev (B, T) = [EOS, y1 … y_{T-1}], cond (B, C) -> logits (B, T, V), or (N, V) at the N positions
-        where ``keep`` (B, T) is True (training scores only real target tokens).
-
-        ``W_out [c ; x] = W_c c + W_x x``: the conditioning's share is computed once per sentence and added to
-        every position, not multiplied again at each token (the same logits; most of the output projection's
-        FLOPs are in ``W_c`` since C ≥ d)."""
-        x = self.embed(prev)
-        for layer in self.layers:
-            x = layer(x, cond)
-        w_cond, w_hidden = self.out[:, :self.cond_dim], self.out[:, self.cond_dim:]
-        per_sentence = cond @ w_cond.t()  # (B, V)
-        if keep is None:
-            return torch.baddbmm(per_sentence[:, None, :], x, w_hidden.t().expand(x.shape[0], -1, -1))
-        rows = keep.nonzero(as_tuple=True)[0]  # the sentence of each kept position
-        return torch.addmm(per_sentence.index_select(0, rows), x[keep], w_hidden.t())
-
-
-class DecoderLayer(nn.Module):
-    def __init__(self, tcfg: TransformerConfig, cond_dim: int, attention_relu: bool):
-        super().__init__()
-        self.attn = SelfAttention(tcfg.d_model, tcfg.n_heads)
-        self.norm1 = nn.LayerNorm(tcfg.d_model)
-        self.cond = linear(tcfg.d_model + cond_dim, tcfg.d_model)
-        self.norm2 = nn.LayerNorm(tcfg.d_model)
-        self.ffn = EncoderLayer(tcfg).ffn
-        self.norm3 = nn.LayerNorm(tcfg.d_model)
-        self.drop = nn.Dropout(tcfg.dropout)
-        self.attention_relu = attention_relu
-
-    def forward(self, x: torch.Tensor, cond: torch.Tensor) -> torch.Tensor:
-        x = self.norm1(x + self.drop(self.attn(x, causal=True)))
-        mixed = self.cond(torch.cat([x, cond[:, None, :].expand(-1, x.shape[1], -1)], dim=-1))
-        if self.attention_relu:
-            mixed = F.relu(mixed)
-        x = self.norm2(x + self.drop(mixed))
-        return self.norm3(x + self.drop(self.ffn(x)))
-
-
-def shift_right(tokens: torch.Tensor, eos_id: int, pad_id: int) -> torch.Tensor:
-    """Teacher-forcing input [EOS, y1 … y_{T-1}] for right-padded targets (B, T)."""
-    prev = torch.full_like(tokens, pad_id)
-    prev[:, 0] = eos_id
-    prev[:, 1:] = tokens[:, :-1]
-    return prev
-
-
 def drop_words(prev: torch.Tensor, rate: float, pad_id: int) -> torch.Tensor:
     """Word dropout on a decoder's teacher-forcing input (Bowman et al. 2016): each token after the first
     (EOS) becomes padding — a zero embedding, so only its position remains — with probability ``rate``, so the
@@ -206,6 +167,21 @@ def drop_words(prev: torch.Tensor, rate: float, pad_id: int) -> torch.Tensor:
 def kl_to_standard_normal(mu: torch.Tensor, logv: torch.Tensor) -> torch.Tensor:
     """Σ over dims of KL(N(mu, exp(logv)) || N(0, I)), per example."""
     return -0.5 * (1 + logv - mu.pow(2) - logv.exp()).sum(-1)
+
+
+def semantic_side(batch_size: int, sem_side: str = "example", step: int = 0,
+                  device: torch.device | str = "cpu") -> torch.Tensor:
+    """(B,) bool: which examples feed English to the semantic encoder's generative path.
+
+    ``"example"`` alternates within the batch (even positions English, odd foreign): the 50/50 mix the code
+    gets per update, without needing accumulation. ``"microbatch"`` reproduces the code: the whole
+    micro-batch takes one side, English on even ``step`` (the forward-call counter), foreign on odd.
+    """
+    if sem_side == "example":
+        return torch.arange(batch_size, device=device) % 2 == 0
+    if sem_side == "microbatch":
+        return torch.full((batch_size,), step % 2 == 0, device=device)
+    raise ValueError(f"unknown sem_side {sem_side!r}; valid: {', '.join(SEM_SIDES)}")
 
 
 def free_bits(kl: torch.Tensor, floor: float) -> torch.Tensor:
@@ -240,19 +216,23 @@ class BGT(SentenceModel):
                 self.encoders[lang] = SentenceEncoder(cfg.encoder_config(latent_dim=cfg.language_dim),
                                                       with_logv=gaussian)
         self.decoders = nn.ModuleDict()
+
+        def decoder(cond_dim: int) -> LatentDecoder:
+            return LatentDecoder(cfg.encoder_config(cfg.dec_layers), cond_dim, cfg.attention_relu)
+
         if s in ("bgt", "bgt_no_prior"):
             for lang in cfg.languages:  # generative decoders on [z_lang ; z_sem]
-                self.decoders[lang] = LatentDecoder(cfg, cfg.language_dim + L)
+                self.decoders[lang] = decoder(cfg.language_dim + L)
         elif s == "bgt_no_langvars":
             for lang in cfg.languages:
-                self.decoders[lang] = LatentDecoder(cfg, L)
+                self.decoders[lang] = decoder(L)
         elif s in ("english_ae", "english_vae"):
-            self.decoders["en"] = LatentDecoder(cfg, L)
+            self.decoders["en"] = decoder(L)
         if s in ("bgt", "bgt_no_prior", "bgt_no_langvars", "bilingual_trans"):
-            self.decoders[f"en->{cfg.foreign}"] = LatentDecoder(cfg, L)
-            self.decoders[f"{cfg.foreign}->en"] = LatentDecoder(cfg, L)
+            self.decoders[f"en->{cfg.foreign}"] = decoder(L)
+            self.decoders[f"{cfg.foreign}->en"] = decoder(L)
         elif s == "english_trans":
-            self.decoders[f"en->{cfg.foreign}"] = LatentDecoder(cfg, L)
+            self.decoders[f"en->{cfg.foreign}"] = decoder(L)
 
     # --- encoders ------------------------------------------------------------------------------------------
 
@@ -277,19 +257,29 @@ class BGT(SentenceModel):
 
     # --- training loss -------------------------------------------------------------------------------------
 
+    # what the Trainer logs of each forward pass: terms summed over the update's micro-batches (also per token
+    # where named), and values of the last micro-batch
+    LOGGED = ("recon", "trans", "kl", "kl_semantic", "kl_language")
+    PER_TOKEN = ("recon", "trans")
+    LAST = ("active_units",)
+
     def kl_weight(self, update: int) -> float:
         """β(update) = min(1, update / kl_x0): linear annealing (docs/method.md#kl)."""
         return min(1.0, update / self.cfg.kl_x0) if self.has_kl else 0.0
 
-    def forward(self, en: torch.Tensor, xx: torch.Tensor, sem_en: torch.Tensor, update: int = 0
+    def schedule(self, update: int) -> dict[str, float]:
+        return {"kl_weight": self.kl_weight(update)}
+
+    def forward(self, en: torch.Tensor, xx: torch.Tensor, update: int = 0, step: int = 0
                 ) -> dict[str, torch.Tensor]:
         """Loss terms of one micro-batch, each summed over tokens/dims and examples (not yet divided).
 
-        en, xx: (B, T) EOS-terminated, right-padded ids; sem_en: (B,) bool, True where the semantic encoder's
-        generative path reads English. Returns ``loss`` (the weighted sum) and the terms ``recon``, ``trans``,
-        ``kl``, ``kl_weight``, ``sentences``, ``tokens_en``, ``tokens_xx`` and ``active_units`` (dimensions of
-        the concatenated posterior means whose variance over the batch is ≥ 0.01: a posterior-collapse check);
-        ``kl`` is the sum of ``kl_semantic`` and ``kl_language`` (both language latents), unweighted.
+        en, xx: (B, T) EOS-terminated, right-padded ids; ``update`` sets the KL weight, ``step`` (the forward
+        counter) the semantic side under ``sem_side="microbatch"`` (:func:`semantic_side`). Returns ``loss`` (the
+        weighted sum), the :data:`LOGGED` terms ``recon``, ``trans``, ``kl`` (the sum of ``kl_semantic`` and
+        ``kl_language``, both language latents, unweighted), ``sentences``, ``tokens_en``, ``tokens_xx``, and
+        ``active_units`` (dimensions of the concatenated posterior means whose variance over the batch is ≥ 0.01:
+        a posterior-collapse check).
         """
         cfg, s = self.cfg, self.cfg.setting
         pad, eos, fx = cfg.pad_id, cfg.eos_id, cfg.foreign
@@ -324,7 +314,7 @@ class BGT(SentenceModel):
             trans = (decoded(f"en->{fx}", xx, mu_en, cfg.label_smoothing)
                      + decoded(f"{fx}->en", en, mu_xx, cfg.label_smoothing))
             if s != "bilingual_trans":
-                side = sem_en[:, None].to(mu_en.device)
+                side = semantic_side(en.shape[0], cfg.sem_side, step, en.device)[:, None]
                 mu_sem = torch.where(side, mu_en, mu_xx)
                 means = [mu_sem]
                 logv_sem = None if logv_en is None else torch.where(side, logv_en, logv_xx)
@@ -352,8 +342,7 @@ class BGT(SentenceModel):
         active = (torch.cat(means, dim=-1).detach().float().var(dim=0) >= 0.01).sum() if en.shape[0] > 1 else 0
         return {"loss": loss, "recon": recon.detach(), "trans": trans.detach(), "kl": kl.detach(),
                 "kl_semantic": kl_sem.detach(), "kl_language": kl_lang.detach(),
-                "active_units": torch.as_tensor(active),
-                "kl_weight": torch.tensor(beta), "sentences": torch.tensor(en.shape[0]),
+                "active_units": torch.as_tensor(active), "sentences": torch.tensor(en.shape[0]),
                 "tokens_en": (en != pad).sum(), "tokens_xx": (xx != pad).sum()}
 
     # --- generation (style transfer) -----------------------------------------------------------------------

@@ -36,7 +36,7 @@ from ..checks import WorkbenchError
 from ..data import sha256_of
 from ..data.tokenizer import Tokenizer
 from ..paths import CONFIG_SEAL, atomic_write, config_digest, read_json, sealed_config, trained_dir
-from . import FITTED, build_model
+from . import KINDS, build_model
 
 log = logging.getLogger(__name__)
 
@@ -297,8 +297,9 @@ class ModelFolder:
         """The network with its tokenizer attached, in eval mode; the file bytes are released afterwards."""
         meta, folder = self.config, self.path
         try:
-            if meta["model"]["setting"] in FITTED:
-                return FITTED[meta["model"]["setting"]].load(meta, {k: v.numpy() for k, v in self.weights().items()})
+            fitted = KINDS[meta["model"]["setting"]].fitted if meta["model"]["setting"] in KINDS else None
+            if fitted:
+                return fitted.load(meta, {k: v.numpy() for k, v in self.weights().items()})
             try:
                 model = build_model(meta["model"])
             except WorkbenchError as err:

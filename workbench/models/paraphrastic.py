@@ -22,6 +22,22 @@ from .base import ModelConfig, SentenceModel
 SETTINGS = ("sp", "bilstm")
 
 
+# SP / BILSTM (docs/method.md#baselines): Adam at a fixed lr (the paper's 1e-3; tiny uses 1e-2 to learn in seconds), no
+# warmup; the micro-batch is the mega-batch the hardest negatives come from, so it is large. These replace the
+# run presets' values (workbench.training.recipes.PRESETS) of the same name.
+PRESETS = {
+    "tiny": {"model": {"dim": 256, "hidden": 64, "max_len": 64}, "max_tokens": 4096, "lr": 1e-2,
+             "schedule": "constant", "warmup": 0},
+    "cpu": {"model": {"dim": 512, "hidden": 256, "max_len": 128}, "max_pairs": None, "max_tokens": 16000,
+            "lr": 1e-3, "schedule": "constant", "warmup": 0, "max_updates": 300},
+    "small": {"model": {"dim": 512, "hidden": 256, "max_len": 128}, "max_tokens": 16000, "update_freq": 1,
+              "lr": 1e-3, "schedule": "constant", "warmup": 0, "max_updates": 2000},
+    "paper": {"model": {"dim": 1024, "hidden": 512, "max_len": 1024, "dropout": 0.3}, "vocab_size": 20000,
+              "max_tokens": 40000, "update_freq": 1, "lr": 1e-3, "schedule": "constant", "warmup": 0,
+              "max_updates": 20000},
+}
+
+
 @dataclass
 class ParaphrasticConfig(ModelConfig):
     vocab_size: int
@@ -115,7 +131,9 @@ class Paraphrastic(SentenceModel):
         self.encoders = nn.ModuleDict({"semantic": EmbeddingAverage(cfg) if cfg.setting == "sp"
                                        else BiLSTMEncoder(cfg)})
 
-    def forward(self, en: torch.Tensor, xx: torch.Tensor, sem_en: torch.Tensor | None = None, update: int = 0
+    LOGGED = ("margin_violations",)
+
+    def forward(self, en: torch.Tensor, xx: torch.Tensor, update: int = 0, step: int = 0
                 ) -> dict[str, torch.Tensor]:
         """Margin loss of one mega-batch, summed over its pairs: each English sentence against its translation
         and the hardest other translation in the batch."""

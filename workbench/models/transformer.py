@@ -1,4 +1,5 @@
-"""Transformer building blocks as BGT uses them (docs/method.md#architecture).
+"""Transformer building blocks as BGT uses them (docs/method.md#architecture): the sentence encoder and the
+decoder conditioned on a latent vector.
 
 Post-LN layers, ReLU FFN, fairseq sinusoidal positions (sin half, then cos half), token embeddings scaled by
 sqrt(d). A sentence encoder mean-pools the token states over non-pad positions (EOS included) and maps the
@@ -138,3 +139,61 @@ class SentenceEncoder(nn.Module):
             if every or depth == len(self.layers):
                 pooled.append(masked_mean(x, keep))
         return pooled
+
+
+class LatentDecoder(nn.Module):
+    """p(x | c): causal self-attention, the "Attention" sublayer ``LN(x + Drop(W_a [x ; c]))``, FFN, then
+    logits ``W_out [c ; x]`` (no cross-attention; docs/method.md#architecture)."""
+
+    def __init__(self, tcfg: TransformerConfig, cond_dim: int, attention_relu: bool = False):
+        super().__init__()
+        self.cond_dim = cond_dim
+        self.embed = TokenEmbedding(tcfg)
+        self.layers = nn.ModuleList(DecoderLayer(tcfg, cond_dim, attention_relu) for _ in range(tcfg.n_layers))
+        self.out = nn.Parameter(torch.randn(tcfg.vocab_size, cond_dim + tcfg.d_model) * tcfg.d_model ** -0.5)
+
+    def forward(self, prev: torch.Tensor, cond: torch.Tensor, keep: torch.Tensor | None = None) -> torch.Tensor:
+        """prev (B, T) = [EOS, y1 … y_{T-1}], cond (B, C) -> logits (B, T, V), or (N, V) at the N positions
+        where ``keep`` (B, T) is True (training scores only real target tokens).
+
+        ``W_out [c ; x] = W_c c + W_x x``: the conditioning's share is computed once per sentence and added to
+        every position, not multiplied again at each token (the same logits; most of the output projection's
+        FLOPs are in ``W_c`` since C ≥ d)."""
+        x = self.embed(prev)
+        for layer in self.layers:
+            x = layer(x, cond)
+        w_cond, w_hidden = self.out[:, :self.cond_dim], self.out[:, self.cond_dim:]
+        per_sentence = cond @ w_cond.t()  # (B, V)
+        if keep is None:
+            return torch.baddbmm(per_sentence[:, None, :], x, w_hidden.t().expand(x.shape[0], -1, -1))
+        rows = keep.nonzero(as_tuple=True)[0]  # the sentence of each kept position
+        return torch.addmm(per_sentence.index_select(0, rows), x[keep], w_hidden.t())
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, tcfg: TransformerConfig, cond_dim: int, attention_relu: bool):
+        super().__init__()
+        self.attn = SelfAttention(tcfg.d_model, tcfg.n_heads)
+        self.norm1 = nn.LayerNorm(tcfg.d_model)
+        self.cond = linear(tcfg.d_model + cond_dim, tcfg.d_model)
+        self.norm2 = nn.LayerNorm(tcfg.d_model)
+        self.ffn = EncoderLayer(tcfg).ffn
+        self.norm3 = nn.LayerNorm(tcfg.d_model)
+        self.drop = nn.Dropout(tcfg.dropout)
+        self.attention_relu = attention_relu
+
+    def forward(self, x: torch.Tensor, cond: torch.Tensor) -> torch.Tensor:
+        x = self.norm1(x + self.drop(self.attn(x, causal=True)))
+        mixed = self.cond(torch.cat([x, cond[:, None, :].expand(-1, x.shape[1], -1)], dim=-1))
+        if self.attention_relu:
+            mixed = F.relu(mixed)
+        x = self.norm2(x + self.drop(mixed))
+        return self.norm3(x + self.drop(self.ffn(x)))
+
+
+def shift_right(tokens: torch.Tensor, eos_id: int, pad_id: int) -> torch.Tensor:
+    """Teacher-forcing input [EOS, y1 … y_{T-1}] for right-padded targets (B, T)."""
+    prev = torch.full_like(tokens, pad_id)
+    prev[:, 0] = eos_id
+    prev[:, 1:] = tokens[:, :-1]
+    return prev

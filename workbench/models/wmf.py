@@ -38,6 +38,11 @@ from .base import ModelConfig
 
 VARIANTS = ("b-wmf", "x-wmf")
 
+# The training presets' settings for WMF (its ``config`` fields): the paper's k = 100, w_m = 0.01, λ = 20, 20
+# ALS iterations; tiny is a quick check.
+PRESETS = {"tiny": {"model": {"k": 20, "iterations": 5, "l2": 1.0}}, "cpu": {"model": {"iterations": 10}},
+           "small": {"model": {}}, "paper": {"model": {}}}
+
 
 @dataclass
 class WMFConfig(ModelConfig):
@@ -49,6 +54,11 @@ class WMFConfig(ModelConfig):
     iterations: int = 20
     min_df: int = 2
     seed: int = 0
+
+    @classmethod
+    def run_settings(cls, run, tokenizer=None) -> dict:
+        """The run's languages and seed (WMF reads words, not a tokenizer's pieces)."""
+        return {"languages": run.languages, "seed": run.seed}
 
     def __post_init__(self):
         self.languages = tuple(self.languages)

@@ -62,6 +62,10 @@ class ProbeResult:
     seeds: int = 1  # probes fitted (seed, seed + 1, ...); the numbers are their means
     seed_std: float | None = None  # the accuracy's standard deviation over those seeds (ddof 1)
 
+    def outcomes(self) -> np.ndarray:
+        """Per test example, 1.0 where the probe was right (``correct`` as an array; empty for a seeds mean)."""
+        return (np.frombuffer(self.correct.encode(), dtype=np.uint8) == ord("1")).astype(float)
+
     @property
     def gain(self) -> float | None:
         """Conditional probe: accuracy with both views minus accuracy with the ``given`` view alone."""
@@ -161,21 +165,48 @@ def probe(encoder: Encoder, task: str | ProbingDataset, classifier: str = "logre
     control = check_options(classifier, control, mdl)
     if not whole(seeds):
         raise WorkbenchError(f"seeds must be a whole number ≥ 1 (got {seeds!r})")
-    if seeds > 1:
-        if given is not None:
-            raise WorkbenchError("seeds= averages plain probes; a conditional probe (given=) takes one seed")
-        options = {"classifier": classifier, "control": control, "mdl": mdl, "cache": cache, "refit": refit,
-                   "transfer": transfer, **build_options}
-        return over_seeds([probe(encoder, task, seed=seed + i, **options) for i in range(seeds)])
+    if seeds > 1 and given is not None:
+        raise WorkbenchError("seeds= averages plain probes; a conditional probe (given=) takes one seed")
     card = task.card if isinstance(task, ProbingDataset) else get_task(task)
     card.check_encoder(encoder)  # before building anything
     if given is not None:
         card.check_encoder(given)
+        if encoder.fingerprint == given.fingerprint:
+            raise WorkbenchError(f"conditional probe of {encoder.name!r} given itself: give another view")
     if transfer is not None:
         _check_transfer(card, encoder, transfer, given)
     dataset = task if isinstance(task, ProbingDataset) else build_task(card, **build_options)
-    if given is not None:
-        return _conditional(encoder, given, dataset, classifier, seed, control, mdl, cache, refit)
+    splits = _checked_splits(card, dataset)
+    if cache:
+        encoder, given = cached(encoder), given if given is None else cached(given)
+    features = Features(dataset, splits)
+
+    def fit(reader: Encoder, seed: int, control, mdl, transfer=None) -> ProbeResult:
+        options = {"task": card.name, "data": dataset.manifest.get("sha256"), "classifier": classifier,
+                   "seed": seed, "control": control, "mdl": mdl, "version": PROBE_VERSION,
+                   **({"transfer": transfer} if transfer else {})}
+
+        def compute() -> dict:
+            return asdict(_run_probe(reader, features, dataset, splits, classifier, seed, control, mdl, transfer))
+
+        if not cache or options["data"] is None:
+            return ProbeResult(**compute())
+        return ProbeResult(**remember("probe", reader.fingerprint, options, compute, refresh=refit))
+
+    if given is None:
+        runs = [fit(encoder, s, control, mdl, transfer) for s in range(seed, seed + seeds)]
+        return runs[0] if seeds == 1 else over_seeds(runs)
+    joint = fit(Concatenated(encoder, given), seed, control, mdl)
+    alone = fit(given, seed, False, False)
+    joint.given, joint.given_accuracy = given.name, alone.accuracy
+    gain = joint.outcomes() - alone.outcomes()  # paired: the same test examples
+    joint.gain_ci_low, joint.gain_ci_high = bootstrap_ci(gain, seed=seed)
+    return joint
+
+
+def _checked_splits(card, dataset: ProbingDataset) -> dict[str, pd.DataFrame]:
+    """The dataset's train/valid/test frames, refused with what to change when one is empty or the training
+    split holds one class."""
     splits = {tag: dataset.split(tag) for tag in ("tr", "va", "te")}
     for tag, frame in splits.items():
         if frame.empty:
@@ -191,25 +222,38 @@ def probe(encoder: Encoder, task: str | ProbingDataset, classifier: str = "logre
     if splits["tr"]["label"].nunique() < 2:
         raise WorkbenchError(f"task {card.name!r}: the training split has a single class "
                              f"({splits['tr']['label'].iloc[0]!r}); a probe needs at least two")
-    if cache:
-        encoder = cached(encoder)
-    options = {"task": card.name, "data": dataset.manifest.get("sha256"), "classifier": classifier,
-               "seed": seed, "control": control, "mdl": mdl, "version": PROBE_VERSION,
-               **({"transfer": transfer} if transfer else {})}
+    return splits
 
-    def compute() -> dict:
-        return asdict(_run_probe(encoder, dataset, splits, classifier, seed, control, mdl, transfer))
 
-    if not cache or options["data"] is None:
-        return ProbeResult(**compute())
-    return ProbeResult(**remember("probe", encoder.fingerprint, options, compute, refresh=refit))
+class Features:
+    """Each encoder's embeddings of one dataset, per split, read once (a probe over several seeds, or the two
+    halves of a conditional probe, share them); ``Concatenated`` encoders join their halves' arrays."""
+
+    def __init__(self, dataset: ProbingDataset, splits: dict[str, pd.DataFrame]):
+        self.sentences = list(dict.fromkeys(dataset.data["sentence"]))
+        row = {s: i for i, s in enumerate(self.sentences)}
+        self.rows = {tag: [row[s] for s in frame["sentence"]] for tag, frame in splits.items()}
+        self._read: dict[str, np.ndarray] = {}
+
+    def embeddings(self, encoder: Encoder) -> np.ndarray:
+        if isinstance(encoder, Concatenated):
+            return np.hstack([self.embeddings(encoder.a), self.embeddings(encoder.b)])
+        if encoder.fingerprint not in self._read:
+            self._read[encoder.fingerprint] = check_embeddings(encoder, encoder.encode(self.sentences),
+                                                               len(self.sentences))
+        return self._read[encoder.fingerprint]
+
+    def __call__(self, encoder: Encoder) -> dict[str, np.ndarray]:
+        """``{split: (n, dim)}`` in the splits' row order."""
+        embeddings = self.embeddings(encoder)
+        return {tag: embeddings[rows] for tag, rows in self.rows.items()}
 
 
 class Concatenated:
-    """Two encoders side by side: ``[a ; b]`` (an Encoder; each half from the embedding cache)."""
+    """Two encoders side by side: ``[a ; b]`` (an Encoder)."""
 
     def __init__(self, a: Encoder, b: Encoder):
-        self.a, self.b = cached(a), cached(b)
+        self.a, self.b = a, b
         self.name, self.dim = f"[{a.name} ; {b.name}]", a.dim + b.dim
         self.fingerprint = hashlib.sha256(f"concat|{self.a.fingerprint}|{self.b.fingerprint}".encode()).hexdigest()
         reads_a, reads_b = getattr(a, "languages", None), getattr(b, "languages", None)
@@ -219,18 +263,6 @@ class Concatenated:
     def encode(self, sentences: Sequence[str], batch_size: int = 256, show_progress: bool = False) -> np.ndarray:
         return np.hstack([self.a.encode(sentences, batch_size=batch_size, show_progress=show_progress),
                           self.b.encode(sentences, batch_size=batch_size, show_progress=show_progress)])
-
-
-def _conditional(encoder, given, dataset, classifier, seed, control, mdl, cache, refit) -> ProbeResult:
-    if encoder.fingerprint == given.fingerprint:
-        raise WorkbenchError(f"conditional probe of {encoder.name!r} given itself: give another view")
-    options = {"classifier": classifier, "seed": seed, "cache": cache, "refit": refit}
-    joint = probe(Concatenated(encoder, given), dataset, control=control, mdl=mdl, **options)
-    alone = probe(given, dataset, control=False, **options)
-    both, base = (np.array([c == "1" for c in r.correct], dtype=float) for r in (joint, alone))
-    joint.given, joint.given_accuracy = given.name, alone.accuracy
-    joint.gain_ci_low, joint.gain_ci_high = bootstrap_ci(both - base, seed=seed)  # paired: same test examples
-    return joint
 
 
 def check_options(classifier: str, control: bool | str, mdl: bool) -> str | bool:
@@ -280,11 +312,8 @@ def _transfer(clf, encoder, frame: pd.DataFrame, X: np.ndarray, language: str) -
             "transfer_english_accuracy": float((clf.predict(X[keep]) == y).mean())}
 
 
-def _run_probe(encoder, dataset, splits, classifier, seed, control, mdl, transfer=None) -> ProbeResult:
-    sentences = list(dict.fromkeys(dataset.data["sentence"]))
-    embeddings = check_embeddings(encoder, encoder.encode(sentences), len(sentences))
-    row = {s: i for i, s in enumerate(sentences)}
-    X = {tag: embeddings[[row[s] for s in frame["sentence"]]] for tag, frame in splits.items()}
+def _run_probe(encoder, features, dataset, splits, classifier, seed, control, mdl, transfer=None) -> ProbeResult:
+    X = features(encoder)
     y = {tag: frame["label"].to_numpy() for tag, frame in splits.items()}
     clf = _classifier(classifier, seed).fit(X["tr"], y["tr"], X["va"], y["va"])
     correct = (clf.predict(X["te"]) == y["te"]).astype(float)
@@ -334,7 +363,7 @@ def over_seeds(runs: Sequence[ProbeResult]) -> ProbeResult:
     """One result from the same probe fitted with several seeds: means, the accuracy's seed standard deviation,
     and the bootstrap CI of the mean accuracy (over test examples, each scored by its mean over seeds)."""
     first = runs[0]
-    correct = np.mean([[c == "1" for c in run.correct] for run in runs], axis=0)
+    correct = np.mean([run.outcomes() for run in runs], axis=0)
     low, high = bootstrap_ci(correct)
 
     def mean(name):

@@ -1,8 +1,8 @@
-"""Training recipes: the presets (``tiny``, ``cpu``, ``small``, ``paper``) per model family and
-:class:`TrainConfig`, the checked settings of one run (from a preset, a TOML/JSON file, or CLI flags).
+"""Training recipes: the run presets (``tiny``, ``cpu``, ``small``, ``paper``) and :class:`TrainConfig`, the
+checked settings of one run (from a preset, a TOML/JSON file, or CLI flags).
 
-BGT and its Transformer ablations read :data:`PRESETS`; SP/BILSTM and the NMT replace its values with their own
-tables, and a model fitted in one go keeps its own beside its fit. A resumed run must keep
+A preset is :data:`PRESETS`' run settings with the model kind's own table over them (its network sizes, and the
+run settings it changes: ``workbench.models.KINDS``). A resumed run must keep
 :data:`RESUME_FIELDS` (they decide the batches and the weight updates); the length of the run, logging and
 checkpoint cadence may change.
 """
@@ -16,74 +16,27 @@ from pathlib import Path
 from ..checks import WorkbenchError, check_keys, check_name, number, whole
 from ..data.corpora import PAIRS, language_of, pairs_of
 from ..data.tokenizer import EOS, PAD, Tokenizer
-from ..models import ARCHITECTURES, MODELS, paraphrastic
-from ..models.bgt import BGTConfig
-from ..models.nmt import NMTConfig
-from ..models.paraphrastic import ParaphrasticConfig
+from ..models import KINDS
 from ..paths import read_json
 
 
 PRESETS = {
     # CI: trains in well under a minute on CPU and the loss visibly falls.
-    "tiny": {"model": {"d_model": 64, "ffn_dim": 128, "n_heads": 2, "enc_layers": 1, "latent_dim": 32,
-                       "dropout": 0.0, "max_len": 64},
-             "vocab_size": 1000, "max_pairs": 3000, "max_sentence_len": 32, "max_tokens": 1024, "update_freq": 1,
+    "tiny": {"vocab_size": 1000, "max_pairs": 3000, "max_sentence_len": 32, "max_tokens": 1024, "update_freq": 1,
              "lr": 1e-3, "warmup": 10, "max_updates": 40, "kl_ramp": 1.0, "valid_every": 20, "save_every": 20,
              "max_valid_pairs": 300},
     # The CPU recipe chosen at equal CPU time (trained/HISTORY.md): 4k pieces, lr 3e-3, every training pair, the
     # KL ramp over 1,000 updates, STS-B dev every 100 updates; 4,400 updates take about 1.4 h on 2 CPU cores.
-    "cpu": {"model": {"d_model": 128, "ffn_dim": 256, "n_heads": 4, "enc_layers": 2, "latent_dim": 128,
-                      "dropout": 0.1, "max_len": 64},
-            "vocab_size": 4000, "max_pairs": 0, "max_sentence_len": 40, "max_tokens": 4000, "update_freq": 1,
+    "cpu": {"vocab_size": 4000, "max_pairs": 0, "max_sentence_len": 40, "max_tokens": 4000, "update_freq": 1,
             "lr": 3e-3, "warmup": 50, "max_updates": 4400, "kl_x0": 1000, "valid_every": 500, "eval_every": 100,
             "save_every": 100, "keep_checkpoints": 10, "max_valid_pairs": 500},
     # The GPU recipe for shipped models: minutes on one GPU.
-    "small": {"model": {"d_model": 512, "ffn_dim": 1024, "n_heads": 8, "enc_layers": 3, "latent_dim": 512,
-                        "dropout": 0.1, "max_len": 128},
-              "max_sentence_len": 64, "max_tokens": 8000, "update_freq": 2, "lr": 8e-4, "warmup": 300,
+    "small": {"max_sentence_len": 64, "max_tokens": 8000, "update_freq": 2, "lr": 8e-4, "warmup": 300,
               "max_updates": 3000, "valid_every": 500, "save_every": 500},
-    # The paper's sizes: d=1024, 5-layer encoders, ~25k-token updates, 20k pieces.
-    "paper": {"model": {"d_model": 1024, "ffn_dim": 1024, "n_heads": 8, "enc_layers": 5, "latent_dim": 1024,
-                        "dropout": 0.3, "max_len": 1024},
-              "vocab_size": 20000, "max_sentence_len": 100, "max_tokens": 500, "update_freq": 50, "lr": 5e-4,
+    # The paper's: ~25k-token updates, 20k pieces.
+    "paper": {"vocab_size": 20000, "max_sentence_len": 100, "max_tokens": 500, "update_freq": 50, "lr": 5e-4,
               "warmup": 4000, "max_updates": 20000, "kl_ramp": 65536 / 20000, "valid_every": 1000,
               "save_every": 1000},  # kl_ramp: x0 = 65536 at 20k updates, the same fraction for shorter runs
-}
-
-
-# SP / BILSTM (docs/method.md#baselines): Adam at a fixed lr (the paper's 1e-3; tiny uses 1e-2 to learn in seconds), no
-# warmup; the micro-batch is the mega-batch the hardest negatives come from, so it is large. These replace the
-# BGT values of the same preset.
-PARAPHRASTIC_PRESETS = {
-    "tiny": {"model": {"dim": 256, "hidden": 64, "max_len": 64}, "max_tokens": 4096, "lr": 1e-2,
-             "schedule": "constant", "warmup": 0},
-    "cpu": {"model": {"dim": 512, "hidden": 256, "max_len": 128}, "max_pairs": None, "max_tokens": 16000,
-            "lr": 1e-3, "schedule": "constant", "warmup": 0, "max_updates": 300},
-    "small": {"model": {"dim": 512, "hidden": 256, "max_len": 128}, "max_tokens": 16000, "update_freq": 1,
-              "lr": 1e-3, "schedule": "constant", "warmup": 0, "max_updates": 2000},
-    "paper": {"model": {"dim": 1024, "hidden": 512, "max_len": 1024, "dropout": 0.3}, "vocab_size": 20000,
-              "max_tokens": 40000, "update_freq": 1, "lr": 1e-3, "schedule": "constant", "warmup": 0,
-              "max_updates": 20000},
-}
-
-
-# The multilingual NMT (Schwenk & Douze 2017): trained on every pair at once by default (pair "all"); Adam at
-# a fixed lr (the paper: initial lr 0.01, lowered when dev perplexity stalls), gradients clipped at 2 (the
-# paper's value). "paper" has its embedding/BiLSTM sizes and dropout, and LASER's 2048-unit decoder (the 2017
-# paper does not give its decoder's size). These replace the BGT values of the same preset.
-# "cpu" runs for bgt-en-fr's CPU time: 2,050 updates, about 2.8 h on 2 CPU threads.
-NMT_PRESETS = {
-    "tiny": {"model": {"dim": 64, "hidden": 64, "dec_hidden": 128, "dropout": 0.0, "max_len": 64}, "lr": 3e-3,
-             "schedule": "constant", "warmup": 0, "clip_norm": 2.0},
-    "cpu": {"model": {"dim": 256, "hidden": 256, "dec_hidden": 512, "dropout": 0.1, "max_len": 128},
-            "vocab_size": 16000, "max_pairs": None, "max_tokens": 6000, "lr": 2e-3, "schedule": "constant",
-            "warmup": 0, "clip_norm": 2.0, "max_updates": 2050, "valid_every": 250, "save_every": 50},
-    "small": {"model": {"dim": 384, "hidden": 512, "dec_hidden": 1024, "dropout": 0.1, "max_len": 128},
-              "vocab_size": 20000, "max_tokens": 16000, "update_freq": 1, "lr": 1e-3, "schedule": "constant",
-              "warmup": 0, "clip_norm": 2.0, "max_updates": 5000},
-    "paper": {"model": {"dim": 384, "hidden": 512, "dec_hidden": 2048, "dropout": 0.2, "max_len": 1024},
-              "vocab_size": 20000, "max_sentence_len": 100, "max_tokens": 10000, "update_freq": 1, "lr": 1e-3,
-              "schedule": "constant", "warmup": 0, "clip_norm": 2.0, "max_updates": 50000},
 }
 
 
@@ -120,11 +73,11 @@ class TrainConfig:
     keep_checkpoints: int = 2
 
     def __post_init__(self):
-        check_name("model", self.model, MODELS)
+        check_name("model", self.model, tuple(KINDS))
         check_name("language pair", self.pair, (*PAIRS, "all"))
-        if self.pair == "all" and self.model != "nmt":
-            raise WorkbenchError(f"only the multilingual NMT trains on all pairs at once; give {self.model} one "
-                                 f"pair: {', '.join(PAIRS)}")
+        if self.pair == "all" and not KINDS[self.model].multilingual:
+            raise WorkbenchError(f"only a multilingual model ({', '.join(m for m, k in KINDS.items() if k.multilingual)}) "
+                                 f"trains on all pairs at once; give {self.model} one pair: {', '.join(PAIRS)}")
         check_name("preset", self.preset, PRESETS)
         check_name("amp mode", self.amp, ("auto", "bf16", "off"))
         check_name("lr schedule", self.schedule, ("inverse_sqrt", "constant"))
@@ -143,15 +96,14 @@ class TrainConfig:
 
     @classmethod
     def from_preset(cls, preset: str, **changes) -> "TrainConfig":
-        """The preset's values for the model, then ``changes`` (``None`` values are ignored). The NMT's pair
-        defaults to ``"all"``."""
+        """The preset's values for the model kind, then ``changes`` (``None`` values are ignored). A multilingual
+        kind's pair defaults to ``"all"``."""
         check_name("preset", preset, PRESETS)
-        model = changes.get("model")
-        table = PARAPHRASTIC_PRESETS if model in paraphrastic.SETTINGS else NMT_PRESETS if model == "nmt" else {}
-        if model == "nmt" and changes.get("pair") is None:
+        kind = KINDS[check_name("model", changes.get("model") or cls.model, tuple(KINDS))]
+        if kind.multilingual and changes.get("pair") is None:
             changes["pair"] = "all"
-        values = {**PRESETS[preset], **table.get(preset, {})}
-        overrides = {**values.pop("model"), **(changes.pop("overrides", None) or {})}
+        values = {**PRESETS[preset], **kind.presets.get(preset, {})}
+        overrides = {**values.pop("model", {}), **(changes.pop("overrides", None) or {})}
         values.update({k: v for k, v in changes.items() if v is not None})
         return cls(preset=preset, overrides=overrides, **values)
 
@@ -190,6 +142,14 @@ class TrainConfig:
         if isinstance(training, dict) and "updates" in training:
             recorded = {**recorded, "max_updates": int(training.get("run_updates", training["updates"])),
                         "max_seconds": None}
+        kind, overrides = KINDS.get(recorded.get("model")), recorded.get("overrides")
+        if kind is not None and kind.fitted is not None and isinstance(overrides, dict):
+            names = {f.name for f in fields(kind.config)}
+            if set(overrides) - names:
+                # written before each kind kept its own presets: the run presets' Transformer sizes were recorded
+                # (and never read), and the fit took its settings from its preset's table
+                preset = kind.presets.get(recorded.get("preset"), {}).get("model", {})
+                recorded = {**recorded, "overrides": {**preset, **{k: v for k, v in overrides.items() if k in names}}}
         return cls(**recorded)
 
     @property
@@ -197,19 +157,18 @@ class TrainConfig:
         """English, then the foreign language(s) of the run's pair(s)."""
         return ("en", *(language_of(p) for p in pairs_of(self.pair)))
 
-    def model_config(self, tokenizer: Tokenizer | None = None) -> BGTConfig | ParaphrasticConfig | NMTConfig:
-        """The network's config for this run's ``tokenizer``; without one, as the recipe declares it (its
-        ``vocab_size``): enough to check the settings and the size before any data is read."""
-        config_class = ARCHITECTURES[self.model][1]
-        extra = {"kl_x0": self.kl_x0_at_start} if config_class is BGTConfig else {}
-        if config_class is NMTConfig:
-            extra = {"tag_ids": tuple(tokenizer.tag_id(lang) if tokenizer else self.vocab_size + i
-                                      for i, lang in enumerate(self.languages))}
-        check_keys(self.overrides, (f.name for f in fields(config_class)), f"model {self.model}", "model settings")
+    def model_config(self, tokenizer: Tokenizer | None = None):
+        """The model's config for this run's ``tokenizer``; without one, as the recipe declares it (its
+        ``vocab_size``): enough to check the settings and the size before any data is read. Overrides that are
+        not fields of the kind's config are refused."""
+        config_class = KINDS[self.model].config
+        names = {f.name for f in fields(config_class)}
+        check_keys(self.overrides, names, f"model {self.model}", "model settings")
+        vocab = tokenizer.vocab_size if tokenizer else self.vocab_size + len(self.languages)
+        settings = {"vocab_size": vocab, "languages": self.languages, "setting": self.model, "pad_id": PAD,
+                    "eos_id": EOS, **config_class.run_settings(self, tokenizer)}
         try:
-            vocab = tokenizer.vocab_size if tokenizer else self.vocab_size + len(self.languages)
-            return config_class(vocab_size=vocab, languages=self.languages, setting=self.model, pad_id=PAD,
-                                eos_id=EOS, **extra, **self.overrides)
+            return config_class(**{k: v for k, v in settings.items() if k in names}, **self.overrides)
         except ValueError as err:
             raise WorkbenchError(f"bad model settings for {self.model}: {err}") from None
 

@@ -1,7 +1,7 @@
 """Whether a run may continue from a checkpoint or a trained model: the settings that decide the batches and the
 updates must be the ones it was trained with (:data:`~workbench.training.recipes.RESUME_FIELDS`), on the same
-vocabulary and data. A run initialised from a trained model may change how its latents are regularised
-(``bgt.REGULARISERS``), to fine-tune it with another bottleneck."""
+vocabulary and data. A run initialised from a trained model may change the settings its kind's config declares
+``RETUNABLE`` (BGT: how its latents are regularised), to fine-tune it with another bottleneck."""
 from __future__ import annotations
 
 import json
@@ -9,18 +9,18 @@ import logging
 from dataclasses import asdict
 
 from ..checks import WorkbenchError
-from ..models import bgt
+from ..models import KINDS
 from ..models.folder import ModelFolder
 from .recipes import RESUME_FIELDS, TrainConfig
 
 log = logging.getLogger(__name__)
 
 
-def without_regularisers(settings: dict) -> dict:
-    """Model settings less those a run initialised from a trained model may change, in the config's JSON form
-    (so defaults and stored values compare equal)."""
+def without_retunable(model: str, settings: dict) -> dict:
+    """Model settings less those a run initialised from a trained ``model`` may change, in the config's JSON
+    form (so defaults and stored values compare equal)."""
     full = json.loads(json.dumps(settings))
-    return {k: v for k, v in full.items() if k not in bgt.REGULARISERS}
+    return {k: v for k, v in full.items() if k not in KINDS[model].config.RETUNABLE}
 
 
 def check_resumable(folder: ModelFolder, cfg: TrainConfig, tokenizer_digest: str, data_digest: str,
@@ -37,8 +37,8 @@ def check_resumable(folder: ModelFolder, cfg: TrainConfig, tokenizer_digest: str
                              "needs the same pair, vocab_size and data")
     saved, now = meta.get("train", {}), json.loads(json.dumps(asdict(cfg)))
     if initialising and "overrides" in saved:
-        saved = {**saved, "overrides": without_regularisers(saved["overrides"])}
-        now["overrides"] = without_regularisers(now["overrides"])
+        saved = {**saved, "overrides": without_retunable(cfg.model, saved["overrides"])}
+        now["overrides"] = without_retunable(cfg.model, now["overrides"])
     changed = [f"{name} {saved[name]!r} -> {now[name]!r}" for name in RESUME_FIELDS
                if name in saved and saved[name] != now[name]]
     if meta.get("data_sha256", data_digest) != data_digest:

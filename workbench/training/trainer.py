@@ -1,7 +1,9 @@
 """The Trainer every neural model uses (BGT and its ablations, SP, BILSTM, the multilingual NMT): token-budget
 batches, accumulation, AdamW + inverse-sqrt (or constant) learning rate, clipping, bf16 autocast on CUDA, DDP
-under ``torchrun``, JSONL metrics, STS-B dev model selection, atomic checkpoints and exact resume. (Models fitted
-in one go are not trained here: :data:`workbench.training.FITS`.)
+under ``torchrun``, JSONL metrics, STS-B dev model selection, atomic checkpoints and exact resume. It knows no model
+kind: a network's ``forward(en, xx, update, step)`` gives its loss and the terms it declares for the log
+(:class:`workbench.models.base.SentenceModel`). (Models fitted in one go are not trained here:
+:func:`workbench.training.train`.)
 
 What a run reads and the batches of each update come from :mod:`workbench.data.training`; a run folder (its
 layout and checkpoint format: :mod:`workbench.models.folder`) gets one ``metrics.jsonl`` line per update with the pairs
@@ -41,31 +43,29 @@ from ..data.tokenizer import pair_tokenizer
 from ..data.training import TrainingData
 from ..encoders import unread
 from ..evaluation.sts import embed_unique, score_pairs
-from ..models import ARCHITECTURES, build_model, checked_config
+from ..models import KINDS, build_model, checked_config
 from ..models.folder import (
     CURVE_COLUMNS, ModelFolder, checkpoint_update, latest_checkpoint, learning_curve, read_metrics,
     read_trainer_state, swap_folder, write_checkpoint, write_weights)
 from ..paths import atomic_write, read_json
 from ..progress import progress_bar
 from .recipes import TrainConfig, learning_rate
-from .resume import check_resumable, without_regularisers
+from .resume import check_resumable, without_retunable
 
 log = logging.getLogger(__name__)
 
 
 LOCK = ".lock"  # the run folder's lock file (held by the training process; see Trainer)
 
-SUMMED = ("loss", "recon", "trans", "kl", "kl_semantic", "kl_language", "margin_violations", "sentences", "tokens_en",
-          "tokens_xx")
+COUNTS = ("sentences", "tokens_en", "tokens_xx")  # every model's forward returns these
 
 
-def loss_terms(out: dict, device: torch.device) -> torch.Tensor:
-    """The :data:`SUMMED` terms of one forward pass as a float64 vector on ``device`` (0 where a model has no such
-    term), without waiting for the device: the Trainer reads them once per update."""
-    zero = torch.zeros((), dtype=torch.float64, device=device)
+def loss_terms(out: dict, names: tuple[str, ...], device: torch.device) -> torch.Tensor:
+    """The terms ``names`` of one forward pass as a float64 vector on ``device``, without waiting for the
+    device: the Trainer reads them once per update."""
     # non_blocking: a term the model counted on the host (the pair count) is copied without waiting for the GPU
-    return torch.stack([out[k].detach().to(device, torch.float64, non_blocking=True) if k in out else zero
-                        for k in SUMMED])
+    return torch.stack([torch.as_tensor(out[k]).detach().to(device, torch.float64, non_blocking=True)
+                        for k in names])
 
 
 def hardware(device: torch.device | None = None, world: int = 1) -> str:
@@ -151,10 +151,11 @@ class Trainer:
         # wins over init_from
         resumed = ModelFolder(checkpoint) if checkpoint is not None else None
         start = ModelFolder(init_from) if init_from is not None and checkpoint is None else None
-        self.tokenizer = pair_tokenizer(cfg.pair, cfg.vocab_size, language_tags=cfg.model == "nmt")
+        tagged = KINDS[cfg.model].multilingual  # pieces carry a language tag
+        self.tokenizer = pair_tokenizer(cfg.pair, cfg.vocab_size, language_tags=tagged)
         self.data = TrainingData(cfg.pair, self.tokenizer, max_pairs=cfg.max_pairs,
                                  max_valid_pairs=cfg.max_valid_pairs, max_sentence_len=cfg.max_sentence_len,
-                                 max_tokens=cfg.max_tokens, seed=cfg.seed, tagged=cfg.model == "nmt")
+                                 max_tokens=cfg.max_tokens, seed=cfg.seed, tagged=tagged)
         for folder in (resumed, start):
             if folder is not None:
                 check_resumable(folder, cfg, self.tokenizer.digest, self.data.digest, initialising=folder is start)
@@ -202,8 +203,9 @@ class Trainer:
         meta, folder = opened.config, opened.path
         if not meta.get("decoders", True):
             raise WorkbenchError(f"{folder} holds encoders only (no decoders), so training cannot continue from it")
-        saved = ARCHITECTURES[meta["model"]["setting"]][1].from_dict(meta["model"])
-        if without_regularisers(saved.to_dict()) != without_regularisers(self.model.cfg.to_dict()):
+        saved = checked_config(meta["model"])
+        if without_retunable(self.cfg.model, saved.to_dict()) != without_retunable(self.cfg.model,
+                                                                                   self.model.cfg.to_dict()):
             raise WorkbenchError(f"{folder} has another model config than the one requested")
         retuned = saved != self.model.cfg  # another bottleneck: its STS-B dev is no candidate for best/
         self.model.load_state_dict(opened.weights())
@@ -271,18 +273,18 @@ class Trainer:
         mine = batches[self.rank::self.world]
         en_ids, xx_ids = self.data.train
         self.model.train()
-        totals = torch.zeros(len(SUMMED), dtype=torch.float64, device=self.device)
-        sem_side = getattr(self.model.cfg, "sem_side", "example")
+        summed = ("loss", *self.model.LOGGED, *COUNTS)
+        totals = torch.zeros(len(summed), dtype=torch.float64, device=self.device)
         for micro, index in enumerate(mine):
-            step = update * len(mine) + micro  # the forward counter of sem_side="microbatch"
+            step = update * len(mine) + micro  # the forward counter (a model may alternate on it)
             with record_function("data"):
-                batch = collate(en_ids, xx_ids, index, sem_side, step)
+                batch = collate(en_ids, xx_ids, index)
                 en, xx = batch.en.to(self.device, non_blocking=True), batch.xx.to(self.device, non_blocking=True)
             with record_function("forward"), self._autocast():
-                out = self.net(en, xx, batch.sem_en, update)
+                out = self.net(en, xx, update, step)
             with record_function("backward"):
                 (out["loss"] * (self.world / n_sentences)).backward()  # DDP averages over processes
-            totals += loss_terms(out, self.device)
+            totals += loss_terms(out, summed, self.device)
         if self.world > 1:
             torch.distributed.all_reduce(totals)
         lr = learning_rate(update + 1, cfg)
@@ -294,26 +296,19 @@ class Trainer:
             self.optimizer.zero_grad(set_to_none=True)
         self.state["update"] = update + 1
         with record_function("sync"):  # the one wait for the device in an update
-            extra = [grad_norm.detach().double().reshape(1)]
-            if "active_units" in out:
-                extra.append(out["active_units"].to(self.device, torch.float64).reshape(1))
-            values = torch.cat([totals, *extra]).tolist()
-        sums = dict(zip(SUMMED, values))
+            last = [torch.as_tensor(out[k]).to(self.device, torch.float64).reshape(1) for k in self.model.LAST]
+            values = torch.cat([totals, grad_norm.detach().double().reshape(1), *last]).tolist()
+        sums = dict(zip(summed, values))
         n, tokens = sums["sentences"], sums["tokens_en"] + sums["tokens_xx"]
         self.state["pairs_seen"] += int(n)
         record = {"update": update + 1, "epoch": self.state["epoch"], "loss": sums["loss"] / n}
-        for term in ("recon", "trans", "kl", "kl_semantic", "kl_language", "margin_violations"):
-            if term in out:
-                record[term] = sums[term] / n
-        for term in ("recon", "trans"):
-            if term in out:
-                record[f"{term}_per_token"] = sums[term] / tokens
-        if hasattr(self.model, "kl_weight"):
-            record["kl_weight"] = self.model.kl_weight(update)
-        record.update({"lr": lr, "grad_norm": values[len(SUMMED)], "sentences": int(n), "tokens": int(tokens),
+        record.update({term: sums[term] / n for term in self.model.LOGGED})
+        record.update({f"{term}_per_token": sums[term] / tokens for term in self.model.PER_TOKEN})
+        record.update(self.model.schedule(update))
+        record.update({"lr": lr, "grad_norm": values[len(summed)], "sentences": int(n), "tokens": int(tokens),
                        "tokens_en": int(sums["tokens_en"]), "pairs_seen": self.state["pairs_seen"]})
-        if "active_units" in out:
-            record["active_units"] = int(values[len(SUMMED) + 1])  # of the last micro-batch
+        # the last micro-batch's values (a posterior-collapse check, say)
+        record.update({k: int(v) if v.is_integer() else v for k, v in zip(self.model.LAST, values[len(summed) + 1:])})
         return record
 
     @torch.no_grad()
@@ -322,11 +317,10 @@ class Trainer:
         self.model.eval()
         en, xx = self.data.valid
         total, n = 0.0, 0
-        for index in self.data.valid_batches():
+        for step, index in enumerate(self.data.valid_batches()):
             batch = collate(en, xx, index)
             with self._autocast():
-                out = self.model(batch.en.to(self.device), batch.xx.to(self.device), batch.sem_en,
-                                 self.state["update"])
+                out = self.model(batch.en.to(self.device), batch.xx.to(self.device), self.state["update"], step)
             total, n = total + out["loss"].item(), n + len(index)
         return total / max(n, 1)
 

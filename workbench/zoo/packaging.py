@@ -23,14 +23,14 @@ from safetensors.torch import save_file
 
 from ..checks import WorkbenchError, check_keys, check_name, whole
 from ..data import sha256_of
-from ..models import FITTED, checked_config
+from ..models import KINDS, checked_config
 from ..models.folder import (
     ModelFolder, checkpoint_update, file_digests, latest_checkpoint, learning_curve, metrics_curve, read_metrics,
     read_weights, shipped, swap_folder, temp_sibling)
 from ..paths import read_json, sealed_config, trained_dir
-from ..training import FITS
+from ..training import train
 from ..training.recipes import TrainConfig
-from ..training.trainer import Trainer, hardware
+from ..training.trainer import hardware
 from .cards import CARD_SIZES, write_card
 
 WITH_DECODERS = ("bgt-en-fr",)  # the style-transfer model (paper §5.3 uses the en–fr model)
@@ -113,8 +113,9 @@ def _exported(run: str | Path, name: str | None, keep_decoders: bool | None, che
     record = _training_record(run, lines, update)
     if hardware_text:
         record["hardware"] = hardware_text
-    if setting in FITTED:
-        return name, FITTED[setting].shipped(opened.weights()), {**meta, "training": record}, None, None
+    fitted = KINDS[setting].fitted if setting in KINDS else None
+    if fitted:
+        return name, fitted.shipped(opened.weights()), {**meta, "training": record}, None, None
     record["checkpoint"] = "best STS-B dev (semantic)" if is_best else "latest"
     state = {k: (v.half() if v.is_floating_point() else v) for k, v in opened.weights().items()
              if keep or not k.startswith("decoders.")}
@@ -315,11 +316,10 @@ def retrain(plan: pd.DataFrame, runs: str | Path = "runs/shipped", force: bool =
         run = Path(runs) / row.name
         cfg = TrainConfig.from_file(row.config)
         if not (run / "DONE").is_file():
-            if cfg.model in FITS:
-                shutil.rmtree(run, ignore_errors=True)
-                FITS[cfg.model](cfg, run)
-            else:  # the recipe, for as many updates as the shipped run went (TrainConfig.from_recorded)
-                Trainer(cfg, run, resume=(run / "latest").is_file()).run()
+            if KINDS[cfg.model].fitted:
+                shutil.rmtree(run, ignore_errors=True)  # a fit keeps no checkpoints: a broken one starts again
+            # the recipe, for as many updates as the shipped run went (TrainConfig.from_recorded)
+            train(cfg, run, resume=(run / "latest").is_file())
             (run / "DONE").write_text("trained\n")
         done.append(export(run, row.name, keep_decoders=row.keep_decoders, checkpoint=row.checkpoint, force=force))
     return done
