@@ -5,7 +5,9 @@
   what it fetches); what the data folder holds: docs/formats.md#locations;
 - home (everything the workbench builds: tokenizers, splits, probing sets, embedding cache):
   ``$WORKBENCH_HOME``, else ``<user cache>/bgt-workbench`` — never inside the git tree;
-- trained models shipped with the project: ``<repo>/trained``.
+- package data (task cards, the probe pools' parses, the built datasets' manifests): ``workbench/probes/``,
+  inside the package, so an installed wheel has them;
+- trained models: ``$WORKBENCH_MODELS``, else the ``trained`` folder of the repository a checkout runs from.
 """
 from __future__ import annotations
 
@@ -13,11 +15,13 @@ import hashlib
 import json
 import os
 from collections.abc import Callable
+from importlib import resources
 from pathlib import Path
 
 from .checks import WorkbenchError
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parent.parent  # the checkout (for an installed package: its site folder)
+PROBES_DIR = Path(str(resources.files("workbench") / "probes"))  # package data: cards, parses, builds.json
 
 
 def user_cache_dir() -> Path:
@@ -56,8 +60,10 @@ def home_dir() -> Path:
 
 
 def trained_dir() -> Path:
-    """Folder of the models shipped in the repository."""
-    return REPO_ROOT / "trained"
+    """Folder of the shipped models: ``$WORKBENCH_MODELS``, else the checkout's ``trained`` (an installed package
+    outside a checkout has none until WORKBENCH_MODELS names one)."""
+    env = os.environ.get("WORKBENCH_MODELS")
+    return Path(env).expanduser() if env else REPO_ROOT / "trained"
 
 
 def atomic_write(path: Path, content: str | Callable[[Path], object]) -> None:

@@ -84,7 +84,8 @@ def read_pairs(path: str | Path) -> list[Pair]:
     """
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"no corpus file at {path}")
+        raise FileNotFoundError(f"no corpus file at {path} (data root: {data_dir()}; set WORKBENCH_DATA to a folder "
+                                "with parallel/ and eval/, or run `workbench data download opus`)")
     pairs = []
     for number, line in utf8_lines(path):
         fields = line.split("\t")

@@ -268,7 +268,7 @@ class ModelFolder:
         path = model_path(path_or_name)
         if not path.exists():
             raise WorkbenchError(f"no model at {path_or_name!r}: give a run directory, a checkpoint folder, or a "
-                                 f"name in {trained_dir()} ({', '.join(shipped()) or 'none shipped'})")
+                                 f"name in {trained_dir()} ({', '.join(shipped()) or _NONE_SHIPPED})")
         self.path = path if (path / "config.json").is_file() else latest_checkpoint(path)
         self.config = read_config(self.path)
         self._bytes: dict[str, bytes] = {}
@@ -327,6 +327,10 @@ def load(path_or_name: str | Path, device: str | torch.device = "cpu", trust_unv
     against the sha256 list in its ``config.json`` (:class:`ModelFolder`); a folder without one is refused unless
     ``trust_unverified``."""
     return ModelFolder(path_or_name, trust_unverified).model(device)
+
+
+_NONE_SHIPPED = ("none there: outside a checkout, set WORKBENCH_MODELS to a folder of models, such as the "
+                 "repository's trained/")
 
 
 def shipped(root: str | Path | None = None) -> list[str]:

@@ -27,7 +27,7 @@ from ..checks import WorkbenchError, check_sizes
 from ..data.corpora import PAIRS, SplitConfig, bucket, corpus_digest, load_splits, normalise, probe_pool
 from ..data.moses import tokenise_many
 from ..data.tokenizer import detokenise
-from ..paths import REPO_ROOT, atomic_write, home_dir, read_json
+from ..paths import PROBES_DIR, atomic_write, home_dir, read_json
 from ..progress import progress_bar
 from .builders import BUILDERS, PARSING
 from .parse import parse, ship, stored_parses
@@ -192,7 +192,7 @@ def pending(tasks: Sequence[str], sizes: dict[str, int] | None = None, config: S
     return [card.name for card in missing], to_parse
 
 
-SHIPPED_BUILDS = REPO_ROOT / "probes" / "builds.json"
+SHIPPED_BUILDS = PROBES_DIR / "builds.json"
 
 
 def build_spec(task: str, sizes: dict[str, int] | None = None, config: SplitConfig = SplitConfig()) -> dict:
@@ -204,7 +204,7 @@ def build_spec(task: str, sizes: dict[str, int] | None = None, config: SplitConf
 
 def shipped_manifest(task: str, sizes: dict[str, int] | None = None) -> dict | None:
     """The manifest (sizes, label counts, sha256) of ``task`` built at ``sizes`` that the repository ships in
-    ``probes/builds.json``, or None where it holds none built from what a build would read now."""
+    ``workbench/probes/builds.json``, or None where it holds none built from what a build would read now."""
     if not SHIPPED_BUILDS.is_file():
         return None
     spec = build_spec(task, sizes)
@@ -213,7 +213,7 @@ def shipped_manifest(task: str, sizes: dict[str, int] | None = None) -> dict | N
 
 def ship_manifests(size_sets: Sequence[dict[str, int] | None]) -> Path:
     """Build every task afresh at each of ``size_sets`` (None: the card's sizes) and record the manifests in
-    ``probes/builds.json``, so the docs state sizes and digests without building every dataset (for maintainers,
+    ``workbench/probes/builds.json``, so the docs state sizes and digests without building every dataset (for maintainers,
     after a card, pool or builder change). A task whose data differs from the shipped manifest of the same spec is
     refused: its builder changed without a :data:`BUILDER_VERSION` bump, and every stored build of it is stale.
     Returns the file."""
@@ -234,7 +234,7 @@ def ship_manifests(size_sets: Sequence[dict[str, int] | None]) -> Path:
 
 def ship_parses(config: SplitConfig = SplitConfig()) -> Path:
     """Parse the probe pool of every language a parsing task reads (stored parses are reused) and make those the
-    parses the repository ships (``probes/parses/``). Returns their manifest."""
+    parses the repository ships (``workbench/probes/parses/``). Returns their manifest."""
     languages = sorted({get_task(name).language for name in task_names() if get_task(name).builder in PARSING})
     paths = []
     for language in languages:

@@ -3,7 +3,7 @@
 Sentences are parsed as they are stored in the probing files — Moses tokens separated by spaces — so every
 token a builder looks at is a token of the stored sentence. Parses are kept on disk as a spaCy ``DocBin`` (no
 pickle) named by the pipeline and a digest of the sentences, so each pool is parsed once. The probe pools'
-parses ship with the repository (``probes/parses/``, each file's sha256 in its ``manifest.json``), so a fresh
+parses ship with the repository (``workbench/probes/parses/``, each file's sha256 in its ``manifest.json``), so a fresh
 clone parses nothing: they are a deterministic function of the pinned pipelines and the pools, and
 ``workbench probes build --ship-parses`` writes them again.
 """
@@ -20,7 +20,7 @@ from pathlib import Path
 from ..cache import sentences_digest
 from ..checks import WorkbenchError
 from ..data import sha256_of
-from ..paths import REPO_ROOT, atomic_write, home_dir, read_json
+from ..paths import PROBES_DIR, atomic_write, home_dir, read_json
 from ..progress import progress_bar
 
 log = logging.getLogger(__name__)
@@ -45,7 +45,7 @@ def pipeline(language: str):
                              f"({err}); install them with: {INSTALL}") from None
 
 
-SHIPPED = REPO_ROOT / "probes" / "parses"
+SHIPPED = PROBES_DIR / "parses"
 MANIFEST = "manifest.json"
 
 
@@ -58,7 +58,7 @@ def parses_path(sentences: Sequence[str], language: str) -> Path:
 
 def stored_parses(sentences: Sequence[str], language: str) -> Path | None:
     """The stored parses of ``sentences``: the workbench home's, else the shipped file of the same name if its
-    sha256 is the one ``probes/parses/manifest.json`` records (a damaged or edited file is not used)."""
+    sha256 is the one ``workbench/probes/parses/manifest.json`` records (a damaged or edited file is not used)."""
     path = parses_path(sentences, language)
     if path.is_file():
         return path
@@ -73,7 +73,7 @@ def stored_parses(sentences: Sequence[str], language: str) -> Path | None:
 
 
 def ship(paths: Sequence[Path]) -> Path:
-    """Make ``paths`` (parses in the workbench home) the shipped parses: copied into ``probes/parses/`` with their
+    """Make ``paths`` (parses in the workbench home) the shipped parses: copied into ``workbench/probes/parses/`` with their
     sha256 in its manifest; shipped files not among them are removed. Returns the manifest."""
     SHIPPED.mkdir(parents=True, exist_ok=True)
     names = {path.name for path in paths}

@@ -1,4 +1,4 @@
-"""The registry of probing tasks: one TOML card per task in ``probes/`` (adding a task = adding a card)."""
+"""The registry of probing tasks: one TOML card per task in ``workbench/probes/`` (adding a task = adding a card)."""
 from __future__ import annotations
 
 import hashlib
@@ -9,9 +9,9 @@ from pathlib import Path
 
 from ..checks import SPLITS, UnknownNameError, WorkbenchError, check_keys, whole
 from ..encoders import check_reads, unread
-from ..paths import REPO_ROOT
+from ..paths import PROBES_DIR
 
-CARDS_DIR = REPO_ROOT / "probes"
+CARDS_DIR = PROBES_DIR
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 A number in a Markdown file sits between two markers, ``<!-- fact: NAME [WORD …] -->`` and ``<!-- /fact -->``
 (inline, or around a whole table); :data:`FACTS` maps NAME to the function that writes it (given the WORDs) from
-the model cards, the corpora, the probing datasets' shipped manifests (``probes/builds.json``) or a recorded
+the model cards, the corpora, the probing datasets' shipped manifests (``workbench/probes/builds.json``) or a recorded
 measurement
 (:mod:`workbench.reports.measurements`: what was measured or timed, when, on what). ``workbench docs`` checks
 that every marked number is what its generator gives now (the test suite runs it, so a drifted number fails CI);
