@@ -70,7 +70,8 @@ def form_probes(model) -> dict:
     from workbench.zoo.cards import CARD_SIZES
     row, rng = {}, np.random.default_rng(0)
     for task in FORM_TASKS:
-        results = {view: probe(model.encoder(view), task, control=False, sizes=CARD_SIZES) for view in ("semantic", "en")}
+        results = {view: probe(model.encoder(view), task, control=False, sizes=CARD_SIZES)
+                   for view in ("semantic", "en")}
         for view, result in results.items():
             row[f"{task}_{view}"] = 100 * result.accuracy
         diff = results["en"].outcomes() - results["semantic"].outcomes()

@@ -1,4 +1,4 @@
-"""The probing datasets' manifests ship with the repository (workbench/probes/builds.json): the docs state sizes and digests
+"""The probing datasets' manifests ship in the package (workbench/probes/builds.json): the docs state sizes and digests
 from them without building every dataset; they are what a build gives today, and a changed builder or corpus
 refuses them."""
 import json

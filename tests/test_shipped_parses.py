@@ -1,4 +1,4 @@
-"""The probe pools' parses ship with the repository (workbench/probes/parses/): a fresh clone reads them instead of parsing,
+"""The probe pools' parses ship in the package (workbench/probes/parses/): a fresh clone reads them instead of parsing,
 they are what the pinned spaCy pipelines give on the pools today, and a damaged file is not used."""
 import json
 import shutil

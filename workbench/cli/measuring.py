@@ -147,12 +147,12 @@ def _probes_arguments(p: argparse.ArgumentParser) -> None:
     q.add_argument("--tasks", nargs="+", choices=task_names(), default=task_names())
     q.add_argument("--force", action="store_true", help="rebuild even if built")
     q.add_argument("--ship-parses", action="store_true",
-                   help="write the probe pools' parses into workbench/probes/parses/ (what a fresh clone reads instead of "
-                        "parsing; for maintainers, after a pool, pipeline or parse change)")
+                   help="write the probe pools' parses into workbench/probes/parses/ (what a fresh clone reads "
+                        "instead of parsing; for maintainers, after a pool, pipeline or parse change)")
     q.add_argument("--ship-manifests", action="store_true",
                    help="build every task at its card's sizes and at the model cards' probing sizes and record "
-                        "the manifests in workbench/probes/builds.json (what the docs state; for maintainers, after a card, "
-                        "pool or builder change)")
+                        "the manifests in workbench/probes/builds.json (what the docs state; for maintainers, "
+                        "after a card, pool or builder change)")
     size_args(q)
     q = psub.add_parser("baselines", help="Conneau et al. (2018)'s text-only baselines on our tasks, beside their "
                                           "published accuracies on SentEval's data (an external check)")

@@ -154,7 +154,8 @@ def evaluate(encoder: Encoder, suite: str = "sts", show_progress: bool = False, 
         return pd.concat([SUITES[name].run(encoder, show_progress=show_progress) for name in names], ignore_index=True)
     forced = isinstance(encoder, AnyLanguage)
     encoder = cached(encoder)
-    key = {"version": EVALUATION_VERSION, "data": evaluation_data_digest(), **({"any_language": True} if forced else {})}
+    key = {"version": EVALUATION_VERSION, "data": evaluation_data_digest(),
+           **({"any_language": True} if forced else {})}
     frames = [pd.DataFrame(remember("evaluate", encoder.fingerprint, {"suite": name, **key},
                                     lambda name=name: SUITES[name].run(encoder, show_progress=show_progress)
                                     .to_dict(orient="records")))

@@ -73,8 +73,8 @@ def stored_parses(sentences: Sequence[str], language: str) -> Path | None:
 
 
 def ship(paths: Sequence[Path]) -> Path:
-    """Make ``paths`` (parses in the workbench home) the shipped parses: copied into ``workbench/probes/parses/`` with their
-    sha256 in its manifest; shipped files not among them are removed. Returns the manifest."""
+    """Make ``paths`` (parses in the workbench home) the shipped parses: copied into ``workbench/probes/parses/``
+    with their sha256 in its manifest; shipped files not among them are removed. Returns the manifest."""
     SHIPPED.mkdir(parents=True, exist_ok=True)
     names = {path.name for path in paths}
     for old in SHIPPED.glob("*.spacy"):

@@ -76,8 +76,9 @@ class TrainConfig:
         check_name("model", self.model, tuple(KINDS))
         check_name("language pair", self.pair, (*PAIRS, "all"))
         if self.pair == "all" and not KINDS[self.model].multilingual:
-            raise WorkbenchError(f"only a multilingual model ({', '.join(m for m, k in KINDS.items() if k.multilingual)}) "
-                                 f"trains on all pairs at once; give {self.model} one pair: {', '.join(PAIRS)}")
+            multilingual = ", ".join(m for m, k in KINDS.items() if k.multilingual)
+            raise WorkbenchError(f"only a multilingual model ({multilingual}) trains on all pairs at once; give "
+                                 f"{self.model} one pair: {', '.join(PAIRS)}")
         check_name("preset", self.preset, PRESETS)
         check_name("amp mode", self.amp, ("auto", "bf16", "off"))
         check_name("lr schedule", self.schedule, ("inverse_sqrt", "constant"))

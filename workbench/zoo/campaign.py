@@ -43,7 +43,8 @@ from ..paths import REPO_ROOT, data_dir
 # Each step runs as its own short process on a device billed by the second (pack and fetch need neither torch nor
 # the models), so a step imports torch, the recipes and the packaging only inside the functions that use them.
 RETURN_LIMITS = {"files": 8, "file_bytes": 16 * 2 ** 20, "total_bytes": 64 * 2 ** 20, "depth": 2}
-STAY_BEHIND = ("trained", "workbench/probes/parses")  # tracked folders the device does not need (the tree must fit TREE_LIMIT)
+# tracked folders the device does not need (the tree must fit TREE_LIMIT)
+STAY_BEHIND = ("trained", "workbench/probes/parses")
 TREE_LIMIT = 64 * 2 ** 20  # what travels to the device: tracked and untracked-not-ignored files + carried paths
 JOBS = (*(f"bgt-{pair}" for pair in PAIRS), "bilingual_trans-en-fr")  # in order of priority for the return
 KNOWN_JOBS = (*JOBS, *(f"bilingual_trans-{pair}" for pair in PAIRS if pair != "en-fr"))  # CAMPAIGN_JOBS may name
@@ -169,8 +170,8 @@ def pack(download_wheels: bool = True) -> None:
     _say(f".campaign: {carried / 2 ** 20:.1f} MiB; the working tree: {tree / 2 ** 20:.1f} MiB; limit "
          f"{TREE_LIMIT / 2 ** 20:.0f} MiB together")
     if carried + tree > TREE_LIMIT:
-        print("The tree is too large to travel. trained/ and workbench/probes/parses/ are not needed on the device: for the "
-              "campaign's calls\n"
+        print("The tree is too large to travel. trained/ and workbench/probes/parses/ are not needed on the device: "
+              "for the campaign's calls\n"
               f"  git rm -r -q --cached {' '.join(STAY_BEHIND)} && printf '/%s/\\n' {' '.join(STAY_BEHIND)} "
               ">> .git/info/exclude\n"
               "and afterwards\n"
