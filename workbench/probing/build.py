@@ -215,8 +215,8 @@ def ship_manifests(size_sets: Sequence[dict[str, int] | None]) -> Path:
     """Build every task afresh at each of ``size_sets`` (None: the card's sizes) and record the manifests in
     ``workbench/probes/builds.json``, so the docs state sizes and digests without building every dataset (for
     maintainers, after a card, pool or builder change). A task whose data differs from the shipped manifest of the
-    same spec is refused: its builder changed without a :data:`BUILDER_VERSION` bump, and every stored build of it is stale.
-    Returns the file."""
+    same spec is refused: its builder changed without a :data:`BUILDER_VERSION` bump, and every stored build of it is
+    stale. Returns the file."""
     _pool_candidates.cache_clear()  # afresh: candidates memoised in this process may be a builder's older output
     builds = []
     for sizes in size_sets:
