@@ -66,7 +66,7 @@ def form_probes(model) -> dict:
     """Each form task on the semantic and the English view, and English minus semantic with a paired bootstrap CI
     over the shared test sentences (the two probes read the same dataset)."""
     import numpy as np
-    from workbench.probing import probe
+    from workbench.probing.probe import probe
     from workbench.zoo.cards import CARD_SIZES
     row, rng = {}, np.random.default_rng(0)
     for task in FORM_TASKS:

@@ -277,3 +277,22 @@ def test_a_model_card_declares_the_languages_an_hf_encoder_reads(tmp_path):
     assert _declared_languages(tmp_path) is None  # no codes: it says nothing the checks could use
     (tmp_path / "README.md").unlink()
     assert _declared_languages(tmp_path) is None
+
+
+def test_a_folder_that_asks_for_its_own_code_is_refused_before_transformers_sees_it(broken_copy, tmp_path):
+    """No foreign code, ever: an auto_map config is refused with stdin answering "y" to transformers' question."""
+    import subprocess
+    import sys
+    folder, set_config = broken_copy
+    marker = tmp_path / "ran"
+    (folder / "evil.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\nfrom transformers import BertModel\n"
+                                    "class EvilModel(BertModel):\n    pass\n")
+    set_config(auto_map={"AutoModel": "evil.EvilModel", "AutoConfig": "evil.EvilModel"})
+    with pytest.raises(WorkbenchError, match="runs no code that comes with a model folder"):
+        wb.hf_encoder(folder)
+    (tmp_path / "in.txt").write_text("a sentence .\n", encoding="utf-8")
+    run = subprocess.run([sys.executable, "-m", "workbench.cli", "encode", "--encoder", f"hf:{folder}", "--input",
+                          str(tmp_path / "in.txt"), "--out", str(tmp_path / "out.npy")], input="y\ny\n",
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 2 and "asks for code of its own" in run.stderr
+    assert not marker.exists() and not (tmp_path / "out.npy").exists()

@@ -118,6 +118,23 @@ def _sentence_transformers_head(folder: Path) -> tuple[str, bool, int | None]:
     return pooling, normalise, max_len
 
 
+REMOTE_CODE_FILES = ("config.json", "tokenizer_config.json", "preprocessor_config.json")
+
+
+def _refuse_foreign_code(folder: Path) -> None:
+    """A folder whose configs ask for code of their own (``auto_map``: transformers would import Python files
+    from the folder, or ask whether to) is refused before transformers reads it, whatever stdin holds: the
+    workbench runs no code that comes with a model."""
+    for name in REMOTE_CODE_FILES:
+        path = folder / name
+        config = read_json(path) if path.is_file() else {}
+        if isinstance(config, dict) and config.get("auto_map"):
+            raise WorkbenchError(f"{path} asks for code of its own (auto_map: "
+                                 f"{', '.join(map(str, config['auto_map']))[:120]}); the workbench runs no code "
+                                 "that comes with a model folder: use a model whose architecture transformers "
+                                 "has built in")
+
+
 def _declared_size(config) -> int:
     """About how many parameters ``config`` declares (blocks of 12·d² each, and the embeddings), counted before
     anything is allocated."""
@@ -165,6 +182,7 @@ class HFEncoder(NamedEncoder):
         if not any(_WEIGHTS.fullmatch(p.name) for p in folder.iterdir()):
             raise WorkbenchError(f"{folder} has no safetensors weights; the workbench loads no pickled weights "
                                  "(convert the model to safetensors first)")
+        _refuse_foreign_code(folder)
         head = (folder / "modules.json").is_file()
         if pooling == "model" and not head:
             raise WorkbenchError(f"pooling='model' needs a sentence-transformers folder (modules.json); {folder} "
@@ -174,14 +192,17 @@ class HFEncoder(NamedEncoder):
         previous = os.environ.get("HF_HUB_OFFLINE")
         os.environ["HF_HUB_OFFLINE"] = "1"
         try:
-            declared = _declared_size(transformers.AutoConfig.from_pretrained(str(folder), local_files_only=True))
+            declared = _declared_size(transformers.AutoConfig.from_pretrained(str(folder), local_files_only=True,
+                                                                              trust_remote_code=False))
             if declared > MAX_PARAMETERS:
                 raise WorkbenchError(f"{folder}/config.json declares about {declared / 1e9:.1f} billion parameters, "
                                      f"more than the {MAX_PARAMETERS / 1e9:.0f} billion the workbench loads")
-            self.tokenizer = transformers.AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+            self.tokenizer = transformers.AutoTokenizer.from_pretrained(str(folder), local_files_only=True,
+                                                                        trust_remote_code=False)
             _check_tokenizer(folder, self.tokenizer)
             model, info = transformers.AutoModel.from_pretrained(str(folder), local_files_only=True,
-                                                                 use_safetensors=True, output_loading_info=True)
+                                                                 use_safetensors=True, output_loading_info=True,
+                                                                 trust_remote_code=False)
             _check_loaded(folder, info, allow_random_weights)
             self.model = model.to(device).eval()
         except (OSError, ValueError, RuntimeError, SafetensorError) as err:
