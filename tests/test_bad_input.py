@@ -200,7 +200,7 @@ def test_api_values_out_of_range_say_what_is_valid(tmp_path):
         wb.untrained_encoder("random-sp-average").encode(["a", None])
     with pytest.raises(WorkbenchError, match="sources hold bytes that are not UTF-8 text"):
         transfer(bgt, ["caf\udce9 ."], ["She said so."])  # how Python hands over a Latin-1 terminal's bytes
-    with pytest.raises(WorkbenchError, match="STS is in 'en' but encoder 'bgt-en-fr:fr' reads fr"):
+    with pytest.raises(WorkbenchError, match="STS12-16 holds en, and encoder 'bgt-en-fr:fr' declares fr: evaluate it"):
         wb.evaluate(bgt.encoder("fr"), "sts")
     with pytest.raises(WorkbenchError, match="nothing cached for encoder 'nosuch'"):
         clear_cache("nosuch")
@@ -275,6 +275,9 @@ CLI_CASES = [  # (argv with {tmp} for the test's folder, a fragment of the one-l
      "probing sizes must give train, valid, test as whole numbers ≥ 1 (got {'train': 0"),
     ("probe --encoder random-sp-average --task length --train-size 5", "give all of --train-size"),
     ("probe --encoder random-sp-average --task length --train-size five", "invalid int value: 'five'"),
+    ("probe --model '' --task length", "--model '' is empty: give a shipped model's name"),
+    ("evaluate --model ' ' --suite sts", "--model ' ' is empty"),
+    ("encode --encoder '' --input {tmp}/in.txt --out {tmp}/x.npy", "--encoder '' is empty: give an encoder"),
     ("probe --encoder nosuch --task length", "unknown encoder 'nosuch'; valid: hf:PATH[@LAYER], minilm, "
                                              "random-sp-average"),
     ("probe --model bgt-en-fr --layer 9 --task length", "layer 9 does not exist in bgt-en-fr:semantic: 0 (embeddings) "
@@ -309,10 +312,11 @@ CLI_CASES = [  # (argv with {tmp} for the test's folder, a fragment of the one-l
      "--seeds averages plain probes of one encoder: drop --given / --layers, or --seeds"),
     # evaluate
     ("evaluate --encoder random-sp-average --suite nosuch", "argument --suite: invalid choice: 'nosuch'"),
-    ("evaluate --model bgt-en-fr --encoder fr --suite sts", "STS is in 'en' but encoder 'bgt-en-fr:fr' reads fr"),
-    ("evaluate --model bgt-en-fr --encoder fr --suite hard_sts", "is in 'en' but encoder 'bgt-en-fr:fr' reads fr"),
+    ("evaluate --model bgt-en-fr --encoder fr --suite sts",
+     "STS12-16 holds en, and encoder 'bgt-en-fr:fr' declares fr: evaluate it anyway with force_languages"),
+    ("evaluate --model bgt-en-fr --encoder fr --suite hard_sts", "Hard STS holds en, and encoder 'bgt-en-fr:fr' declares fr"),
     ("evaluate --model bgt-en-fr --encoder en --suite tatoeba",
-     "Tatoeba pairs English with fr, es, ar, tr, ja, but encoder 'bgt-en-fr:en' reads en: nothing to evaluate"),
+     "Tatoeba holds en and one of fr, es, ar, tr, ja, and encoder 'bgt-en-fr:en' declares en"),
     ("evaluate --model bgt-en-fr --suite sts --against nosuch", "argument --against: invalid choice: 'nosuch'"),
     ("evaluate --model bgt-en-fr --suite sts --against random-sp-average --n-boot 0",
      "n_boot must be a whole number ≥ 100 resamples (got 0)"),
@@ -466,8 +470,8 @@ def _api_cases():
         (lambda: wb.probe(_bgt("semantic"), "length", given=_bgt("fr")), "task 'length' is in 'en' but encoder "),
         (lambda: wb.erase(_bgt("fr"), "language_id_en_fr"), "holds en and fr sentences but encoder 'bgt-en-fr:fr'"),
         (lambda: wb.evaluate(Constant(), "nosuch"), "unknown evaluation suite 'nosuch'; valid: all, hard_sts"),
-        (lambda: wb.evaluate(_bgt("en"), "tatoeba"), "but encoder 'bgt-en-fr:en' reads en: nothing to evaluate"),
-        (lambda: wb.evaluate(_bgt("fr"), "hard_sts"), "Hard STS is in 'en' but encoder 'bgt-en-fr:fr' reads fr"),
+        (lambda: wb.evaluate(_bgt("en"), "tatoeba"), "and encoder 'bgt-en-fr:en' declares en: evaluate it anyway"),
+        (lambda: wb.evaluate(_bgt("fr"), "hard_sts"), "Hard STS holds en, and encoder 'bgt-en-fr:fr' declares fr"),
         (lambda: wb.evaluate(_bgt("fr"), "all"),
          "encoder 'bgt-en-fr:fr' reads fr, and every evaluation suite holds other languages (sts: en;"),
         (lambda: wb.load("nosuch"), "no model at 'nosuch': give a run directory"),

@@ -54,8 +54,13 @@ def encoder_args(p: argparse.ArgumentParser) -> None:
 
 def chosen_encoder(args, name: str | None = None):
     """``--encoder NAME`` (a named or Hugging Face encoder), or with ``--model RUN`` the view ``--encoder`` of that
-    model (at ``--layer``)."""
-    if args.model and name is None:
+    model (at ``--layer``). An empty or blank name is refused, never read as "not given"."""
+    for option, value in (("--model", args.model), ("--encoder", args.encoder)):
+        if value is not None and not value.strip():
+            raise WorkbenchError(f"{option} {value!r} is empty: give "
+                                 + ("a shipped model's name, a run directory or a checkpoint folder"
+                                    if option == "--model" else "an encoder name, or a view of --model"))
+    if args.model is not None and name is None:
         if args.pair is not None:
             raise WorkbenchError(f"--pair {args.pair} picks the tokenizer of an untrained --encoder; --model "
                                  f"{args.model} has its own: drop one of them")
