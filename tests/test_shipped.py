@@ -7,6 +7,7 @@ import torch
 
 import workbench as wb
 from workbench import cli
+from workbench.models import KINDS
 from workbench.zoo.cards import card
 from workbench.cache import cached
 from workbench.data.sts import STS_DATASETS
@@ -122,6 +123,10 @@ def test_every_shipped_model_records_the_recipe_the_retraining_script_runs(capsy
         updates = record.get("run_updates", record["updates"])  # the whole run's length, with no time limit
         recorded = {**config["train"], "betas": tuple(config["train"]["betas"]),  # older records lack newer fields
                     "max_updates": updates, "max_seconds": None}
+        if KINDS[recipe.model].fitted:  # a fit's recipe gives the settings it was fitted with (its config's model)
+            fitted = {k: v for k, v in config["model"].items() if k != "setting"}
+            assert json.loads(json.dumps(asdict(recipe.model_config()))) == fitted
+            recorded.pop("overrides")
         assert {key: asdict(recipe)[key] for key in recorded} == recorded
         assert recipe.model == config["model"]["setting"]
         assert plan.loc[name, "updates"] == updates
