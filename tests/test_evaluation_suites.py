@@ -186,6 +186,14 @@ def test_minilm_reference_row_and_mtebs_number():
         evaluate_tatoeba(enc, languages=["fr"])
     with pytest.raises(WorkbenchError, match="evaluate it anyway with force_languages=True"):
         evaluate(enc, "sts17")  # an English model, on cross-lingual tracks: refused with the way to ask
-    forced = evaluate(enc, "sts17", force_languages=True)
-    assert len(forced) and forced["note"].str.contains("outside its declared languages").all()
+
+
+def test_a_suite_outside_an_encoders_languages_runs_when_asked_and_is_marked():
+    import workbench as wb
+    french = wb.load("bgt-en-fr").encoder("fr")  # BGT's French encoder declares fr only
+    with pytest.raises(WorkbenchError, match="Hard STS holds en, and encoder 'bgt-en-fr:fr' declares fr"):
+        evaluate(french, "hard_sts")
+    forced = evaluate(french, "hard_sts", force_languages=True)
+    assert len(forced) == 4 and forced["value"].notna().all()  # Hard+ and Hard−, Pearson and Spearman
+    assert (forced["note"] == "outside its declared languages (fr): asked for with force_languages").all()
     assert list(forced.columns[:6]) == ["encoder", "task", "dataset", "metric", "value", "n"]

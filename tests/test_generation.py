@@ -116,8 +116,8 @@ def test_transfer_pairs_are_a_fixed_sample_of_distinct_held_out_sentences():
 def test_workbench_transfer_eval_scores_a_pairs_file_and_writes_the_summary_and_the_pairs(tmp_path, capsys):
     from workbench import cli
     pairs = tmp_path / "pairs.tsv"
-    pairs.write_text("source\tstyle\nthe weather is good today .\twhere did you go ?\n"
-                     "i bought a new car .\tthank you so much !\n")
+    pairs.write_text("\ufeffsource\tstyle\nthe weather is good today .\twhere did you go ?\n"  # a BOM, as Windows
+                     "i bought a new car .\tthank you so much !\n", encoding="utf-8")  # editors save UTF-8
     out = tmp_path / "scores.csv"
     assert cli.main(["transfer", "--eval", "--pairs", str(pairs), "--beam", "1", "--out", str(out)]) == 0
     summary = pd.read_csv(out).set_index("metric")

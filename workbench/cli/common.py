@@ -90,7 +90,7 @@ def read_pairs(path: str) -> pd.DataFrame:
     kind = "TSV" if tsv else "CSV"
     try:
         opener = gzip.open if path.endswith(".gz") else open
-        with opener(path, "rt", encoding="utf-8", newline="") as handle:
+        with opener(path, "rt", encoding="utf-8-sig", newline="") as handle:  # a BOM is no part of the header
             rows = list(csv.reader(handle, delimiter="\t" if tsv else ",",
                                    quoting=csv.QUOTE_NONE if tsv else csv.QUOTE_MINIMAL))
     except UnicodeDecodeError:
