@@ -17,7 +17,7 @@ from ..encoders import Encoder, check_embeddings, check_reads, unread
 from ..paths import data_dir
 from .retrieval import retrieval_errors
 from .significance import bootstrap_differences, summarise
-from .sts import (PAPER_STS17_TRACKS, cosine, embed_unique, evaluate_hard_sts, evaluate_sts, evaluate_sts17,
+from .sts import (COLUMNS, PAPER_STS17_TRACKS, cosine, embed_unique, evaluate_hard_sts, evaluate_sts, evaluate_sts17,
                   years_task)
 
 log = logging.getLogger(__name__)
@@ -35,7 +35,7 @@ def evaluate_tatoeba(encoder: Encoder, languages=None, margin: bool = False,
         en = check_embeddings(encoder, encoder.encode(list(frame["en"]), show_progress=show_progress), len(frame))
         rows += [{"encoder": encoder.name, "task": "Tatoeba", "dataset": f"{language}-en", "metric": f"error {d}",
                   "value": value, "n": len(frame)} for d, value in retrieval_errors(xx, en, margin).items()]
-    return pd.DataFrame(rows, columns=["encoder", "task", "dataset", "metric", "value", "n"])
+    return pd.DataFrame(rows, columns=COLUMNS)
 
 
 def tatoeba_languages(encoder: Encoder, languages=None) -> list[str]:
@@ -110,16 +110,12 @@ def evaluation_data_digest() -> str:
     return _DIGESTS[stamp]
 
 
-COLUMNS = ["encoder", "task", "dataset", "metric", "value", "n"]
-
-
 class AnyLanguage:
     """``encoder`` with its declared languages set aside (``force_languages``): every track is read, as MTEB
     runs an English-only model on its cross-lingual tasks (the low numbers are the finding)."""
 
     def __init__(self, encoder: Encoder):
         self.encoder, self.name, self.dim, self.fingerprint = encoder, encoder.name, encoder.dim, encoder.fingerprint
-        self.declared = getattr(encoder, "languages", None)
 
     def encode(self, sentences, batch_size: int = 256, show_progress: bool = False) -> np.ndarray:
         return self.encoder.encode(sentences, batch_size=batch_size, show_progress=show_progress)

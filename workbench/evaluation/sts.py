@@ -15,6 +15,7 @@ from ..data.sts import HARD_STS, STS_DATASETS, load_sts, load_sts17, load_sts_ha
 from ..encoders import Encoder, check_embeddings, check_reads
 
 PAPER_STS17_TRACKS = ("es-es", "ar-ar", "en-es", "en-ar", "en-tr")  # Figure 4
+COLUMNS = ["encoder", "task", "dataset", "metric", "value", "n"]  # every suite's tidy rows
 
 
 def years_task(years: Sequence[int]) -> str:
@@ -92,8 +93,7 @@ def evaluate_sts(encoder: Encoder, years: Sequence[int] = tuple(STS_DATASETS),
             summary += [{"encoder": encoder.name, "task": task, "dataset": AGGREGATIONS[aggregation],
                          "metric": metric, "value": value, "n": int(part["n"].sum()), "aggregation": aggregation}
                         for aggregation, value in values.items()]
-    columns = ["encoder", "task", "dataset", "metric", "value", "n", "aggregation"]
-    return pd.concat([frame, pd.DataFrame(summary)], ignore_index=True).reindex(columns=columns)
+    return pd.concat([frame, pd.DataFrame(summary)], ignore_index=True).reindex(columns=[*COLUMNS, "aggregation"])
 
 
 def evaluate_hard_sts(encoder: Encoder, show_progress: bool = False) -> pd.DataFrame:
@@ -123,4 +123,4 @@ def evaluate_sts17(encoder: Encoder, tracks: Sequence[str] | None = None,
         lookup = embed_unique(encoder, [*frame["sentence1"], *frame["sentence2"]], show_progress)
         rows += [{"encoder": encoder.name, "task": "STS17", "dataset": track, "metric": metric, "value": value,
                   "n": len(frame)} for metric, value in score_pairs(lookup, frame).items()]
-    return pd.DataFrame(rows, columns=["encoder", "task", "dataset", "metric", "value", "n"])
+    return pd.DataFrame(rows, columns=COLUMNS)

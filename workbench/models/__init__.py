@@ -47,6 +47,12 @@ KINDS = {**{name: Kind(bgt.BGTConfig, bgt.BGT, bgt.PRESETS) for name in bgt.SETT
                      fitted=Fitted("ALS iterations", wmf.WMF, wmf.WMF.from_parts, wmf.shipped_tensors))}
 
 
+def fitted(setting: str) -> Fitted | None:
+    """The one-go fit hooks of the kind ``setting`` names (None for a kind the Trainer trains, or no kind)."""
+    kind = KINDS.get(setting)
+    return kind.fitted if kind is not None else None
+
+
 MAX_PARAMETERS = 2 * 10 ** 9  # 8 GB of float32 weights; the paper's BGT has 0.48 billion
 
 

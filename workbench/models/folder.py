@@ -36,7 +36,7 @@ from ..checks import WorkbenchError
 from ..data import sha256_of
 from ..data.tokenizer import Tokenizer
 from ..paths import CONFIG_SEAL, atomic_write, config_digest, read_json, sealed_config, trained_dir
-from . import KINDS, build_model
+from . import build_model, fitted
 
 log = logging.getLogger(__name__)
 
@@ -297,9 +297,9 @@ class ModelFolder:
         """The network with its tokenizer attached, in eval mode; the file bytes are released afterwards."""
         meta, folder = self.config, self.path
         try:
-            fitted = KINDS[meta["model"]["setting"]].fitted if meta["model"]["setting"] in KINDS else None
-            if fitted:
-                return fitted.load(meta, {k: v.numpy() for k, v in self.weights().items()})
+            one_go = fitted(meta["model"]["setting"])
+            if one_go:
+                return one_go.load(meta, {k: v.numpy() for k, v in self.weights().items()})
             try:
                 model = build_model(meta["model"])
             except WorkbenchError as err:

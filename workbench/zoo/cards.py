@@ -16,7 +16,7 @@ import pandas as pd
 from ..checks import WorkbenchError
 from ..data import sha256_of
 from ..evaluation import SUITES, evaluate
-from ..models import KINDS
+from ..models import fitted
 from ..models.folder import file_digests, load, shipped
 from ..paths import atomic_write, read_json, sealed_config, trained_dir
 from ..probing.probe import probe
@@ -155,8 +155,8 @@ def _card_markdown(info: dict, config: dict) -> str:
              + "** (the shared parallel data's training split)",
              f"- **preset**: `{info['preset']}`; model settings: "
              + ", ".join(f"{k}={v}" for k, v in model_cfg.items() if not isinstance(v, (list, dict))),
-             (f"- **training**: {record['updates']} {fitted.counts} on {record['pairs_seen']} pairs"
-              if (fitted := KINDS[info["model"]].fitted) else
+             (f"- **training**: {record['updates']} {one_go.counts} on {record['pairs_seen']} pairs"
+              if (one_go := fitted(info["model"])) else
               f"- **training**: {record['updates']} updates, {record['pairs_seen']} pairs seen"
               + (f" (sampled from {train['max_pairs']} pairs)" if train.get("max_pairs") else "")
               + (f"; the checkpoint with the best semantic STS-B dev of a run of {record['run_updates']} updates"
@@ -165,7 +165,7 @@ def _card_markdown(info: dict, config: dict) -> str:
              *([f"- **learning curve**: `curve.csv` (STS-B dev per view, validation loss); "
                 f"`workbench curve {info['name']}` draws it"] if info.get("curve") else []),
              f"- **weights**: float16, {info['megabytes']} MB"
-             + ("" if fitted else "; decoders " + (_kept_decoders(info) if info["decoders"]
+             + ("" if one_go else "; decoders " + (_kept_decoders(info) if info["decoders"]
                                                                     else "dropped (encoders only)")), "",
              "Numbers: Pearson's r × 100 (STS) and test accuracy × 100 (logistic-regression probes, "
              f"{info['probing_sizes']['train']}/{info['probing_sizes']['valid']}/{info['probing_sizes']['test']} "

@@ -23,7 +23,7 @@ from safetensors.torch import save_file
 
 from ..checks import WorkbenchError, check_keys, check_name, whole
 from ..data import sha256_of
-from ..models import KINDS, checked_config
+from ..models import checked_config, fitted
 from ..models.folder import (
     ModelFolder, checkpoint_update, file_digests, latest_checkpoint, learning_curve, metrics_curve, read_metrics,
     read_weights, shipped, swap_folder, temp_sibling)
@@ -113,9 +113,9 @@ def _exported(run: str | Path, name: str | None, keep_decoders: bool | None, che
     record = _training_record(run, lines, update)
     if hardware_text:
         record["hardware"] = hardware_text
-    fitted = KINDS[setting].fitted if setting in KINDS else None
-    if fitted:
-        return name, fitted.shipped(opened.weights()), {**meta, "training": record}, None, None
+    one_go = fitted(setting)
+    if one_go:
+        return name, one_go.shipped(opened.weights()), {**meta, "training": record}, None, None
     record["checkpoint"] = "best STS-B dev (semantic)" if is_best else "latest"
     state = {k: (v.half() if v.is_floating_point() else v) for k, v in opened.weights().items()
              if keep or not k.startswith("decoders.")}
@@ -316,7 +316,7 @@ def retrain(plan: pd.DataFrame, runs: str | Path = "runs/shipped", force: bool =
         run = Path(runs) / row.name
         cfg = TrainConfig.from_file(row.config)
         if not (run / "DONE").is_file():
-            if KINDS[cfg.model].fitted:
+            if fitted(cfg.model):
                 shutil.rmtree(run, ignore_errors=True)  # a fit keeps no checkpoints: a broken one starts again
             # the recipe, for as many updates as the shipped run went (TrainConfig.from_recorded)
             train(cfg, run, resume=(run / "latest").is_file())
