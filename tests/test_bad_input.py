@@ -242,6 +242,13 @@ def inputs(tmp_path):
     (tmp_path / "bad.json").write_text('{"preset": "tiny", "lr": }')
     (tmp_path / "ragged.tsv").write_text("source\tstyle\nA man.\tShe ran.\nx\ty\tz\n")
     (tmp_path / "nopairs.tsv").write_text("source\tstyle\n")
+    (tmp_path / "onelabel.csv").write_text("sentence,label\n" + "".join(f"s {i},q\n" for i in range(12)))
+    (tmp_path / "length.csv").write_text((tmp_path / "onelabel.csv").read_text())
+    (tmp_path / "fewlabel.csv").write_text("sentence,label\n" + "".join(f"s {i},{'qs'[i < 3]}\n" for i in range(15)))
+    (tmp_path / "twosplits.tsv").write_text("split\tlabel\tsentence\n" + "".join(
+        f"{split}\t{label}\t{label} {i}\n" for split in ("tr", "va", "te") for label in "ab" for i in range(10)))
+    (tmp_path / "twolabels.jsonl").write_text("".join(f'{{"sentence": "s {i % 19}", "label": {i % 2}}}\n'
+                                                      for i in range(40)))
     (tmp_path / "huge.toml").write_text('preset = "tiny"\n[overrides]\nd_model = 1000000000\n')
     return tmp_path
 
@@ -267,7 +274,22 @@ CLI_CASES = [  # (argv with {tmp} for the test's folder, a fragment of the one-l
     ("train --config {tmp}/huge.toml --out {tmp}/r", "would have far more than a tensor can hold, more than the 2 "
                                                       "billion parameters"),
     # probe
-    ("probe --encoder random-sp-average --task nosuch", "argument --task: invalid choice: 'nosuch'"),
+    ("probe --encoder random-sp-average --task nosuch", "unknown probing task 'nosuch'; valid: bigram_shift, "),
+    ("probe --encoder random-sp-average --task nosuch", "; or the path of a .tsv, .csv or .jsonl file of your own"),
+    # own tasks: one sentence for each way a file of labelled sentences can be wrong
+    ("probe --encoder random-sp-average --task {tmp}/missing.tsv", "{tmp}/missing.tsv: no such file"),
+    ("probe --encoder random-sp-average --task {tmp}/latin.txt", "{tmp}/latin.txt is not UTF-8 text"),
+    ("probe --encoder random-sp-average --task {tmp}/empty.csv", "{tmp}/empty.csv is empty; an own task is a .tsv"),
+    ("probe --encoder random-sp-average --task {tmp}/pairs.csv",
+     "{tmp}/pairs.csv has no sentence column 'sentence'; its columns: source, style"),
+    ("probe --encoder random-sp-average --task {tmp}/pairs.csv --sentence-column source --label-column nope",
+     "{tmp}/pairs.csv has no label column 'nope'"),
+    ("probe --encoder random-sp-average --task {tmp}/onelabel.csv", "every sentence has the label 'q'; a probe needs"),
+    ("probe --encoder random-sp-average --task {tmp}/fewlabel.csv", "label(s) 's' (3) have fewer than 10 sentences"),
+    ("probe --encoder random-sp-average --task {tmp}/twosplits.tsv", "20 sentence(s) in two splits (first: 'a 0')"),
+    ("probe --encoder random-sp-average --task {tmp}/twolabels.jsonl", "19 sentence(s) carry two labels"),
+    ("probe --encoder random-sp-average --task {tmp}/onelabel.csv --task-language de", "unknown language 'de'"),
+    ("probe --encoder random-sp-average --task {tmp}/length.csv", "own task name 'length' is a shipped task's"),
     ("probe --encoder random-sp-average --task length --classifier svm", "invalid choice: 'svm'"),
     ("probe --encoder random-sp-average --task length --train-size -5 --valid-size 3 --test-size 100",
      "probing sizes must give train, valid, test as whole numbers ≥ 1"),

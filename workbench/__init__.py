@@ -3,6 +3,7 @@
     import workbench as wb
     enc = wb.untrained_encoder("random-transformer", pair="en-fr")
     wb.probe(enc, "punct_num")          # ProbeResult(accuracy, ci, majority, ...)
+    wb.probe(enc, "my_sentences.csv")   # your own labelled sentences (sentence, label[, split, word] columns)
     wb.evaluate(enc, "sts")             # tidy DataFrame, Pearson per STS dataset and year
     wb.report(df, "reports/x.html")     # self-contained HTML + CSV/JSON (+ PNG/PDF with Chromium)
     bgt = wb.load("bgt-en-fr")          # a shipped model (wb.shipped() lists them), a run, or a checkpoint
@@ -22,6 +23,7 @@ from .models.huggingface import hf_encoder
 from .probing.build import build_task
 from .probing.erase import erase
 from .probing.layers import layer_profile, probe_layers
+from .probing.own import own_task
 from .probing.probe import ProbeResult, probe, probe_all
 from .probing.tasks import get_task, task_names
 from .reports.figures import report
@@ -30,4 +32,4 @@ from .style_transfer.generation import transfer
 
 __all__ = ["WorkbenchError", "Encoder", "untrained_encoder", "evaluate", "report", "build_task", "ProbeResult", "probe",
            "probe_all", "erase", "get_task", "task_names", "load", "learning_curve", "cached", "shipped", "transfer",
-           "transfer_scores", "hf_encoder", "probe_layers", "layer_profile"]
+           "transfer_scores", "hf_encoder", "probe_layers", "layer_profile", "own_task"]

@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import csv
-import gzip
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -11,6 +9,7 @@ import pandas as pd
 
 from ..checks import WorkbenchError, check_sizes
 from ..data.corpora import PAIRS
+from ..data.tables import read_table
 from ..encoders import HF_PREFIX, NAMED_ENCODERS, named_encoder
 from ..models.folder import load
 
@@ -29,9 +28,10 @@ class Command:
 
 
 def size_args(p: argparse.ArgumentParser, train: int | None = None, valid: int | None = None,
-              test: int | None = None) -> None:
-    """``--train-size``, ``--valid-size``, ``--test-size`` (default: the values given, else the task card's)."""
-    what = "default: the task card's full size, `workbench probes list`" if train is None else "{}"
+              test: int | None = None, unset: str = "default: the task card's full size, `workbench probes list`"
+              ) -> None:
+    """``--train-size``, ``--valid-size``, ``--test-size`` (default: the values given, else what ``unset`` says)."""
+    what = unset if train is None else "{}"
     p.add_argument("--train-size", type=int, default=train, help=f"training examples ({what.format(train)})")
     p.add_argument("--valid-size", type=int, default=valid, help=f"validation examples ({what.format(valid)})")
     p.add_argument("--test-size", type=int, default=test, help=f"test examples ({what.format(test)})")
@@ -83,27 +83,5 @@ def probing_sizes(args) -> dict[str, int] | None:
 
 
 def read_pairs(path: str) -> pd.DataFrame:
-    """A pairs file as written: a TSV's cells are taken literally (a leading quote is part of the sentence),
-    a CSV follows the CSV quoting rules; every cell stays text ("NA" is a sentence, not a missing value). A row
-    with another number of cells than the header is refused with its line number, as is a file with no pairs."""
-    tsv = path.endswith((".tsv", ".tsv.gz"))
-    kind = "TSV" if tsv else "CSV"
-    try:
-        opener = gzip.open if path.endswith(".gz") else open
-        with opener(path, "rt", encoding="utf-8-sig", newline="") as handle:  # a BOM is no part of the header
-            rows = list(csv.reader(handle, delimiter="\t" if tsv else ",",
-                                   quoting=csv.QUOTE_NONE if tsv else csv.QUOTE_MINIMAL))
-    except UnicodeDecodeError:
-        raise WorkbenchError(f"{path} is not UTF-8 text; save it as UTF-8") from None
-    except csv.Error as err:
-        raise WorkbenchError(f"{path}: cannot read it as {kind} ({err})") from None
-    if not rows:
-        raise WorkbenchError(f"{path} is empty; a pairs file has a header (source, style) and one pair a line")
-    header, body = rows[0], [row for row in rows[1:] if row]
-    ragged = [number for number, row in enumerate(rows[1:], 2) if row and len(row) != len(header)]
-    if ragged:
-        raise WorkbenchError(f"{path}: line {ragged[0]} has another number of {kind} cells than the header's "
-                             f"{len(header)} ({len(ragged)} such line(s)); one source and one style a line")
-    if not body:
-        raise WorkbenchError(f"{path} has a header but no pairs; add one source and style sentence a line")
-    return pd.DataFrame(body, columns=header, dtype=str)
+    """A pairs file (:func:`~workbench.data.tables.read_table`: TSV, CSV or JSONL; every cell text)."""
+    return read_table(path, "pairs", "a pairs file has a header (source, style) and one pair a line")

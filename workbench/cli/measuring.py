@@ -16,6 +16,7 @@ from ..models.folder import load
 from ..probing.baselines import BASELINES, SENTEVAL_NAMES, text_baselines
 from ..probing.build import build_task, ship_manifests, ship_parses
 from ..probing.layers import layer_profile, probe_layers
+from ..probing.own import dataset_or_card, is_own, own_task
 from ..probing.probe import check_options, probe
 from ..probing.tasks import get_task, readable_tasks, task_names
 from ..progress import progress_bar
@@ -50,8 +51,13 @@ ENCODE_COMMAND = Command(
 
 def _probe_arguments(p: argparse.ArgumentParser) -> None:
     encoder_args(p)
-    p.add_argument("--task", nargs="+", choices=task_names(),
-                   help="tasks (default: every task in the languages the encoder reads)")
+    p.add_argument("--task", nargs="+", metavar="TASK",
+                   help="task names (`workbench probes list`; default: every task in the languages the encoder "
+                        "reads) or files of your own labelled sentences (.tsv/.csv/.jsonl with sentence and label "
+                        "columns, optionally split and word; or a SentEval file)")
+    p.add_argument("--sentence-column", default="sentence", help="own task files: the sentence column (sentence)")
+    p.add_argument("--label-column", default="label", help="own task files: the label column (label)")
+    p.add_argument("--task-language", default="en", help="own task files: the sentences' language (en)")
     p.add_argument("--classifier", choices=("logreg", "mlp"), default="logreg")
     p.add_argument("--control", choices=("word", "first_word"), default="word",
                    help="the control task's labels are a random function of the word the label is read from "
@@ -68,11 +74,10 @@ def _probe_arguments(p: argparse.ArgumentParser) -> None:
                         "logistic probe is seed-free, the MLP is not)")
     p.add_argument("--layers", nargs="+", metavar="LAYER",
                    help="probe at each of these layers of the encoder (numbers, or 'all'): one row per task and "
-                        "layer, with where each property peaks and is lost; without sizes at the model cards' "
-                        "6000/1000/1000 (a task card's full size takes minutes per layer)")
+                        "layer, with where each property peaks and is lost")
     p.add_argument("--out", help="also write the tidy results as CSV")
     p.add_argument("--force", action="store_true", help="replace --out if it exists")
-    size_args(p)
+    size_args(p, unset="default: the model cards' 6000/1000/1000 for named tasks, all of an own task's sentences")
 
 
 def _probe(args) -> None:
@@ -83,6 +88,7 @@ def _probe(args) -> None:
     if args.seeds > 1 and (args.given or args.layers):
         raise WorkbenchError("--seeds averages plain probes of one encoder: drop --given / --layers, or --seeds")
     sizes = probing_sizes(args)
+    tasks = _tasks(args.task or [], args, sizes)  # before the encoder is built: a bad file fails at once
     if args.given and not args.model:
         raise WorkbenchError("--given names a view of --model; give --model too")
     if args.given:  # two views of one model, loaded once
@@ -90,12 +96,16 @@ def _probe(args) -> None:
         encoder, given = model.encoder(args.encoder or "semantic"), model.encoder(args.given)
     else:
         encoder, given = chosen_encoder(args), None
-    if not args.task:
-        args.task = readable_tasks(encoder)
+    tasks = tasks or readable_tasks(encoder)
+    if sizes is None and any(isinstance(task, str) for task in tasks):
+        sizes = CARD_SIZES
+        print(f"probing at the model cards' sizes, {sizes['train']}/{sizes['valid']}/{sizes['test']} sentences per "
+              "task, as the demo and notebooks do (--train-size/--valid-size/--test-size for others; a task's full "
+              "size: `workbench probes list`)", flush=True)
     if args.layers:
-        return _probe_layers(args, encoder, given, sizes)
+        return _probe_layers(args, encoder, given, tasks, sizes)
     rows = []
-    for task in progress_bar(args.task, desc="probing", unit="task", disable=len(args.task) == 1):
+    for task in progress_bar(tasks, desc="probing", unit="task", disable=len(tasks) == 1):
         result = probe(encoder, task, classifier=args.classifier, control=not args.no_control and args.control,
                        mdl=args.mdl, sizes=sizes, given=given, transfer=args.transfer, seeds=args.seeds)
         rows.append(result.to_frame())
@@ -108,18 +118,26 @@ def _probe(args) -> None:
         spreadsheet_safe(df).to_csv(args.out, index=False)
 
 
-def _probe_layers(args, encoder, given, sizes) -> None:
+def _tasks(given: list[str], args, sizes: dict[str, int] | None) -> list:
+    """The task names given, checked, and the own task files among them read (:func:`own_task`)."""
+    tasks = []
+    for task in given:
+        if is_own(task):
+            tasks.append(own_task(task, sentence=args.sentence_column, label=args.label_column,
+                                  language=args.task_language, sizes=sizes))
+        else:
+            tasks.append(dataset_or_card(task)[1].name)
+    return tasks
+
+
+def _probe_layers(args, encoder, given, tasks, sizes) -> None:
     if given is not None or args.transfer:
         raise WorkbenchError("--layers sweeps one encoder: drop --given / --transfer, or probe one layer at a time "
                              "(--layer)")
     if args.layer is not None:
         raise WorkbenchError("--layer reads one layer, --layers sweeps several: give one of them")
     layers = "all" if args.layers == ["all"] else _layer_numbers(args.layers)
-    if sizes is None:
-        sizes = CARD_SIZES
-        print(f"sweeping at the model cards' sizes, {sizes['train']}/{sizes['valid']}/{sizes['test']} sentences "
-              "per task (--train-size/--valid-size/--test-size for others)", flush=True)
-    df = probe_layers(encoder, args.task, layers, sizes=sizes, classifier=args.classifier,
+    df = probe_layers(encoder, tasks, layers, sizes=sizes, classifier=args.classifier,
                       control=not args.no_control and args.control, mdl=args.mdl)
     table = df[df["metric"] == "accuracy"].pivot_table(index="task", columns="layer", values="value", sort=False)
     print((100 * table).round(1).to_string())

@@ -24,8 +24,8 @@ from ..evaluation.sts import evaluate_sts
 from ..models.base import NamedEncoder
 from ..progress import progress_bar
 from .build import build_task
+from .own import dataset_or_card
 from .probe import probe
-from .tasks import get_task
 
 
 class ErasedEncoder(NamedEncoder):
@@ -45,17 +45,17 @@ class ErasedEncoder(NamedEncoder):
 
 
 
-def erase(encoder: Encoder, task: str, sizes: dict[str, int] | None = None, seed: int = 0) -> ErasedEncoder:
-    """``encoder`` with the concept of probing task ``task`` linearly erased (LEACE fitted on the task's train
-    split at ``sizes``, default the card's)."""
+def erase(encoder: Encoder, task, sizes: dict[str, int] | None = None, seed: int = 0) -> ErasedEncoder:
+    """``encoder`` with the concept of probing task ``task`` (a name, or an own task as :func:`probe` takes)
+    linearly erased (LEACE fitted on the task's train split at ``sizes``, default the card's)."""
     try:
         from concept_erasure import LeaceEraser
     except ImportError:
         raise WorkbenchError("concept erasure needs the concept-erasure package: pip install concept-erasure "
                              "(or bash scripts/setup)") from None
-    card = get_task(task)
+    dataset, card = dataset_or_card(task, **({"sizes": sizes} if sizes else {}))
     card.check_encoder(encoder)
-    train = build_task(card, sizes=sizes, seed=seed).split("tr")
+    train = (dataset or build_task(card, sizes=sizes, seed=seed)).split("tr")
     labels = sorted(set(train["label"]))
     if len(labels) < 2:
         raise WorkbenchError(f"task {card.name!r} has one label in its train split: nothing to erase")
@@ -94,15 +94,16 @@ def erasure_effects(encoders: Sequence[Encoder], tasks: Sequence[str], sizes: di
     for encoder in map(cached, encoders):  # the STS/Tatoeba embeddings, read again through each erased encoder
         sts_before, errors_before = sts(encoder), retrieval(encoder)
         for task in tasks:
-            steps.set_postfix_str(f"{task} / {encoder.name}")
             erased = erase(encoder, task, sizes=sizes, seed=seed)
+            name = erased.task
+            steps.set_postfix_str(f"{name} / {encoder.name}")
             before, after = (100 * probe(e, task, sizes=sizes, seed=seed, control=False).accuracy
                              for e in (encoder, erased))
-            rows += [{"encoder": encoder.name, "erased": task, "metric": f"{task} accuracy", "before": before,
+            rows += [{"encoder": encoder.name, "erased": name, "metric": f"{name} accuracy", "before": before,
                       "after": after},
-                     {"encoder": encoder.name, "erased": task, "metric": label, "before": sts_before,
+                     {"encoder": encoder.name, "erased": name, "metric": label, "before": sts_before,
                       "after": sts(erased)}]
-            rows += [{"encoder": encoder.name, "erased": task, "metric": metric, "before": errors_before[metric],
+            rows += [{"encoder": encoder.name, "erased": name, "metric": metric, "before": errors_before[metric],
                       "after": after} for metric, after in retrieval(erased).items()]
             steps.update()
     steps.close()

@@ -11,6 +11,7 @@ network the property is picked up, rather than where it is best.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -19,9 +20,9 @@ from ..cache import cache_layers
 from ..checks import WorkbenchError
 from ..encoders import Encoder
 from ..progress import progress_bar
-from .build import build_task
+from .build import ProbingDataset, build_task
+from .own import dataset_or_card
 from .probe import check_options, probe
-from .tasks import get_task
 
 
 def encoder_layers(encoder: Encoder, layers: str | Sequence[int] = "all") -> list[int]:
@@ -42,24 +43,27 @@ def encoder_layers(encoder: Encoder, layers: str | Sequence[int] = "all") -> lis
     return list(dict.fromkeys(chosen))
 
 
-def probe_layers(encoder: Encoder, tasks: str | Sequence[str], layers: str | Sequence[int] = "all",
-                 show_progress: bool = True, sizes: dict[str, int] | None = None, **probe_options) -> pd.DataFrame:
-    """Probe each of ``tasks`` at each of ``layers`` of ``encoder``: the rows of :meth:`ProbeResult.to_frame`
-    with ``layer`` and ``layer_encoder`` columns (``probe_options``: ``classifier``, ``control``, ``mdl``,
-    ``seed``, ... as for :func:`probe`)."""
-    tasks = [tasks] if isinstance(tasks, str) else list(tasks)
-    cards = [get_task(task) for task in tasks]  # unknown names fail before any work
-    for card in cards:
+def probe_layers(encoder: Encoder, tasks, layers: str | Sequence[int] = "all", show_progress: bool = True,
+                 sizes: dict[str, int] | None = None, **probe_options) -> pd.DataFrame:
+    """Probe each of ``tasks`` (names, own tasks or built datasets, as :func:`probe` takes; or one of them) at
+    each of ``layers`` of ``encoder``: the rows of :meth:`ProbeResult.to_frame` with ``layer`` and
+    ``layer_encoder`` columns (``probe_options``: ``classifier``, ``control``, ``mdl``, ``seed``, ... as for
+    :func:`probe`)."""
+    tasks = [tasks] if isinstance(tasks, (str, Path, pd.DataFrame, ProbingDataset)) else list(tasks)
+    if not tasks:
+        raise WorkbenchError(f"no tasks to probe {encoder.name!r} on: give one or more (task_names(), or your own)")
+    resolved = [dataset_or_card(task, **({"sizes": sizes} if sizes else {})) for task in tasks]  # fail early
+    for _, card in resolved:
         card.check_encoder(encoder)
     check_options(probe_options.get("classifier", "logreg"), probe_options.get("control", True),
                   probe_options.get("mdl", False))
     chosen = encoder_layers(encoder, layers)
     name = getattr(encoder, "base_name", encoder.name)  # the network, whichever layer it was read at
     frames = []
-    bar = progress_bar(total=len(cards) * len(chosen), desc=f"layers of {encoder.name}", unit="probe",
-               disable=not show_progress)  # one bar, a step per (task, layer): fitting a layer shows progress
-    for card in cards:
-        dataset = build_task(card, **({"sizes": sizes} if sizes else {}))
+    bar = progress_bar(total=len(resolved) * len(chosen), desc=f"layers of {encoder.name}", unit="probe",
+                       disable=not show_progress)  # one bar, a step per (task, layer): fitting a layer shows progress
+    for dataset, card in resolved:
+        dataset = dataset or build_task(card, **({"sizes": sizes} if sizes else {}))
         sentences = list(dict.fromkeys(dataset.data["sentence"]))
         bar.set_postfix_str(f"{card.name}: encoding")
         for layer, view in zip(chosen, cache_layers(encoder, sentences, chosen, show_progress=show_progress)):

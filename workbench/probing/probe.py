@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -24,6 +25,7 @@ from .build import ProbingDataset, build_task, translations
 from .classifiers import CLASSIFIERS
 from .control import CONTROLS, control_labels, control_words, uninformative
 from .mdl import online_codelength
+from .own import dataset_or_card
 from .tasks import get_task, task_names
 
 PROBE_VERSION = 8  # bump when a change alters results, so cached ones are recomputed
@@ -140,13 +142,14 @@ def bootstrap_ci(correct: np.ndarray, n_boot: int = 1000, seed: int = 0) -> tupl
     return float(low), float(high)
 
 
-def probe(encoder: Encoder, task: str | ProbingDataset, classifier: str = "logreg", seed: int = 0,
-          control: bool | str = True, mdl: bool = False, cache: bool = True, refit: bool = False,
+def probe(encoder: Encoder, task: str | Path | pd.DataFrame | ProbingDataset, classifier: str = "logreg",
+          seed: int = 0, control: bool | str = True, mdl: bool = False, cache: bool = True, refit: bool = False,
           given: Encoder | None = None, transfer: str | None = None, seeds: int = 1, **build_options) -> ProbeResult:
     """Train a probe for ``task`` on ``encoder``'s embeddings and report its test accuracy.
 
-    ``task`` is a task name (built on demand; ``build_options`` such as ``sizes`` go to :func:`build_task`) or
-    a built dataset; ``classifier`` is ``"logreg"`` or ``"mlp"``; ``control`` adds a control task and
+    ``task`` is a task name (built on demand; ``build_options`` such as ``sizes`` go to :func:`build_task`), a
+    built dataset, or your own labelled sentences: a DataFrame or the path of a file (:func:`.own.own_task`,
+    which ``sizes`` also goes to); ``classifier`` is ``"logreg"`` or ``"mlp"``; ``control`` adds a control task and
     selectivity: ``"word"`` (or ``True``) keys it on the word the label is read from, ``"first_word"`` on the
     first word, ``False`` skips it (see :mod:`.control`); ``mdl`` adds the online codelength. ``given``, another
     encoder (e.g. BGT's English view when ``encoder`` is its semantic view), makes it a conditional probe: the
@@ -167,7 +170,7 @@ def probe(encoder: Encoder, task: str | ProbingDataset, classifier: str = "logre
         raise WorkbenchError(f"seeds must be a whole number ≥ 1 (got {seeds!r})")
     if seeds > 1 and given is not None:
         raise WorkbenchError("seeds= averages plain probes; a conditional probe (given=) takes one seed")
-    card = task.card if isinstance(task, ProbingDataset) else get_task(task)
+    dataset, card = dataset_or_card(task, **build_options)
     card.check_encoder(encoder)  # before building anything
     if given is not None:
         card.check_encoder(given)
@@ -175,7 +178,7 @@ def probe(encoder: Encoder, task: str | ProbingDataset, classifier: str = "logre
             raise WorkbenchError(f"conditional probe of {encoder.name!r} given itself: give another view")
     if transfer is not None:
         _check_transfer(card, encoder, transfer, given)
-    dataset = task if isinstance(task, ProbingDataset) else build_task(card, **build_options)
+    dataset = dataset or build_task(card, **build_options)
     splits = _checked_splits(card, dataset)
     if cache:
         encoder, given = cached(encoder), given if given is None else cached(given)
