@@ -19,17 +19,17 @@ from .checks import WorkbenchError
 from .encoders import Encoder, untrained_encoder
 from .evaluation import evaluate
 from .models.folder import learning_curve, load, shipped
-from .models.huggingface import hf_encoder
+from .models.huggingface import hf_encoder, minilm
 from .probing.build import build_task
 from .probing.erase import erase
 from .probing.layers import layer_profile, probe_layers
 from .probing.own import own_task
 from .probing.probe import ProbeResult, probe, probe_all
-from .probing.tasks import get_task, task_names
+from .probing.tasks import get_task, readable_tasks, task_names
 from .reports.figures import report
 from .style_transfer.evaluation import transfer_scores
 from .style_transfer.generation import transfer
 
 __all__ = ["WorkbenchError", "Encoder", "untrained_encoder", "evaluate", "report", "build_task", "ProbeResult", "probe",
            "probe_all", "erase", "get_task", "task_names", "load", "learning_curve", "cached", "shipped", "transfer",
-           "transfer_scores", "hf_encoder", "probe_layers", "layer_profile", "own_task"]
+           "transfer_scores", "hf_encoder", "minilm", "probe_layers", "layer_profile", "own_task", "readable_tasks"]

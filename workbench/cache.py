@@ -83,13 +83,16 @@ class CachedEncoder:
         return (self.root or cache_dir()) / self.fingerprint[:16] / "encoder.json"
 
     def _check_claim(self) -> None:
-        """Refuse a fingerprint that the cache holds for another encoder (name or dimension); reads only."""
+        """Refuse a fingerprint that the cache holds for another encoder (name or dimension; only the dimension for
+        an encoder whose fingerprint is a digest of its weights, which may be renamed); reads only."""
         try:
             owner = json.loads(self._claim_path().read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError):
             return
+        renamed = getattr(self.encoder, "content_fingerprint", False)  # the same network under another name
         if isinstance(owner, dict) and owner.get("fingerprint") == self.fingerprint:
-            if (owner.get("name"), owner.get("dim")) != (self.name, self.dim):
+            if (None if renamed else owner.get("name"), owner.get("dim")) != (None if renamed else self.name,
+                                                                               self.dim):
                 raise WorkbenchError(
                     f"encoder {self.name!r} (dim {self.dim}) has fingerprint {self.fingerprint[:16]}…, which the "
                     f"cache already holds for encoder {owner.get('name')!r} (dim {owner.get('dim')}): it would get "

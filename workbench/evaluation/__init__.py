@@ -157,6 +157,7 @@ def evaluate(encoder: Encoder, suite: str = "sts", show_progress: bool = False, 
                                     .to_dict(orient="records")))
               for name in names]
     return pd.concat([frame.reindex(columns=[*COLUMNS, *(c for c in frame.columns if c not in COLUMNS)])
+                      .assign(encoder=encoder.name)  # the name asked for, not the first one stored
                       for frame in frames], ignore_index=True)
 
 

@@ -95,8 +95,15 @@ class SentenceModel(nn.Module):
         tokenizer = tokenizer or getattr(self, "tokenizer", None)
         if tokenizer is None:
             raise ValueError("this model has no tokenizer attached; load it with workbench.load or pass tokenizer=")
-        name = f"{self.cfg.setting}-{'-'.join(self.cfg.languages)}:{view}"
-        return NetworkEncoder(name, self.encoders[view], tokenizer, languages=self.view_languages(view), layer=layer)
+        return NetworkEncoder(view_name(self, self.cfg.setting, view), self.encoders[view], tokenizer,
+                              languages=self.view_languages(view), layer=layer)
+
+
+def view_name(model, kind: str, view: str) -> str:
+    """An encoder's name: the model's own (``model.name``, which :func:`~workbench.load` sets from its folder: a
+    shipped or exported model's name, a run's) and the view, so two models' results never share a name; a model
+    built in memory is named by its kind and languages."""
+    return f"{getattr(model, 'name', None) or kind + '-' + '-'.join(model.cfg.languages)}:{view}"
 
 
 def weights_fingerprint(module: torch.nn.Module, *extra: str) -> str:
@@ -144,6 +151,10 @@ def _length_sorted_batches(lengths: Sequence[int], batch_size: int) -> list[np.n
 
 class NamedEncoder:
     """Base of the workbench's Encoder classes: one way to show an encoder (name, size, fingerprint)."""
+
+    # the fingerprint is a digest of what the encoder computes with (weights, tokenizer, config): the same
+    # fingerprint under another name is the same network renamed (a copied or exported model), not a clash
+    content_fingerprint = True
 
     def __repr__(self) -> str:
         return f"<Encoder {self.name} dim={self.dim} fp={self.fingerprint[:10]}>"

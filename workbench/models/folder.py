@@ -228,8 +228,8 @@ def learning_curve(path: str | Path) -> pd.DataFrame:
     and ``valid_loss`` (per pair, view ``all``). ``path``: a run directory (its ``metrics.jsonl``), or a shipped
     model's folder or name (its ``curve.csv``, written by ``models export``)."""
     path = model_path(path)
-    if (path / "curve.csv").is_file():
-        return pd.read_csv(path / "curve.csv")
+    if (path / "curve.csv").is_file():  # labelled with the model's name, not the run it was exported from
+        return pd.read_csv(path / "curve.csv").assign(run=folder_name(path))
     if not (path / "metrics.jsonl").is_file():
         raise WorkbenchError(f"{path} has no metrics.jsonl (a training run) or curve.csv (a shipped model)")
     return metrics_curve(read_metrics(path), path.name)
@@ -251,6 +251,16 @@ def metrics_curve(lines: list[dict], run: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=CURVE_COLUMNS)
 
 
+def folder_name(path: Path) -> str:
+    """A model's own name, from the folder it was loaded from: a shipped or exported model's name, a run's name,
+    or ``RUN@update-N`` / ``RUN@best`` for one checkpoint of a run."""
+    path = path.resolve()
+    if path.parent.name == "checkpoints" or (path.name == "best" and (path.parent / "latest").is_file()):
+        run = path.parent.parent if path.parent.name == "checkpoints" else path.parent
+        return f"{run.name}@{path.name}"
+    return path.name
+
+
 def model_path(path_or_name: str | Path) -> Path:
     """``path_or_name`` as a path, or the folder of the model of that name in ``trained/``."""
     path, named = Path(path_or_name), trained_dir() / str(path_or_name)
@@ -270,6 +280,7 @@ class ModelFolder:
             raise WorkbenchError(f"no model at {path_or_name!r}: give a run directory, a checkpoint folder, or a "
                                  f"name in {trained_dir()} ({', '.join(shipped()) or _NONE_SHIPPED})")
         self.path = path if (path / "config.json").is_file() else latest_checkpoint(path)
+        self.name = folder_name(path)
         self.config = read_config(self.path)
         self._bytes: dict[str, bytes] = {}
         self._digests: dict[str, str] = {}
@@ -299,7 +310,9 @@ class ModelFolder:
         try:
             one_go = fitted(meta["model"]["setting"])
             if one_go:
-                return one_go.load(meta, {k: v.numpy() for k, v in self.weights().items()})
+                model = one_go.load(meta, {k: v.numpy() for k, v in self.weights().items()})
+                model.name = self.name
+                return model
             try:
                 model = build_model(meta["model"])
             except WorkbenchError as err:
@@ -314,7 +327,7 @@ class ModelFolder:
                 first = str(err).strip().splitlines()[:2]
                 raise WorkbenchError(f"{folder / 'model.safetensors'} does not hold the network its config.json "
                                      f"describes ({' '.join(first)[:300]})") from None
-            model.tokenizer = tokenizer
+            model.tokenizer, model.name = tokenizer, self.name
             return model.to(device).eval()
         finally:
             self._bytes.clear()

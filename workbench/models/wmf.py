@@ -34,7 +34,7 @@ from ..data import sha256_of
 from ..data.tokenizer import preprocess
 from ..paths import atomic_write, read_json, sealed_config
 from ..progress import progress_bar
-from .base import ModelConfig
+from .base import ModelConfig, NamedEncoder, view_name
 
 VARIANTS = ("b-wmf", "x-wmf")
 
@@ -227,12 +227,12 @@ def shipped_tensors(tensors: dict) -> dict:
     return {k: v.half() if k.startswith("factor.") else v for k, v in tensors.items()}
 
 
-class WMFEncoder:
+class WMFEncoder(NamedEncoder):
     """The Encoder protocol over a fitted :class:`WMF` (float32 k-dimensional fold-in vectors)."""
 
     def __init__(self, model: WMF, view: str):
         self.model, self.view = model, view
-        self.name = f"{model.cfg.variant}-{'-'.join(model.cfg.languages)}:{view}"
+        self.name = view_name(model, model.cfg.variant, view)
         self.dim = model.cfg.k
         self.languages = model.cfg.languages if view == "semantic" else (view,)
         h = hashlib.sha256(json.dumps(asdict(model.cfg)).encode() + view.encode())

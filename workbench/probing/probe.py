@@ -194,7 +194,8 @@ def probe(encoder: Encoder, task: str | Path | pd.DataFrame | ProbingDataset, cl
 
         if not cache or options["data"] is None:
             return ProbeResult(**compute())
-        return ProbeResult(**remember("probe", reader.fingerprint, options, compute, refresh=refit))
+        stored = remember("probe", reader.fingerprint, options, compute, refresh=refit)
+        return ProbeResult(**{**stored, "encoder": reader.name})  # the name asked for, not the first one stored
 
     if given is None:
         runs = [fit(encoder, s, control, mdl, transfer) for s in range(seed, seed + seeds)]
