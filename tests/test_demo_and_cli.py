@@ -99,12 +99,12 @@ def test_report_command_from_csv(tmp_path, capsys):
 
 
 def test_report_without_a_browser_says_so_and_still_writes_html(tmp_path, monkeypatch, caplog):
-    from workbench.reports import figures
+    from workbench.reports import pages
 
     no_browser = "raise RuntimeError('Kaleido requires Google Chrome to be installed.')"
-    monkeypatch.setattr(figures, "_DRAW", no_browser)
+    monkeypatch.setattr(pages, "_DRAW", no_browser)
     df = pd.DataFrame({"encoder": ["a"], "task": ["length"], "metric": ["accuracy"], "value": [0.5]})
-    path = figures.report(df, tmp_path / "r.html")
+    path = pages.report(df, tmp_path / "r.html")
     text = path.read_text()
     assert "static PNG and PDF export skipped" in text and "Kaleido requires Google Chrome" in text
     assert "apt-get install chromium" in caplog.text
@@ -117,7 +117,7 @@ def test_a_browser_that_hangs_is_stopped_and_named(tmp_path):
 
     import plotly.graph_objects as go
 
-    from workbench.reports.figures import _draw_static
+    from workbench.reports.pages import _draw_static
     started = time.perf_counter()
     reason = _draw_static([(go.Figure(), tmp_path / "f.png", "png")], timeout=2, code="import time; time.sleep(60)")
     assert reason == "the browser did not finish within 2 s" and time.perf_counter() - started < 20
@@ -162,3 +162,15 @@ def test_evaluate_with_bootstrap_against_another_encoder(capsys):
                      "--against", "random-sp-average", "--n-boot", "200"]) == 0
     comparison = capsys.readouterr().out.split("paired bootstrap")[1]
     assert "STS12-16" in comparison and "hard+" not in comparison
+
+
+def test_any_encoder_against_any_other_and_the_comparison_saved(tmp_path, capsys):
+    out = tmp_path / "eval.csv"
+    assert cli.main(["evaluate", "--model", "bgt-en-fr", "--suite", "hard_sts", "--against", "bgt-en-fr-lang128:en",
+                     "--n-boot", "200", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out.split("paired bootstrap")[1]
+    saved = pd.read_csv(tmp_path / "eval-comparison.csv")
+    assert set(saved["a"]) == {"bgt-en-fr:semantic"} and set(saved["b"]) == {"bgt-en-fr-lang128:en"}
+    assert len(saved) == len(printed.strip().splitlines()) - 3  # the printed rows, all saved (title, header, path)
+    for p in saved["p_value"]:  # below the test's resolution a p-value reads "< 0.01", never 0.0
+        assert (f"{p:.3f}" in printed) if p >= 0.01 else ("< 0.01" in printed)

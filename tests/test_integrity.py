@@ -264,7 +264,7 @@ def test_encode_writes_exactly_the_path_it_is_given(tmp_path):
 
 
 def test_reports_refuse_impossible_numbers_and_escape_what_they_are_given(tmp_path):
-    from workbench.reports.figures import report
+    from workbench.reports.pages import report
     good = pd.DataFrame({"encoder": ["=HYPERLINK(\"http://x\")", "b"], "task": ["length"] * 2,
                          "metric": ["accuracy"] * 2, "value": [0.5, 0.75]})
     for bad, message in ((good.assign(value=[-5, 0.5]), "accuracy must lie in \\[0, 1\\]"),

@@ -2,6 +2,7 @@
 import shutil
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import workbench as wb
@@ -257,13 +258,38 @@ def test_sweep_figures_show_each_layer(semantic, tmp_path):
     assert "Probing by layer" in path.read_text(encoding="utf-8")
 
 
+def test_a_report_of_any_mix_keeps_every_figure_and_draws_each_series_in_one_colour(semantic, tmp_path):
+    from workbench.reports.figures import figures_for
+    sweep = probe_layers(semantic, ["bigram_shift", "length"], sizes=SIZES, show_progress=False)
+    sts = wb.evaluate(semantic, "sts")
+    english = wb.load("bgt-en-fr").encoder("en")
+    comparison = wb.compare_hard_sts(semantic, english, n_boot=200)
+    figures = figures_for(pd.concat([sweep, sts, comparison]))
+    assert list(figures) == ["layers-0", "layer-lines", "sts", "comparison"]  # STS no longer lost to the sweep
+    heat = figures["layers-0"][0]
+    assert "layer nan" not in list(heat.data[0].x) and "layer 0" in list(heat.data[0].x)  # no "0.0", no NaN column
+    assert (heat.data[0].zmin, heat.data[0].zmax) == (0, 100)  # one scale for every encoder's heat map
+    lines = figures["layer-lines"][0]
+    for band, line in zip(lines.data[::2], lines.data[1::2]):
+        assert band.fill == "toself" and band.fillcolor == line.line.color  # a CI band in its line's colour
+    many = pd.concat([sweep.assign(encoder=f"e{i}") for i in range(4)])  # 8 series: more than 5
+    colours = [trace.line.color for trace in figures_for(many)["layer-lines"][0].data if trace.mode]
+    assert len(set(colours)) == 8
+    bars = figures["comparison"][0]
+    assert [bar.name for bar in bars.data] == ["bgt-en-fr:semantic − bgt-en-fr:en"]
+    assert list(bars.data[0].x) == ["hard+", "hard-"] and bars.data[0].error_y.array is not None
+    path = wb.report(pd.concat([sweep, sts, comparison]), tmp_path / "mix.html", static=False)
+    assert path.is_file()
+
+
 def test_layer_explorer_redraws_for_the_chosen_tasks(semantic):
     from workbench.reports.widgets import LayerExplorer
     df = probe_layers(semantic, ["bigram_shift"], sizes=SIZES, show_progress=False)
     app = LayerExplorer(df)
     lines = [trace for trace in app.figure.data if trace.mode == "lines+markers"]
     assert [trace.name for trace in lines] == ["bigram_shift"]
-    assert list(lines[0].x) == [0, 1, 2]  # the hidden layers in order; mu is not a point on the depth axis
+    assert list(lines[0].x) == [0, 1, 2, 3]  # the layers in order, then the sentence embedding mu after the top
+    assert list(app.figure.layout.xaxis.ticktext) == ["0", "1", "2", "mu"]
     app.metric.value = "selectivity"
     assert all(trace.fill is None for trace in app.figure.data)  # no CI band for selectivity
     app.tasks.value = ()

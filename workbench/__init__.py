@@ -5,6 +5,7 @@
     wb.probe(enc, "punct_num")          # ProbeResult(accuracy, ci, majority, ...)
     wb.probe(enc, "my_sentences.csv")   # your own labelled sentences (sentence, label[, split, word] columns)
     wb.evaluate(enc, "sts")             # tidy DataFrame, Pearson per STS dataset and year
+    wb.compare_sts(enc, other)          # paired bootstrap: difference, CI and p-value per STS year
     wb.report(df, "reports/x.html")     # self-contained HTML + CSV/JSON (+ PNG/PDF with Chromium)
     bgt = wb.load("bgt-en-fr")          # a shipped model (wb.shipped() lists them), a run, or a checkpoint
     wb.learning_curve("bgt-en-fr")      # STS-B dev per view and validation loss during its training
@@ -17,7 +18,7 @@
 from .cache import cached
 from .checks import WorkbenchError
 from .encoders import Encoder, untrained_encoder
-from .evaluation import evaluate
+from .evaluation import compare_hard_sts, compare_sts, evaluate
 from .models.folder import learning_curve, load, shipped
 from .models.huggingface import hf_encoder, minilm
 from .probing.build import build_task
@@ -26,10 +27,11 @@ from .probing.layers import layer_profile, probe_layers
 from .probing.own import own_task
 from .probing.probe import ProbeResult, probe, probe_all
 from .probing.tasks import get_task, readable_tasks, task_names
-from .reports.figures import report
+from .reports.pages import report
 from .style_transfer.evaluation import transfer_scores
 from .style_transfer.generation import transfer
 
-__all__ = ["WorkbenchError", "Encoder", "untrained_encoder", "evaluate", "report", "build_task", "ProbeResult", "probe",
-           "probe_all", "erase", "get_task", "task_names", "load", "learning_curve", "cached", "shipped", "transfer",
-           "transfer_scores", "hf_encoder", "minilm", "probe_layers", "layer_profile", "own_task", "readable_tasks"]
+__all__ = ["WorkbenchError", "Encoder", "untrained_encoder", "evaluate", "compare_sts", "compare_hard_sts", "report",
+           "build_task", "ProbeResult", "probe", "probe_all", "erase", "get_task", "task_names", "load", "learning_curve",
+           "cached", "shipped", "transfer", "transfer_scores", "hf_encoder", "minilm", "probe_layers", "layer_profile",
+           "own_task", "readable_tasks"]

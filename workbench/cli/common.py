@@ -73,6 +73,22 @@ def chosen_encoder(args, name: str | None = None):
     return named_encoder(name or args.encoder or "random-transformer", args.pair or "en-fr")
 
 
+def encoder_spec(spec: str, pair: str | None = None):
+    """The encoder one word names (``--against``): a named encoder, ``hf:PATH[@LAYER]``, or a model (a shipped
+    model's name, a run or checkpoint folder) with an optional ``:VIEW`` (default semantic)."""
+    if not spec.strip():
+        raise WorkbenchError("--against is empty: give an encoder name, hf:PATH, or MODEL[:VIEW]")
+    if spec in NAMED_ENCODERS or spec.startswith(HF_PREFIX):
+        return named_encoder(spec, pair or "en-fr")
+    model, _, view = spec.rpartition(":") if ":" in spec and "/" not in spec.rpartition(":")[2] else (spec, "", "")
+    try:
+        loaded = load(model)
+    except WorkbenchError as err:
+        raise WorkbenchError(f"--against {spec!r}: not a named encoder ({', '.join(NAMED_ENCODERS)}), "
+                             f"{HF_PREFIX}PATH[@LAYER], or a model[:VIEW] ({err})") from None
+    return loaded.encoder(view or "semantic")
+
+
 def probing_sizes(args) -> dict[str, int] | None:
     given = {"train": args.train_size, "valid": args.valid_size, "test": args.test_size}
     if all(v is None for v in given.values()):

@@ -11,7 +11,7 @@ from ..cache import cache_dir, cache_summary, clear_cache, clear_stale, stale_te
 from ..checks import WorkbenchError, whole
 from ..encoders import NAMED_ENCODERS, check_embeddings
 from ..evaluation import SUITES, compare_hard_sts, compare_sts, evaluate, mteb_view
-from ..evaluation.significance import check_n_boot
+from ..evaluation.significance import check_n_boot, p_text
 from ..models.folder import load
 from ..probing.baselines import BASELINES, SENTEVAL_NAMES, text_baselines
 from ..probing.build import build_task, ship_manifests, ship_parses
@@ -20,9 +20,9 @@ from ..probing.own import dataset_or_card, is_own, own_task
 from ..probing.probe import check_options, probe
 from ..probing.tasks import get_task, readable_tasks, task_names
 from ..progress import progress_bar
-from ..reports.figures import spreadsheet_safe
+from ..reports.pages import spreadsheet_safe
 from ..zoo.cards import CARD_SIZES
-from .common import Command, chosen_encoder, encoder_args, probing_sizes, size_args
+from .common import Command, chosen_encoder, encoder_args, encoder_spec, probing_sizes, size_args
 
 
 def _encode_arguments(p: argparse.ArgumentParser) -> None:
@@ -263,19 +263,26 @@ def _evaluate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true", help="replace --out if it exists")
     p.add_argument("--force-languages", action="store_true",
                    help="evaluate a suite in languages the encoder does not declare (as MTEB does; rows marked)")
-    p.add_argument("--against", choices=list(NAMED_ENCODERS),
+    p.add_argument("--against", metavar="ENCODER",
                    help="paired bootstrap test against this encoder on STS 2012-16 (--suite sts), Hard STS "
-                        "(--suite hard_sts) or both (--suite all)")
+                        f"(--suite hard_sts) or both (--suite all): {', '.join(NAMED_ENCODERS)}, hf:PATH[@LAYER], "
+                        "or MODEL[:VIEW] (a shipped model, run or checkpoint; e.g. bgt-en-fr-lang128:en); with "
+                        "--out also written to OUT-comparison.csv")
     p.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples (2000)")
 
 
 def _evaluate(args) -> None:
-    if args.against:
+    against = None
+    if args.against is not None:
         check_n_boot(args.n_boot)  # before the first evaluation
         if args.suite not in PAIRED:
             raise WorkbenchError(f"--against tests STS 2012-16 and Hard STS; --suite {args.suite} has no paired "
                                  f"test (valid with --against: {', '.join(PAIRED)})")
-    df = evaluate(chosen_encoder(args), args.suite, show_progress=True, force_languages=args.force_languages)
+        against = encoder_spec(args.against, args.pair)
+        if args.out and _comparison_path(args.out).exists() and not args.force:
+            raise WorkbenchError(f"{_comparison_path(args.out)} exists; --force replaces it")
+    encoder = chosen_encoder(args)
+    df = evaluate(encoder, args.suite, show_progress=True, force_languages=args.force_languages)
     shown = df[df["metric"].isin(["pearson", "spearman", "error xx->en", "error en->xx"])
                & ~df["dataset"].str.startswith("all (")]
     print(shown.pivot_table(index=["task", "dataset"], columns="metric", values="value", sort=False)
@@ -288,13 +295,21 @@ def _evaluate(args) -> None:
         print(f"\nnote: {df['note'].iloc[0]}")
     if args.out:
         spreadsheet_safe(df).to_csv(args.out, index=False)
-    if args.against:
-        a, b = chosen_encoder(args), chosen_encoder(args, args.against)
+    if against is not None:
         tests = [test for suite, test in (("sts", compare_sts), ("hard_sts", compare_hard_sts))
                  if args.suite in (suite, "all")]
-        comparison = pd.concat([test(a, b, n_boot=args.n_boot) for test in tests], ignore_index=True)
+        comparison = pd.concat([test(encoder, against, n_boot=args.n_boot) for test in tests], ignore_index=True)
         print(f"\npaired bootstrap ({args.n_boot} resamples), {comparison.a[0]} minus {comparison.b[0]}:")
-        print(comparison.drop(columns=["a", "b", "n_boot"]).round(4).to_string(index=False))
+        shown = comparison.drop(columns=["a", "b", "n_boot", "encoder", "metric", "value"]).round(4)
+        shown["p_value"] = [p_text(p, args.n_boot) for p in comparison["p_value"]]
+        print(shown.to_string(index=False))
+        if args.out:
+            spreadsheet_safe(comparison).to_csv(_comparison_path(args.out), index=False)
+            print(f"comparison -> {_comparison_path(args.out)}")
+
+
+def _comparison_path(out: str) -> Path:
+    return Path(out).with_name(Path(out).stem + "-comparison.csv")
 
 
 PAIRED = ("sts", "hard_sts", "all")  # the suites --against can test

@@ -12,7 +12,8 @@ from ..models.folder import load
 from ..reports.demo import first_run_line, run_demo
 from ..reports.docfacts import FACTS, documents, refresh
 from ..reports.measurements import MEASURES
-from ..reports.figures import read_results, report, spreadsheet_safe
+from ..reports.figures import read_results
+from ..reports.pages import report, spreadsheet_safe
 from ..reports.reproduction import reproduce
 from ..style_transfer.evaluation import transfer_pairs, transfer_scores
 from ..style_transfer.generation import transfer, transfer_table

@@ -13,7 +13,7 @@ from ..data.sts import STS_DATASETS
 from ..models import KINDS
 from ..models.folder import latest_checkpoint, learning_curve, read_config, shipped
 from ..paths import data_dir, trained_dir
-from ..reports.figures import curve_report
+from ..reports.pages import curve_report
 from ..training import train
 from ..training.recipes import PRESETS, TrainConfig
 from ..zoo.cards import card, remeasure_transfer, summary_markdown

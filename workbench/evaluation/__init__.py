@@ -204,9 +204,7 @@ def compare_sts(encoder_a: Encoder, encoder_b: Encoder, years=tuple(STS_DATASETS
     if len(per_year) > 1:  # the all-years figure is the mean of the yearly means
         results[years_task(years)] = summarise(
             float(np.mean([o for o, _ in per_year.values()])), np.mean([d for _, d in per_year.values()], axis=0))
-    rows = [{"a": encoder_a.name, "b": encoder_b.name, "task": name, **vars(result)}
-            for name, result in results.items()]
-    return pd.DataFrame(rows)
+    return comparison_frame(encoder_a, encoder_b, results)
 
 
 def compare_hard_sts(encoder_a: Encoder, encoder_b: Encoder, n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
@@ -214,11 +212,19 @@ def compare_hard_sts(encoder_a: Encoder, encoder_b: Encoder, n_boot: int = 2000,
     pairs; rows as :func:`compare_sts`'s, ``task`` ``hard+`` / ``hard-``."""
     check_reads(encoder_a, ("en",), "Hard STS")
     check_reads(encoder_b, ("en",), "Hard STS")
-    rows = []
+    results = {}
     for kind, name in (("hard-pos", "hard+"), ("hard-neg", "hard-")):
         frame = load_sts_hard(kind)
         sims = _paired_similarities({"a": encoder_a, "b": encoder_b}, [frame])
-        result = summarise(*bootstrap_differences(frame["score"].to_numpy(), sims["a"], sims["b"], None, n_boot,
-                                                  seed))
-        rows.append({"a": encoder_a.name, "b": encoder_b.name, "task": name, **vars(result)})
-    return pd.DataFrame(rows)
+        results[name] = summarise(*bootstrap_differences(frame["score"].to_numpy(), sims["a"], sims["b"], None,
+                                                         n_boot, seed))
+    return comparison_frame(encoder_a, encoder_b, results)
+
+
+def comparison_frame(encoder_a: Encoder, encoder_b: Encoder, results: dict) -> pd.DataFrame:
+    """Rows ``a, b, task, difference, ci_low, ci_high, p_value, n_boot``, each also a tidy result row (encoder
+    ``"A − B"``, metric ``pearson difference``, value the difference), so that :func:`~workbench.report` takes a
+    comparison as it takes any result."""
+    return pd.DataFrame([{"a": encoder_a.name, "b": encoder_b.name, "task": task, **vars(result),
+                          "encoder": f"{encoder_a.name} − {encoder_b.name}", "metric": "pearson difference",
+                          "value": result.difference} for task, result in results.items()])

@@ -63,6 +63,13 @@ def bootstrap_differences(gold, sims_a, sims_b, groups=None, n_boot: int = 2000,
     return observed, diffs
 
 
+def p_text(p: float, n_boot: int) -> str:
+    """A bootstrap p-value as it may be read: below the test's resolution (no resample, or one, crossed zero) it
+    is ``< 2/n_boot`` (``< 0.001`` for 2000 resamples), never ``0``."""
+    floor = 2 / n_boot
+    return f"< {floor:.2g}" if p < floor else f"{p:.3f}"
+
+
 def summarise(observed: float, diffs: np.ndarray) -> BootstrapResult:
     """Percentile 95% CI and two-sided p-value of resampled differences."""
     low, high = np.percentile(diffs, [2.5, 97.5])

@@ -26,7 +26,7 @@ from ..progress import progress_bar
 from ..style_transfer.evaluation import transfer_pairs
 from ..style_transfer.generation import transfer_table
 from ..zoo.cards import CARD_SIZES, GENDER_TASKS, TABLE3_TASKS, card
-from .figures import report
+from .pages import report
 
 log = logging.getLogger(__name__)
 

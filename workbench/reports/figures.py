@@ -1,4 +1,4 @@
-"""Plotly figures built from tidy result frames, and the self-contained HTML report.
+"""Plotly figures built from tidy result frames (:mod:`.pages` writes them out as reports).
 
 Result frames have the columns ``encoder, task, metric, value`` and optionally ``dataset, ci_low, ci_high, n``.
 Probe rows carry ``metric == "accuracy"`` (and ``"majority"``, ``"selectivity"``, ...); STS rows
@@ -6,25 +6,14 @@ Probe rows carry ``metric == "accuracy"`` (and ``"majority"``, ``"selectivity"``
 """
 from __future__ import annotations
 
-import html
-import json
-import logging
-import os
-import shutil
-import signal
-import subprocess
-import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+from plotly.colors import qualitative
 
 from ..checks import WorkbenchError
-from ..paths import atomic_write
-
-log = logging.getLogger(__name__)
 
 RESULT_COLUMNS = ("encoder", "task", "dataset", "metric", "value", "ci_low", "ci_high", "n")
 SHARE_METRICS = ("accuracy", "majority", "control_accuracy", "given_accuracy", "transfer_accuracy",
@@ -84,9 +73,7 @@ def probe_figure(df: pd.DataFrame) -> go.Figure:
     acc = df[df["metric"] == "accuracy"]
     fig = go.Figure()
     for encoder, rows in acc.groupby("encoder", sort=False):
-        fig.add_bar(name=encoder, x=rows["task"], y=100 * rows["value"],
-                    error_y=dict(type="data", symmetric=False, array=100 * (rows["ci_high"] - rows["value"]),
-                                 arrayminus=100 * (rows["value"] - rows["ci_low"])))
+        _ci_bars(fig, encoder, rows, 100)
     majority = df[df["metric"] == "majority"].drop_duplicates("task")
     if not majority.empty:
         fig.add_scatter(name="majority class", x=majority["task"], y=100 * majority["value"], mode="markers",
@@ -94,6 +81,13 @@ def probe_figure(df: pd.DataFrame) -> go.Figure:
     fig.update_layout(barmode="group", title="Probing accuracy (test split, 95% bootstrap CI)",
                       yaxis_title="accuracy × 100", xaxis_title="task", template="plotly_white")
     return fig
+
+
+def _ci_bars(fig: go.Figure, name: str, rows: pd.DataFrame, scale: float) -> None:
+    """One series of bars per task, ``value × scale`` with its 95% CI as whiskers."""
+    fig.add_bar(name=name, x=rows["task"], y=scale * rows["value"],
+                error_y=dict(type="data", symmetric=False, array=scale * (rows["ci_high"] - rows["value"]),
+                             arrayminus=scale * (rows["value"] - rows["ci_low"])))
 
 
 def selectivity_figure(df: pd.DataFrame) -> go.Figure:
@@ -122,8 +116,9 @@ def erasure_figure(effects: pd.DataFrame) -> go.Figure:
     ``effects`` as :func:`workbench.probing.erase.erasure_effects` returns."""
     rows = effects[effects["metric"].str.startswith("STS")]
     fig = go.Figure()
-    for encoder, part in rows.groupby("encoder", sort=False):
-        fig.add_bar(name=encoder, x=part["erased"], y=part["change"],
+    for encoder, part in rows.groupby("encoder", sort=False):  # a change that is not a number is said, not dropped
+        fig.add_bar(name=encoder, x=part["erased"], y=part["change"].fillna(0),
+                    text=["undefined (no number before or after)" if pd.isna(v) else "" for v in part["change"]],
                     customdata=part[["before", "after"]], hovertemplate="%{x}: %{customdata[0]:.2f} → "
                     "%{customdata[1]:.2f}<extra>%{fullData.name}</extra>")
     metric = rows["metric"].iloc[0] if len(rows) else "STS"
@@ -141,9 +136,7 @@ def conditional_figure(df: pd.DataFrame) -> go.Figure:
     fig = go.Figure()
     for encoder, part in rows.groupby("encoder", sort=False):
         a, _, b = encoder.strip("[]").partition(" ; ")
-        fig.add_bar(name=f"{a} beyond {b}", x=part["task"], y=100 * part["value"],
-                    error_y={"type": "data", "symmetric": False, "array": 100 * (part["ci_high"] - part["value"]),
-                             "arrayminus": 100 * (part["value"] - part["ci_low"])})
+        _ci_bars(fig, f"{a} beyond {b}", part, 100)
     fig.update_layout(barmode="group", title="Conditional probing: accuracy gained by adding a view (Hewitt et al.)",
                       yaxis_title="accuracy gain × 100", xaxis_title="task", template="plotly_white")
     return fig
@@ -184,7 +177,7 @@ def table3_figure(table: pd.DataFrame, title: str = "Probing accuracy by encoder
 
 
 def _layer_label(layer: int) -> str:
-    return "embedding (mu)" if layer == -1 else f"layer {layer}"
+    return "embedding (mu)" if layer == -1 else f"layer {int(layer)}"
 
 
 def layer_heatmap(df: pd.DataFrame, encoder: str | None = None) -> go.Figure:
@@ -192,7 +185,7 @@ def layer_heatmap(df: pd.DataFrame, encoder: str | None = None) -> go.Figure:
     × 100, with a toggle to selectivity (accuracy minus control-task accuracy) where the sweep has it."""
     df = tidy(df)
     encoder = encoder or df["encoder"].iloc[0]
-    rows = df[df["encoder"] == encoder]
+    rows = df[(df["encoder"] == encoder) & df["layer"].notna()]
     layers = sorted(rows["layer"].unique(), key=lambda layer: (layer == -1, layer))
     tables = {metric: rows[rows["metric"] == metric].pivot_table(index="task", columns="layer", values="value",
                                                                  sort=False).reindex(columns=layers) * 100
@@ -201,11 +194,12 @@ def layer_heatmap(df: pd.DataFrame, encoder: str | None = None) -> go.Figure:
     for i, (metric, table) in enumerate(tables.items()):
         fig.add_heatmap(z=table.to_numpy(dtype=float), x=[_layer_label(layer) for layer in layers],
                         y=list(table.index), visible=i == 0, colorscale="Viridis" if metric == "accuracy" else "RdBu",
-                        zmid=0 if metric == "selectivity" else None, colorbar=dict(title="× 100"),
+                        colorbar=dict(title="× 100"),  # one fixed scale: heat maps of encoders compare
+                        **(dict(zmin=0, zmax=100) if metric == "accuracy" else dict(zmin=-50, zmid=0, zmax=50)),
                         text=table.map(lambda v: "" if pd.isna(v) else f"{v:.1f}").to_numpy(), texttemplate="%{text}",
                         name=metric)
     if len(tables) > 1:
-        fig.update_layout(updatemenus=[dict(type="buttons", direction="right", x=0, y=1.15, buttons=[
+        fig.update_layout(updatemenus=[dict(type="buttons", direction="right", x=1, xanchor="right", y=1.12, buttons=[
             dict(label=metric, method="update", args=[{"visible": [m == metric for m in tables]}])
             for metric in tables])])
     fig.update_layout(title=f"Probing by layer: {encoder}", template="plotly_white",
@@ -214,21 +208,34 @@ def layer_heatmap(df: pd.DataFrame, encoder: str | None = None) -> go.Figure:
 
 
 def layer_lines(df: pd.DataFrame, metric: str = "accuracy") -> go.Figure:
-    """``metric`` × 100 against layer, one line per (encoder, task); accuracy with its 95% bootstrap CI as a
-    band."""
+    """``metric`` × 100 against layer, one line per (encoder, task), each in its own colour with its 95% bootstrap
+    CI band (accuracy) in that colour; the sentence embedding (mu, layer -1) is the last point, after the top."""
     df = tidy(df)
-    rows = df[(df["metric"] == metric) & (df["layer"] >= 0)].sort_values("layer")
+    rows = df[(df["metric"] == metric) & df["layer"].notna()]
+    top = int(rows["layer"].max()) + 1 if len(rows) else 0
+    rows = rows.assign(x=rows["layer"].where(rows["layer"] >= 0, top)).sort_values("x")
     fig = go.Figure()
-    for (encoder, task), part in rows.groupby(["encoder", "task"], sort=False):
-        name = f"{task} · {encoder}" if rows["encoder"].nunique() > 1 else task
+    for i, ((encoder, task), part) in enumerate(rows.groupby(["encoder", "task"], sort=False)):
+        name, colour = f"{task} · {encoder}" if rows["encoder"].nunique() > 1 else task, _colour(i)
         if metric == "accuracy":
-            band = pd.concat([part["layer"], part["layer"][::-1]])
+            band = pd.concat([part["x"], part["x"][::-1]])
             fig.add_scatter(x=band, y=100 * pd.concat([part["ci_high"], part["ci_low"][::-1]]), fill="toself",
-                            opacity=0.2, line=dict(width=0), hoverinfo="skip", showlegend=False, legendgroup=name)
-        fig.add_scatter(name=name, x=part["layer"], y=100 * part["value"], mode="lines+markers", legendgroup=name)
+                            fillcolor=colour, opacity=0.2, line=dict(width=0, color=colour), hoverinfo="skip",
+                            showlegend=False, legendgroup=name)
+        fig.add_scatter(name=name, x=part["x"], y=100 * part["value"], mode="lines+markers", legendgroup=name,
+                        line=dict(color=colour))
+    ticks = sorted(rows["x"].unique())
     fig.update_layout(title=f"Probing {metric} by layer" + (" (95% bootstrap CI)" if metric == "accuracy" else ""),
-                      xaxis_title="layer (0 = embeddings)", yaxis_title=f"{metric} × 100", template="plotly_white")
+                      xaxis=dict(title="layer (0 = embeddings; mu = the sentence embedding)", tickvals=ticks,
+                                 ticktext=["mu" if x == top and (rows["layer"] == -1).any() else str(int(x))
+                                           for x in ticks]),
+                      yaxis_title=f"{metric} × 100", template="plotly_white")
     return fig
+
+
+def _colour(i: int) -> str:
+    """The i-th of 24 distinct colours (plotly's Dark24), so series do not share a colour before the 25th."""
+    return qualitative.Dark24[i % len(qualitative.Dark24)]
 
 
 def gap_figure(gaps: pd.DataFrame, title: str = "Semantic minus English language encoder, by language",
@@ -278,35 +285,19 @@ def curve_figure(curves: pd.DataFrame, x: str = "update") -> go.Figure:
     return fig
 
 
-def curve_report(curves: pd.DataFrame, folder: str | Path, static: bool = True) -> Path:
-    """``curve.html`` (the curves against updates and against training seconds, self-contained), ``curve.csv``
-    and, where Chromium is, PNGs in ``folder``. Returns the HTML path."""
-    folder = Path(folder)
-    if curves.empty:
-        raise ValueError("no learning-curve rows: the runs logged no STS-B dev or validation loss yet")
-    figures = {name: (curve_figure(curves, x), curves) for name, x in (("updates", "update"),
-                                                                         ("seconds", "train_seconds"))}
-    problems = export_figures(figures, folder, stem="curve", formats=("png",) if static else ())
-    for problem in problems:
-        log.warning("%s", problem)
-    runs = ", ".join(dict.fromkeys(curves["run"]))
-    path = folder / "curve.html"
-    atomic_write(path, page(f"Learning curves: {runs}", "".join(f'<p class="warn">{html.escape(p)}</p>' for p in problems)
-                      + figure_html({k: f for k, (f, _) in figures.items()})))
-    atomic_write(folder / "curve.csv", curves.to_csv(index=False))
-    return path
-
-
 def figures_for(df: pd.DataFrame) -> dict[str, tuple[go.Figure, pd.DataFrame]]:
-    """The figures a result frame supports, by file stem, each with the rows behind it."""
+    """The figures a result frame supports, by file stem, each with the rows behind it: a layer sweep's heat maps
+    and lines, and for the other rows probing, selectivity, STS and paired-comparison bars (any mix)."""
     df = tidy(df)
     figures = {}
-    if "layer" in df.columns and df["layer"].nunique() > 1:  # a layer sweep: a heat map per encoder, then lines
-        swept = df[df["metric"].isin(["accuracy", "selectivity"])]
+    layered = df["layer"].notna() if "layer" in df.columns else pd.Series(False, index=df.index)
+    if layered.any():  # a layer sweep: a heat map per encoder, then lines
+        sweep = df[layered]
+        swept = sweep[sweep["metric"].isin(["accuracy", "selectivity"])]
         for i, encoder in enumerate(swept["encoder"].unique()):
-            figures[f"layers-{i}"] = (layer_heatmap(df, encoder), swept[swept["encoder"] == encoder])
-        figures["layer-lines"] = (layer_lines(df), df[df["metric"] == "accuracy"])
-        return figures
+            figures[f"layers-{i}"] = (layer_heatmap(sweep, encoder), swept[swept["encoder"] == encoder])
+        figures["layer-lines"] = (layer_lines(sweep), sweep[sweep["metric"] == "accuracy"])
+    df = df[~layered]
     if (df["metric"] == "accuracy").any():
         figures["probing"] = (probe_figure(df), df[df["metric"].isin(["accuracy", "majority"])])
     if (df["metric"] == "selectivity").any():
@@ -314,111 +305,18 @@ def figures_for(df: pd.DataFrame) -> dict[str, tuple[go.Figure, pd.DataFrame]]:
     sts = (df["metric"] == "pearson") & (df["dataset"] == "all")
     if sts.any():
         figures["sts"] = (sts_figure(df), df[sts])
+    compared = df["metric"] == "pearson difference"
+    if compared.any():
+        figures["comparison"] = (comparison_figure(df[compared]), df[compared])
     return figures
 
 
-# kaleido's Chromium can hang without ever answering (plotly/Kaleido#134 and others), so the images are drawn in a
-# child process that is killed, with its browser, past STATIC_SECONDS plus a few seconds per image
-STATIC_SECONDS = 120
-_DRAW = ("import json, sys\nimport plotly.io as pio\nfor job in json.load(open(sys.argv[1])):\n"
-         "    pio.from_json(job['figure']).write_image(job['path'], format=job['format'], width=1100, height=600)")
-
-
-def _draw_static(jobs: list[tuple[go.Figure, Path, str]], timeout: float, code: str | None = None) -> str | None:
-    """Write each ``(figure, path, format)`` through kaleido in a child process (``code``, default
-    :data:`_DRAW`, runs there on a JSON file of the jobs), killed with its process group after ``timeout`` s;
-    why it failed, or None."""
-    with tempfile.TemporaryDirectory(prefix="workbench-static-") as tmp:
-        spec = Path(tmp) / "jobs.json"
-        spec.write_text(json.dumps([{"figure": fig.to_json(), "path": str(path), "format": fmt}
-                                    for fig, path, fmt in jobs]))
-        child = subprocess.Popen([sys.executable, "-c", code or _DRAW, str(spec)], stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.PIPE, text=True, start_new_session=True)
-        try:
-            _, err = child.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(child.pid, signal.SIGKILL)
-            child.communicate()
-            return f"the browser did not finish within {timeout:.0f} s"
-    if child.returncode != 0:
-        lines = [line.strip() for line in err.splitlines() if line.strip()]
-        return lines[-1] if lines else ("no browser answered" if shutil.which("chromium") is None
-                                        else "the browser gave no reason")
-    return None
-
-
-def export_figures(figures: dict[str, tuple[go.Figure, pd.DataFrame]], folder: str | Path,
-                   stem: str = "figure", formats: tuple[str, ...] = ("png", "pdf")) -> list[str]:
-    """Write ``<stem>-<name>.csv``/``.json`` (the numbers behind each figure) and, through kaleido and a
-    Chromium (in a child process with a time limit), ``.png``/``.pdf``. Returns problems as messages (no
-    Chromium, or one that hangs: the static images are skipped, the data files are still written)."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    jobs = []
-    for name, (fig, data) in figures.items():
-        base = folder / f"{stem}-{name}"
-        atomic_write(base.with_suffix(".csv"), spreadsheet_safe(data).to_csv(index=False))
-        atomic_write(base.with_suffix(".json"), json.dumps(json.loads(data.to_json(orient="records")), indent=1))
-        jobs += [(fig, base.with_suffix(f".{fmt}"), fmt) for fmt in formats]
-    reason = _draw_static(jobs, STATIC_SECONDS + 5 * len(jobs)) if jobs else None
-    if reason is None:
-        return []
-    return [f"static {' and '.join(f.upper() for f in formats)} export skipped: plotly/kaleido could not render "
-            f"({reason}). Install Chromium (Debian: apt-get install chromium) and kaleido>=1 for PNG/PDF; "
-            "the HTML and the CSV/JSON are complete without it."]
-
-
-def page(title: str, body: str) -> str:
-    """A self-contained HTML page around ``body``."""
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<style>body{{font-family:system-ui,sans-serif;margin:2em;max-width:1200px}}
-table{{border-collapse:collapse;font-size:0.85em}} td,th{{border:1px solid #ccc;padding:2px 6px}}
-.ok{{color:#1a7f37}} .miss{{color:#c0392b}} .warn{{background:#fff3cd;padding:0.5em}}</style>
-</head><body>
-<h1>{html.escape(title)}</h1>
-{body}
-</body></html>
-"""
-
-
-def figure_html(figures: dict[str, go.Figure]) -> str:
-    """The figures as HTML divs, plotly.js embedded once (offline)."""
-    return "".join(fig.to_html(full_html=False, include_plotlyjs="inline" if i == 0 else False, div_id=f"fig-{name}")
-                   for i, (name, fig) in enumerate(figures.items()))
-
-
-def report(df: pd.DataFrame, path: str | Path, title: str = "BGT workbench report", notes: str = "",
-           static: bool = True, notes_html: str = "") -> Path:
-    """Write a self-contained HTML report (plotly.js embedded: works offline) with the CSV and JSON of all
-    numbers beside it (``<stem>.csv``, ``<stem>.json``) and, per figure, its data and (``static``, needs
-    Chromium) PNG and PDF. Returns the HTML path. ``notes`` is plain text (escaped); ``notes_html`` is inserted
-    as it is, for HTML the caller built and trusts."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    df = tidy(df)
-    figures = figures_for(df)
-    if not figures:
-        raise WorkbenchError("nothing to plot: the results have no 'accuracy' (probe) or 'pearson' (STS) rows")
-    problems = export_figures(figures, path.parent, stem=path.stem, formats=("png", "pdf") if static else ())
-    for problem in problems:
-        log.warning("%s", problem)
-    warnings = "".join(f'<p class="warn">{html.escape(p)}</p>' for p in problems)
-    table = df.to_html(index=False, float_format=lambda v: f"{v:.4f}", na_rep="", classes="results")
-    notes = "".join(f"<p>{html.escape(p)}</p>" for p in notes.split("\n\n") if p.strip()) + notes_html
-    body = (f"{notes}{warnings}{figure_html({k: f for k, (f, _) in figures.items()})}<h2>Numbers</h2>"
-            f"<p>Also in <code>{html.escape(path.stem)}.csv</code> and <code>{html.escape(path.stem)}.json</code> "
-            f"beside this file; each figure's own numbers in <code>{html.escape(path.stem)}-FIGURE.csv</code>.</p>"
-            f"{table}")
-    atomic_write(path, page(title, body))
-    atomic_write(path.with_suffix(".csv"), spreadsheet_safe(df).to_csv(index=False))
-    atomic_write(path.with_suffix(".json"), json.dumps(json.loads(df.to_json(orient="records")), indent=1))
-    return path
-
-
-def spreadsheet_safe(df: pd.DataFrame) -> pd.DataFrame:
-    """``df`` with each text cell that a spreadsheet would run as a formula (starting with ``= + - @`` or a tab)
-    prefixed by an apostrophe; numbers stay numbers."""
-    def safe(cell):
-        return f"'{cell}" if isinstance(cell, str) and cell[:1] in ("=", "+", "-", "@", "\t", "\r") else cell
-    return df.assign(**{c: df[c].map(safe) for c in df.columns if not pd.api.types.is_numeric_dtype(df[c])})
+def comparison_figure(rows: pd.DataFrame) -> go.Figure:
+    """Bars of paired differences (:func:`workbench.compare_sts` rows) per task, one series per pair of
+    encoders, with their 95% bootstrap CIs."""
+    fig = go.Figure()
+    for pair, part in rows.groupby("encoder", sort=False):
+        _ci_bars(fig, pair, part, 1)
+    fig.update_layout(barmode="group", title="Paired bootstrap: A − B, Pearson × 100 (95% CI)",
+                      yaxis_title="difference × 100", template="plotly_white")
+    return fig

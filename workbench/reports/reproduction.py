@@ -20,7 +20,7 @@ from ..cache import cached
 from ..checks import WorkbenchError
 from ..data.corpora import language_of, load_splits
 from ..data.sts import STS_DATASETS
-from ..evaluation import compare_hard_sts, compare_sts, evaluate
+from ..evaluation import compare_sts, evaluate
 from ..evaluation.sts import evaluate_sts, years_task
 from ..models import build_model
 from ..models.folder import load, shipped
@@ -29,7 +29,8 @@ from ..probing.erase import erasure_effects
 from ..style_transfer.generation import latent_ablation, transfer_table
 from ..zoo.cards import CARD_SIZES, TABLE3_MODELS, card, measure, summarise_views
 from .distance import METRIC, gap_correlations, language_distances, missing_features
-from .figures import export_figures, figure_html, gap_figure, page, pair_figure, spreadsheet_safe, table3_figure
+from .figures import gap_figure, pair_figure, table3_figure
+from .pages import export_figures, figure_html, page, spreadsheet_safe
 from .paper import (
     FIGURE3_MODELS, GPU_FIGURE3_MODELS, LANGUAGES, ROLES, TRACK_PAIR, figure3_differences, figure3_orderings,
     language_gaps, our_table3, paper_table, side_by_side, sts_rows, table2_expected, table3_cells, tatoeba_table,

@@ -108,7 +108,9 @@ class LayerExplorer:
         with self.figure.batch_update():
             self.figure.data = ()
             if not rows.empty:
-                self.figure.add_traces(layer_lines(rows, self.metric.value).data)
+                drawn = layer_lines(rows, self.metric.value)
+                self.figure.add_traces(drawn.data)
+                self.figure.layout.xaxis = drawn.layout.xaxis  # its ticks name the last point mu
             self.figure.layout.title = f"{self.metric.value} × 100 by layer"
 
 
