@@ -26,6 +26,24 @@ def test_a_planted_drift_is_found_named_and_rewritten(tmp_path, capsys):
         refresh([doc])
 
 
+@pytest.mark.parametrize("bad, message", [
+    ("a <!-- fact: shipped-count -->1 b\nc\nd\n", "line 1: a fact marker is never closed"),
+    ("<!-- fact: shipped-count -->1 <!-- fact: shipped-count -->2<!-- /fact --><!-- /fact -->\n",
+     "line 1: a fact opens while the one opened at line 1 is not closed"),
+    ("x\n<!-- /fact -->\n", "line 2: a closing <!-- /fact --> with no fact open"),
+    ("<!-- fact: shipped-count ->1<!-- /fact -->\n", "line 1: malformed fact marker"),
+    ("<!-- fact:shipped-count -->1<!-- / fact -->\n", "line 1: malformed fact marker"),
+])
+def test_docs_write_refuses_malformed_markers_and_changes_no_file(bad, message, tmp_path):
+    good, broken = tmp_path / "a.md", tmp_path / "b.md"
+    stale = f"<!-- fact: shipped-count -->{int(FACTS['shipped-count']()) + 1}<!-- /fact -->\n"
+    good.write_text(stale)
+    broken.write_text(bad)
+    with pytest.raises(WorkbenchError, match=message):
+        refresh([good, broken], write=True)
+    assert good.read_text() == stale and broken.read_text() == bad  # neither file touched
+
+
 def test_the_documents_checked_include_the_readmes_and_every_doc():
     names = {p.relative_to(REPO_ROOT).as_posix() for p in documents()}
     assert {"README.md", "docs/method.md", "docs/probing.md"} <= names

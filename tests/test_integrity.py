@@ -263,6 +263,23 @@ def test_encode_writes_exactly_the_path_it_is_given(tmp_path):
                  "--out", str(out)]) == 2  # exists: --force replaces it
 
 
+def test_encode_on_a_full_disk_leaves_the_old_file_whole(tmp_path, monkeypatch):
+    import numpy as np
+    (tmp_path / "in.txt").write_text("a man is playing a guitar .\nthe cat sat .\n")
+    out = tmp_path / "vectors.npy"
+    np.save(out, np.ones((1, 3), dtype=np.float32))
+    old = out.read_bytes()
+
+    def full_disk(handle, array):
+        handle.write(b"\x93NUMPY partial")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("workbench.cli.measuring.np.save", full_disk)
+    assert main(["encode", "--encoder", "random-sp-average", "--input", str(tmp_path / "in.txt"),
+                 "--out", str(out), "--force"]) != 0
+    assert out.read_bytes() == old and sorted(p.name for p in tmp_path.iterdir()) == ["in.txt", "vectors.npy"]
+
+
 def test_reports_refuse_impossible_numbers_and_escape_what_they_are_given(tmp_path):
     from workbench.reports.pages import report
     good = pd.DataFrame({"encoder": ["=HYPERLINK(\"http://x\")", "b"], "task": ["length"] * 2,

@@ -112,6 +112,9 @@ def test_the_profile_says_where_a_property_is_strongest_where_it_is_lost_and_if_
     assert np.isnan(profile.loc["gained", "lost_layer"])  # 0.71 at the top is inside the peak's CI
     assert profile.loc["gained", "expected_layer"] == pytest.approx((1 * 0.05 + 2 * 0.15 + 3 * 0.02) / 0.22)
     assert np.isnan(profile.loc["flat", "lost_layer"])
+    assert profile.loc["flat", "trend"] == "flat" and np.isnan(profile.loc["flat", "expected_layer"])
+    chance = pd.concat([frame, frame[frame["task"] == "gained"].assign(metric="majority", value=0.71)])
+    assert layer_profile(chance).set_index("task").loc["gained", "trend"] == "at chance"  # peak CI reaches 0.71
 
 
 def test_a_probe_or_sweep_without_sizes_runs_at_the_model_cards_sizes_and_says_so(capsys, monkeypatch):
@@ -279,7 +282,8 @@ def test_a_report_of_any_mix_keeps_every_figure_and_draws_each_series_in_one_col
     assert [bar.name for bar in bars.data] == ["bgt-en-fr:semantic − bgt-en-fr:en"]
     assert list(bars.data[0].x) == ["hard+", "hard-"] and bars.data[0].error_y.array is not None
     path = wb.report(pd.concat([sweep, sts, comparison]), tmp_path / "mix.html", static=False)
-    assert path.is_file()
+    units = pd.read_csv(path.with_suffix(".csv")).groupby("metric")["unit"].first()  # one column, said per row
+    assert units["accuracy"] == "share (0-1)" and units["pearson"] == "correlation x 100"
 
 
 def test_layer_explorer_redraws_for_the_chosen_tasks(semantic):

@@ -118,9 +118,16 @@ def test_training_budgets_say_which_pairs_had_shorter_runs():
     fr = budgets.set_index(["model", "pair"]).loc[("bgt", "en-fr")]
     assert fr["updates"] == cards["bgt-en-fr"]["training"]["updates"] > 0
     assert fr["run_updates"] == cards["bgt-en-fr"]["training"]["run_updates"] >= fr["updates"]
-    equal = {name: {**info, "training": {**info["training"], "updates": 100 + i, "run_updates": 200}}
-             for i, (name, info) in enumerate(cards.items())}  # best checkpoints differ, run lengths do not
-    assert unequal_budgets(training_budgets(equal)) == {}
+    equal = {name: {**info, "training": {**info["training"], "updates": 100 + i, "run_updates": 200 + i % 3,
+                                         "hardware": "CPU"}}
+             for i, (name, info) in enumerate(cards.items())}  # best checkpoints differ, run lengths hardly
+    assert unequal_budgets(training_budgets(equal)) == {}  # 200 vs 202 updates: one budget
+    equal["bilingual_trans-en-fr"]["training"]["hardware"] = "1 × H100"
+    assert unequal_budgets(training_budgets(equal))["bilingual_trans"].startswith("fr 20") and \
+        "on 1 × H100 · es " in unequal_budgets(training_budgets(equal))["bilingual_trans"]
+    equal["bilingual_trans-en-fr"]["training"]["hardware"] = "CPU"
+    for info in equal.values():
+        info["training"]["run_updates"] = 200
     equal["bgt-en-ja"]["training"]["run_updates"] = 7000
     assert unequal_budgets(training_budgets(equal)) == {"bgt": "fr 200 · es 200 · ar 200 · tr 200 · ja 7,000"}
     del equal["bgt-en-ja"]["training"]["run_updates"]  # a card without a run length: its checkpoint's updates

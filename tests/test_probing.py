@@ -60,6 +60,22 @@ def test_bad_card_is_explained(tmp_path):
         TaskCard.from_file(tmp_path / "x.toml")
 
 
+def test_one_bad_card_is_named_and_left_out_not_fatal(tmp_path, monkeypatch, caplog):
+    import shutil
+    from workbench.probing import tasks
+    for name in ("length", "punct_num"):
+        shutil.copy(tasks.CARDS_DIR / f"{name}.toml", tmp_path)
+    (tmp_path / "broken.toml").write_text('name = "broken"\ntitle = ')
+    monkeypatch.setattr(tasks, "_BROKEN", {})
+    assert set(tasks._cards(tmp_path)) == {"length", "punct_num"}
+    assert "task card left out" in caplog.text and "broken.toml: not a valid TOML task card" in caplog.text
+    read = tasks._cards.__wrapped__
+    monkeypatch.setattr(tasks, "_cards", lambda: read(tmp_path))
+    with pytest.raises(WorkbenchError, match="task 'broken' cannot be used: .*broken.toml: not a valid TOML"):
+        tasks.get_task("broken")
+    assert tasks.get_task("length").name == "length"
+
+
 def test_surface_builders_on_hand_checked_sentences():
     sentences = ["Hi there you .", "I do not know what you mean .",  # 4 and 8 tokens
                  "Tom , who 's there ?", "No punctuation here at all",

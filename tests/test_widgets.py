@@ -19,7 +19,10 @@ def test_probe_explorer_redraws_on_every_control(results):
     explorer = ProbeExplorer(results, group="pair")
     assert explorer.group.value == "en-fr"
     encoders = set(results[results.metric == "accuracy"].encoder)
-    assert {t.name for t in explorer.figure.data} == encoders  # one bar trace per encoder
+    assert {t.name for t in explorer.figure.data} == encoders | {"majority class"}  # a bar trace per encoder
+    majority = next(t for t in explorer.figure.data if t.name == "majority class")
+    expected = results[results.metric == "majority"].drop_duplicates("task").set_index("task")["value"]
+    assert np.allclose(majority.y, 100 * expected[list(majority.x)].to_numpy())
     semantic = "bgt-en-fr:semantic"
     acc = results[(results.metric == "accuracy") & (results.encoder == semantic)].set_index("task")["value"]
     trace = next(t for t in explorer.figure.data if t.name == semantic)
@@ -27,7 +30,7 @@ def test_probe_explorer_redraws_on_every_control(results):
     assert trace.error_y.array is not None  # CIs drawn for accuracy
 
     explorer.encoders.value = (semantic,)
-    assert [t.name for t in explorer.figure.data] == [semantic]
+    assert [t.name for t in explorer.figure.data] == [semantic, "majority class"]
     explorer.tasks.value = ("length",)
     assert list(explorer.figure.data[0].x) == ["length"]
 
@@ -51,7 +54,13 @@ def test_gap_explorer_follows_task_and_roles():
     assert explorer.figure.data[0].y[0] == pytest.approx(73.0 - 80.2)  # fr: semantic - en language encoder
     explorer.subtrahend.value = "bilingual_trans"
     assert explorer.figure.data[0].y[0] == pytest.approx(73.0 - 74.0)
-    assert explorer.figure.layout.title.text == "Len: semantic − bilingual_trans"
+    assert explorer.figure.layout.title.text.startswith("Len: semantic − bilingual_trans")
+    halves = explorer.figure.data[0].error_y.array  # ours with a 95% CI: 1.96 sqrt(p(1-p)/n + q(1-q)/n)
+    assert halves[0] == pytest.approx(100 * 1.96 * np.sqrt((0.73 * 0.27 + 0.74 * 0.26) / 1000))
+    explorer.subtrahend.value = "semantic"  # A = B: nothing to draw, and it says so
+    assert not explorer.figure.data and "two different" in explorer.figure.layout.annotations[0].text
+    explorer.subtrahend.value, explorer.task.value = "en", "Gender"  # Gender is the fr/es encoder's (role xx)
+    assert "no Gender cells" in explorer.figure.layout.annotations[0].text
 
 
 def test_style_transfer_app_generates_swaps_and_draws_examples():
@@ -72,6 +81,11 @@ def test_style_transfer_app_generates_swaps_and_draws_examples():
     assert app.source.value in examples and app.style.value in examples
     assert app.source.value != app.style.value
 
+    app.max_len.value = 5  # a cap the sentence runs into is marked, not silently cut
+    assert "[cut at 5 pieces" in app.output.value
+    app.max_len.value = 40
+    assert "[cut at" not in app.output.value
+
     app.source.value = "   "
     assert app.result == "" and "type a Source" in app.output.value
 
@@ -84,3 +98,13 @@ def test_style_transfer_rejects_bad_input():
         wb.transfer(model, ["a"], ["c"], beam=0)
     with pytest.raises(wb.WorkbenchError, match="needs a BGT model"):
         wb.transfer(wb.load("bilingual_trans-en-fr"), ["a"], ["c"])
+
+
+def test_a_comparison_report_opens_with_the_table3_layout(results):
+    from workbench.reports.figures import figures_for, overview
+    assert list(figures_for(results))[0] == "overview"  # encoders × tasks first, then the bars
+    table = overview(results)
+    assert table.columns[0] == "STS16" and {"length", "punct_num"} <= set(table.columns)
+    semantic = results[(results.metric == "accuracy") & (results.encoder == "bgt-en-fr:semantic")]
+    assert table.loc["bgt-en-fr:semantic", "length"] == pytest.approx(
+        100 * semantic.set_index("task").loc["length", "value"])

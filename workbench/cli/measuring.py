@@ -19,6 +19,7 @@ from ..probing.layers import layer_profile, probe_layers
 from ..probing.own import dataset_or_card, is_own, own_task
 from ..probing.probe import check_options, probe
 from ..probing.tasks import get_task, readable_tasks, task_names
+from ..paths import atomic_write
 from ..progress import progress_bar
 from ..reports.pages import spreadsheet_safe
 from ..zoo.cards import CARD_SIZES
@@ -39,8 +40,11 @@ def _encode(args) -> None:
         raise WorkbenchError(f"{args.input} is not UTF-8 text; save it as UTF-8 (one sentence per line)") from None
     encoder = chosen_encoder(args)
     embeddings = check_embeddings(encoder, encoder.encode(sentences, show_progress=True), len(sentences))
-    with open(args.out, "wb") as handle:  # the path as given (np.save would append .npy to a bare name)
-        np.save(handle, embeddings)
+    def save(tmp: Path) -> None:
+        with open(tmp, "wb") as handle:  # the path as given (np.save would append .npy to a bare name)
+            np.save(handle, embeddings)
+
+    atomic_write(Path(args.out), save)  # a full disk or a kill leaves the old file whole, never a partial one
     print(f"{embeddings.shape[0]} x {embeddings.shape[1]} float32 -> {args.out}")
 
 

@@ -94,10 +94,13 @@ def layer_profile(frame: pd.DataFrame, metric: str = "accuracy") -> pd.DataFrame
       at the top layer);
     - ``lost_layer``: the first layer after the peak whose value falls below the peak's 95% CI (NaN: kept to the
       top), i.e. where depth loses it;
-    - ``trend``: ``"gained"`` where the gains from layer to layer outweigh the losses, else ``"lost"``;
+    - ``trend``: ``"at chance"`` where even the peak's 95% CI reaches down to the majority baseline (no layer
+      holds the property), ``"flat"`` where all layers lie within the peak's CI, else ``"gained"`` where the gains
+      from layer to layer outweigh the losses and ``"lost"`` where they do not;
     - ``expected_layer``: Tenney et al.'s expected layer, only where the property is gained (for a property that
       is lost with depth, the layer of its few small gains answers no question)."""
     rows = []
+    majority = frame[frame["metric"] == "majority"].groupby(["encoder", "task"])["value"].first()
     for (encoder, task), group in frame[frame["metric"] == metric].groupby(["encoder", "task"], sort=False):
         ordered = group[group["layer"] >= 0].sort_values("layer")
         peak = group.loc[group["value"].idxmax()]
@@ -105,13 +108,16 @@ def layer_profile(frame: pd.DataFrame, metric: str = "accuracy") -> pd.DataFrame
         steps = np.diff(values)
         gained = steps.clip(min=0).sum() > -steps.clip(max=0).sum()
         floor = peak["ci_low"] if "ci_low" in peak and pd.notna(peak["ci_low"]) else peak["value"]
+        chance = metric == "accuracy" and floor <= majority.get((encoder, task), -np.inf)
+        trend = ("at chance" if chance else "flat" if len(values) and values.min() >= floor else
+                 "gained" if gained else "lost") if len(values) > 1 else ""
         below = ordered[(ordered["layer"] > peak["layer"]) & (ordered["value"] < floor)]
         rows.append({"encoder": encoder, "task": task, "metric": metric, "peak_layer": int(peak["layer"]),
                      "peak": float(peak["value"]),
                      "first": float(values[0]) if len(values) else np.nan,
                      "top": float(values[-1]) if len(values) else np.nan,
                      "lost_layer": int(below["layer"].iloc[0]) if len(below) else np.nan,
-                     "trend": ("gained" if gained else "lost") if len(values) > 1 else "",
+                     "trend": trend,
                      "expected_layer": expected_layer(ordered["layer"].to_list(), values.tolist())
-                     if len(values) > 1 and gained else np.nan})
+                     if trend == "gained" else np.nan})
     return pd.DataFrame(rows)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -12,6 +13,7 @@ from ..encoders import check_reads, unread
 from ..paths import PROBES_DIR
 
 CARDS_DIR = PROBES_DIR
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -74,13 +76,23 @@ class TaskCard:
 
 @lru_cache(maxsize=1)
 def _cards(directory: Path = CARDS_DIR) -> dict[str, TaskCard]:
+    """The valid cards by name. A bad card is named in a warning and left out (asking for its task gives its
+    error), so one broken file does not stop every command."""
     cards = {}
     for path in sorted(directory.glob("*.toml")):
-        card = TaskCard.from_file(path)
-        if card.name != path.stem:
-            raise WorkbenchError(f"{path}: card name {card.name!r} differs from its file name {path.stem!r}")
+        try:
+            card = TaskCard.from_file(path)
+            if card.name != path.stem:
+                raise WorkbenchError(f"{path}: card name {card.name!r} differs from its file name {path.stem!r}")
+        except (WorkbenchError, OSError) as err:
+            _BROKEN[path.stem] = str(err)
+            log.warning("task card left out: %s", err)
+            continue
         cards[card.name] = card
     return cards
+
+
+_BROKEN: dict[str, str] = {}  # task name -> why its card was left out
 
 
 def task_names() -> list[str]:
@@ -95,6 +107,8 @@ def readable_tasks(encoder) -> list[str]:
 def get_task(name: str) -> TaskCard:
     """The card of task ``name``; an unknown name lists the valid ones."""
     cards = _cards()
+    if name in _BROKEN:
+        raise WorkbenchError(f"task {name!r} cannot be used: {_BROKEN[name]}")
     if name not in cards:
         raise UnknownNameError("probing task", name, cards)
     return cards[name]

@@ -383,9 +383,10 @@ def documents(root: Path = REPO_ROOT) -> list[Path]:
 def refresh(paths: list[Path] | None = None, write: bool = False) -> list[str]:
     """The marked facts of ``paths`` (default :func:`documents`) that differ from what their generators give now,
     as ``file: NAME``; with ``write``, rewrite them. An unknown NAME is an error (it would never be checked)."""
-    drifted, cache = [], {}
+    drifted, cache, rewritten = [], {}, {}
     for path in paths if paths is not None else documents():
         text = path.read_text(encoding="utf-8")
+        check_markers(path, text)
 
         def fresh(match: re.Match) -> str:
             name, args = match["name"], tuple(match["args"].split())
@@ -399,6 +400,34 @@ def refresh(paths: list[Path] | None = None, write: bool = False) -> list[str]:
             return match.group(1) + cache[name, args] + match.group(5)
 
         new = _MARKED.sub(fresh, text)
-        if write and new != text:
+        if new != text:
+            rewritten[path] = new
+    if write:  # only once every file has been read and checked: a bad marker anywhere changes nothing
+        for path, new in rewritten.items():
             atomic_write(path, new)
     return drifted
+
+
+_ANY_MARKER = re.compile(r"<!--\s*(/?)\s*fact\b[^\n]*?(?:-->|$)", re.M)
+
+
+def check_markers(path: Path, text: str) -> None:
+    """Refuse a file whose fact markers do not pair up one after another (an opener, its closer, the next opener,
+    ...) or do not read as ``<!-- fact: NAME [WORD …] -->``: rewriting it would swallow the text between them."""
+    open_line = None
+    for marker in _ANY_MARKER.finditer(text):
+        line = text.count("\n", 0, marker.start()) + 1
+        closing = marker[1] == "/"
+        if not closing and not re.fullmatch(r"<!-- fact: [\w-]+(?: [\w.>:@\[\]-]+)* -->", marker[0]):
+            raise WorkbenchError(f"{path}, line {line}: malformed fact marker {marker[0][:60]!r}; write "
+                                 "<!-- fact: NAME [WORD ...] --> ... <!-- /fact -->")
+        if closing and marker[0] != "<!-- /fact -->":
+            raise WorkbenchError(f"{path}, line {line}: malformed closing marker {marker[0][:60]!r}; write "
+                                 "<!-- /fact -->")
+        if closing == (open_line is None):
+            raise WorkbenchError(f"{path}, line {line}: " + (
+                "a closing <!-- /fact --> with no fact open" if closing else
+                f"a fact opens while the one opened at line {open_line} is not closed (nested or unclosed)"))
+        open_line = None if closing else line
+    if open_line is not None:
+        raise WorkbenchError(f"{path}, line {open_line}: a fact marker is never closed with <!-- /fact -->")

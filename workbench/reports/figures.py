@@ -18,6 +18,16 @@ from ..checks import WorkbenchError
 RESULT_COLUMNS = ("encoder", "task", "dataset", "metric", "value", "ci_low", "ci_high", "n")
 SHARE_METRICS = ("accuracy", "majority", "control_accuracy", "given_accuracy", "transfer_accuracy",
                  "accuracy_seen_word", "accuracy_unseen_word")  # in [0, 1]
+UNITS = {**dict.fromkeys(SHARE_METRICS, "share (0-1)"),
+         **dict.fromkeys(("selectivity", "conditional_gain", "seed_std"), "share difference (-1 to 1)"),
+         **dict.fromkeys(("pearson", "spearman", "pearson difference"), "correlation x 100"),
+         "transfer_ratio": "ratio", "compression": "ratio", "mdl_bits": "bits"}
+
+
+def unit_of(metric: str) -> str:
+    """The unit a metric's values are in (a report's ``unit`` column): probes give shares of 1, STS gives
+    correlations × 100, Tatoeba error rates in percent."""
+    return "percent" if metric.startswith("error") else UNITS.get(metric, "")
 
 
 def tidy(df: pd.DataFrame) -> pd.DataFrame:
@@ -176,6 +186,19 @@ def table3_figure(table: pd.DataFrame, title: str = "Probing accuracy by encoder
     return fig
 
 
+def overview(df: pd.DataFrame) -> pd.DataFrame:
+    """Encoders × tasks (accuracy × 100, tasks in their row order), with each encoder's STS (Pearson × 100, the
+    widest span of years there, e.g. ``STS12-16``) as the first column where the frame has STS rows: Table 3's
+    layout."""
+    acc = df[df["metric"] == "accuracy"]
+    table = 100 * acc.pivot_table(index="encoder", columns="task", values="value", sort=False)
+    sts = df[(df["metric"] == "pearson") & (df["dataset"] == "all") & df["task"].str.match(r"STS\d\d(-\d\d)?$")]
+    if len(sts):
+        span = max(sts["task"].unique(), key=lambda t: int(t[-2:]) - int(t[3:5]))  # STS12-16 over STS16
+        table.insert(0, span, sts[sts["task"] == span].set_index("encoder")["value"].reindex(table.index))
+    return table
+
+
 def _layer_label(layer: int) -> str:
     return "embedding (mu)" if layer == -1 else f"layer {int(layer)}"
 
@@ -298,6 +321,9 @@ def figures_for(df: pd.DataFrame) -> dict[str, tuple[go.Figure, pd.DataFrame]]:
             figures[f"layers-{i}"] = (layer_heatmap(sweep, encoder), swept[swept["encoder"] == encoder])
         figures["layer-lines"] = (layer_lines(sweep), sweep[sweep["metric"] == "accuracy"])
     df = df[~layered]
+    accuracy = df[df["metric"] == "accuracy"]
+    if accuracy["encoder"].nunique() > 1 and accuracy["task"].nunique() > 1:  # Table 3's layout first
+        figures["overview"] = (table3_figure(overview(df), "Encoders × tasks (Table 3 layout, × 100)"), accuracy)
     if (df["metric"] == "accuracy").any():
         figures["probing"] = (probe_figure(df), df[df["metric"].isin(["accuracy", "majority"])])
     if (df["metric"] == "selectivity").any():

@@ -20,7 +20,7 @@ import plotly.graph_objects as go
 
 from ..checks import WorkbenchError
 from ..paths import atomic_write
-from .figures import curve_figure, figures_for, tidy
+from .figures import curve_figure, figures_for, tidy, unit_of
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +124,7 @@ def report(df: pd.DataFrame, path: str | Path, title: str = "BGT workbench repor
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     df = tidy(df)
+    df = df.assign(unit=df["metric"].map(unit_of)) if "unit" not in df else df  # one column, several units
     figures = figures_for(df)
     if not figures:
         raise WorkbenchError("nothing to plot: the results have no 'accuracy' (probe) or 'pearson' (STS) rows")

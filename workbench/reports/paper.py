@@ -170,20 +170,30 @@ def language_gaps(ours: pd.DataFrame, distance: dict[str, float]) -> pd.DataFram
 def training_budgets(cards: dict[str, dict] | None = None) -> pd.DataFrame:
     """Training of each language pair's Table 3 models (from their cards): one row per shipped model with
     ``model``, ``pair``, ``run_updates`` (the run's length: its budget), ``updates`` (the checkpoint shipped, the
-    best STS-B dev of the run), ``pairs_seen`` and ``train_seconds``. Differences between pairs are only about
-    language distance where a model had the same budget for every pair."""
+    best STS-B dev of the run), ``pairs_seen``, ``train_seconds`` and ``hardware``. Differences between pairs are
+    only about language distance where a model had the same budget, on the same hardware, for every pair."""
     cards = cards if cards is not None else {name: card(name) for name in shipped()}
-    columns = ["model", "pair", "run_updates", "updates", "pairs_seen", "train_seconds"]
+    columns = ["model", "pair", "run_updates", "updates", "pairs_seen", "train_seconds", "hardware"]
     rows = [{"model": model, "pair": f"en-{lang}", **{key: cards[name]["training"].get(key) for key in columns[3:]},
              "run_updates": cards[name]["training"].get("run_updates", cards[name]["training"].get("updates"))}
             for model in TABLE3_MODELS for lang in LANGUAGES if (name := f"{model}-en-{lang}") in cards]
     return pd.DataFrame(rows, columns=columns)
 
 
+SAME_BUDGET = 0.05  # run lengths within 5% of the longest are one budget (a run stopped at the end of an epoch)
+
+
 def unequal_budgets(budgets: pd.DataFrame) -> dict[str, str]:
-    """For each model whose pairs' runs had different lengths: ``"fr 4,400 · es 3,200 …"`` (updates run)."""
-    return {model: " · ".join(f"{pair.split('-')[1]} {int(n):,}" for pair, n in zip(part["pair"], part["run_updates"]))
-            for model, part in budgets.groupby("model", sort=False) if part["run_updates"].nunique() > 1}
+    """For each model whose pairs' runs differ in length (by more than :data:`SAME_BUDGET`) or in hardware:
+    ``"fr 4,400 · es 3,200 …"`` (updates run), each pair's hardware added where the hardware differs."""
+    unequal = {}
+    for model, part in budgets.groupby("model", sort=False):
+        lengths, hardware = part["run_updates"].astype(float), part["hardware"].fillna("unknown hardware")
+        if lengths.min() < (1 - SAME_BUDGET) * lengths.max() or hardware.nunique() > 1:
+            unequal[model] = " · ".join(
+                f"{pair.split('-')[1]} {int(n):,}" + (f" on {where}" if hardware.nunique() > 1 else "")
+                for pair, n, where in zip(part["pair"], part["run_updates"], hardware))
+    return unequal
 
 
 def sts_rows(cards: dict[str, dict], model_names: dict[str, str]) -> pd.DataFrame:

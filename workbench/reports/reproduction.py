@@ -207,10 +207,11 @@ def _distance_section(ours: pd.DataFrame, cards: dict, figures: dict, data: dict
                  + _check(np.sign(trend) == np.sign(paper_trend),
                           f"WordContent gap vs overlap: Pearson {trend:+.2f} ours, {paper_trend:+.2f} with the "
                           "paper's numbers on our distance order")
-                 + _check(not unequal, "every pair's models ran the same number of updates (each shipped at "
-                          "its best STS-B dev checkpoint)" if not unequal else
-                          "the pairs' models ran different numbers of updates, so differences between pairs are "
-                          "partly training, not distance: " + "; ".join(f"{m} {u}" for m, u in unequal.items()))
+                 + _check(not unequal, "every pair's models ran the same number of updates on the same hardware "
+                          "(each shipped at its best STS-B dev checkpoint)" if not unequal else
+                          "the pairs' models ran different numbers of updates or on different hardware, so "
+                          "differences between pairs are partly training, not distance: "
+                          + "; ".join(f"{m} {u}" for m, u in unequal.items()))
                  + "</ul>")
     parts.append(_uriel_section(gaps, paper_gaps, figures, data))
     return "".join(parts)

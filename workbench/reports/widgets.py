@@ -74,6 +74,11 @@ class ProbeExplorer:
                 error = {"type": "data", "symmetric": False, "array": 100 * (part["ci_high"] - part["value"]),
                          "arrayminus": 100 * (part["value"] - part["ci_low"])}
             bars.append(go.Bar(name=encoder, x=part["task"], y=100 * part["value"], error_y=error))
+        majority = df[(df["metric"] == "majority") & df["task"].isin(rows["task"])].drop_duplicates("task")
+        if self.metric.value == "accuracy" and len(majority):  # what always guessing the commonest label scores
+            bars.append(go.Scatter(name="majority class", x=majority["task"], y=100 * majority["value"],
+                                   mode="markers", marker=dict(symbol="line-ew-open", size=40, color="black",
+                                                               line=dict(width=3))))
         with self.figure.batch_update():
             self.figure.data = ()
             if bars:
@@ -142,12 +147,32 @@ class GapExplorer:
         return (pivot[self.minuend.value] - pivot[self.subtrahend.value]).reindex(self.order)
 
     def update(self) -> None:
+        """Redraw; a choice that leaves nothing to draw (A = B, or roles without this task's cells) is said."""
+        a, b, task = self.minuend.value, self.subtrahend.value, self.task.value
+        gaps = {} if a == b else {name: self.gaps(table) for name, table in (("ours", self.ours),
+                                                                              ("paper", self.paper))}
+        empty = ("pick two different encoders" if a == b else
+                 f"no {task} cells for {a} and {b} (e.g. Gender is read by the fr/es encoder, role xx)"
+                 if all(gap.isna().all() for gap in gaps.values()) else "")
         with self.figure.batch_update():
             self.figure.data = ()
-            for name, table in (("ours", self.ours), ("paper", self.paper)):
-                gap = self.gaps(table)
-                self.figure.add_scatter(name=name, x=list(gap.index), y=list(gap.values), mode="lines+markers")
-            self.figure.layout.title = f"{self.task.value}: {self.minuend.value} − {self.subtrahend.value}"
+            for name, gap in gaps.items():
+                error = None
+                if name == "ours" and task != "STS" and not empty:  # binomial 95% CI of a difference of accuracies
+                    error = dict(type="data", array=list(self.ci_halfwidth(gap.index, a, b)))
+                self.figure.add_scatter(name=name, x=list(gap.index), y=list(gap.values), mode="lines+markers",
+                                        error_y=error)
+            self.figure.layout.annotations = [dict(text=empty, showarrow=False, x=0.5, y=0.5, xref="paper",
+                                                   yref="paper", font=dict(size=16))] if empty else []
+            self.figure.layout.title = f"{task}: {a} − {b}" + ("" if task == "STS" or empty else
+                                                                " (ours: ±95% CI, unpaired binomial)")
+
+    def ci_halfwidth(self, languages, a: str, b: str, n: int = CARD_SIZES["test"]) -> np.ndarray:
+        """Half the 95% CI of A − B (× 100) per language, from each accuracy's binomial variance on ``n`` test
+        sentences; unpaired, so wider than a paired bootstrap on the same sentences would give."""
+        pivot = self.ours.pivot_table(index="lang", columns="role", values=self.task.value, aggfunc="first")
+        p = {role: pivot[role].reindex(languages).to_numpy() / 100 for role in (a, b)}
+        return 100 * 1.96 * np.sqrt(sum(q * (1 - q) for q in p.values()) / n)
 
 
 class StyleTransferApp:
@@ -200,6 +225,9 @@ class StyleTransferApp:
             self.output.value = "<i>type a Source and a Style sentence</i>"
             return
         beam = 1 if self.search.value == "greedy" else self.beam.value
+        self.output.value = "<i>decoding…</i>"
         self._result = self._transfer(self.model, [self.source.value], [self.style.value], beam=beam,
                                       max_len=self.max_len.value)[0]
-        self.output.value = f"<b>Output:</b> {html.escape(self._result)}"
+        cut = len(self.model.tokenizer.encode([self._result])[0]) > self.max_len.value  # no end of sentence came
+        self.output.value = f"<b>Output:</b> {html.escape(self._result)}" + (
+            f" <i>[cut at {self.max_len.value} pieces: raise max pieces]</i>" if cut else "")
