@@ -216,6 +216,39 @@ def test_a_folder_whose_weights_lack_layers_is_refused_unless_random_weights_are
         wb.hf_encoder(folder)
 
 
+def test_a_config_with_fewer_blocks_than_the_weights_is_refused(broken_copy):
+    folder, set_config = broken_copy
+    set_config(num_hidden_layers=4)  # the weights hold 6 blocks: two would be dropped without a word
+    with pytest.raises(WorkbenchError, match=r"holds? 32 tensor\(s\) of blocks its config.json does not declare "
+                                             r"\(encoder.layer.4"):
+        wb.hf_encoder(folder)
+
+
+def test_a_folder_reads_nothing_outside_itself_and_each_tensor_once(broken_copy, tmp_path):
+    import json
+    from safetensors.torch import load_file, save_file
+    folder, _ = broken_copy
+    outside = tmp_path / "elsewhere.safetensors"
+    weights = load_file(folder / "model.safetensors")
+    save_file(weights, outside)
+    (folder / "model.safetensors").unlink()
+    (folder / "model.safetensors").symlink_to(outside)  # a link to a file outside the folder
+    with pytest.raises(WorkbenchError, match="model.safetensors resolves outside the folder"):
+        wb.hf_encoder(folder)
+    (folder / "model.safetensors").unlink()
+    names = sorted(weights)
+    save_file({k: weights[k] for k in names[:10]}, folder / "model-00001-of-00002.safetensors")
+    save_file({k: weights[k] for k in names[9:]}, folder / "model-00002-of-00002.safetensors")  # one tensor twice
+    index = {"metadata": {}, "weight_map": {k: "model-00001-of-00002.safetensors" for k in names[:10]}}
+    (folder / "model.safetensors.index.json").write_text(json.dumps(index))
+    with pytest.raises(WorkbenchError, match=f"tensor {names[9]!r} is in two weight files"):
+        wb.hf_encoder(folder)
+    index["weight_map"][names[0]] = "../../elsewhere.safetensors"
+    (folder / "model.safetensors.index.json").write_text(json.dumps(index))
+    with pytest.raises(WorkbenchError, match="naming shard '../../elsewhere.safetensors' resolves outside"):
+        wb.hf_encoder(folder)
+
+
 def test_a_folder_without_a_tokenizer_or_with_a_huge_config_or_pickled_weights_is_refused(broken_copy):
     folder, set_config = broken_copy
     set_config(num_hidden_layers=100_000)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from safetensors import SafetensorError
+from safetensors import SafetensorError, safe_open
 
 from ..checks import WorkbenchError, check_name, check_sentences, whole
 from ..paths import read_json
@@ -77,6 +77,36 @@ def _folder_digest(folder: Path) -> str:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 h.update(block)
     return h.hexdigest()
+
+
+def _check_files_inside(folder: Path) -> None:
+    """Refuse a folder that would make the loaders read outside it: a file that is a link to elsewhere, or a
+    weights index or ``modules.json`` naming a path that resolves outside (``../``). The fingerprint hashes what
+    is inside, so everything read must be. Refuse, too, a tensor held by two weight shards (which one is loaded
+    would depend on the order they are read in)."""
+    root = folder.resolve()
+
+    def inside(path: Path, named_by: str) -> None:
+        if not path.resolve().is_relative_to(root):
+            raise WorkbenchError(f"{folder}: {named_by} resolves outside the folder ({path.resolve()}); a model "
+                                 "folder may only read its own files")
+
+    for path in folder.rglob("*"):
+        inside(path, f"{path.relative_to(folder)}")
+    for index in folder.glob("*.safetensors.index.json"):
+        for shard in set((read_json(index).get("weight_map") or {}).values()):
+            inside(folder / str(shard), f"{index.name} naming shard {shard!r}")
+    if (folder / "modules.json").is_file():
+        for module in read_json(folder / "modules.json"):
+            inside(folder / str(module.get("path", "")), f"modules.json naming {module.get('path')!r}")
+    seen: dict[str, str] = {}
+    for shard in sorted(p for p in folder.glob("*.safetensors")):
+        with safe_open(str(shard), framework="np") as handle:
+            for key in handle.keys():
+                if key in seen:
+                    raise WorkbenchError(f"{folder}: tensor {key!r} is in two weight files ({seen[key]} and "
+                                         f"{shard.name}); one copy of each tensor, please")
+                seen[key] = shard.name
 
 
 def _declared_languages(folder: Path) -> tuple[str, ...] | None:
@@ -151,6 +181,11 @@ def _check_loaded(folder: Path, info: dict, allow_random_weights: bool) -> None:
     numbers, and a probe on them would report a finding), unless the caller asked for that by name."""
     missing = sorted(info.get("missing_keys") or ())
     mismatched = sorted(str(k) for k in info.get("mismatched_keys") or ())
+    layers = sorted(k for k in info.get("unexpected_keys") or () if re.search(r"(^|\.)layers?\.\d+\.", k))
+    if layers and not allow_random_weights:  # a task head's tensors are ignored as usual; a block's are not
+        raise WorkbenchError(f"{folder}: its weights hold {len(layers)} tensor(s) of blocks its config.json does "
+                             f"not declare ({', '.join(layers[:3])}); loading it would silently drop them. Make "
+                             "num_hidden_layers (or its equivalent) match the weights")
     if (missing or mismatched) and not allow_random_weights:
         parts = [f"{len(missing)} tensor(s) the model needs are missing from its weights "
                  f"({', '.join(missing[:4])}{', …' if len(missing) > 4 else ''})"] if missing else []
@@ -183,6 +218,7 @@ class HFEncoder(NamedEncoder):
             raise WorkbenchError(f"{folder} has no safetensors weights; the workbench loads no pickled weights "
                                  "(convert the model to safetensors first)")
         _refuse_foreign_code(folder)
+        _check_files_inside(folder)
         head = (folder / "modules.json").is_file()
         if pooling == "model" and not head:
             raise WorkbenchError(f"pooling='model' needs a sentence-transformers folder (modules.json); {folder} "
