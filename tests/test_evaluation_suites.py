@@ -167,6 +167,10 @@ def test_evaluate_reuses_cached_embeddings_and_results(small_tokenizer):
 # The other years agree as well (STS12 72.37, STS13 80.60, STS14 75.59, STS15 85.39: `workbench evaluate
 # --encoder minilm` prints them); one year keeps the test short.
 MTEB_MINILM_STS16 = 78.99
+# ... and its Tatoeba accuracy and main score, F1 (× 100; the same results repository, MTEB 1.12.75): an English
+# model, so the numbers are low, which is the finding MTEB's cross-lingual rows show.
+MTEB_MINILM_TATOEBA = {"fr": (8.6, 8.1724), "es": (6.1, 5.6269), "ar": (0.3, 0.0048), "tr": (4.6, 3.5888),
+                       "ja": (1.7, 0.9696)}
 
 
 def test_minilm_reference_row_and_mtebs_number():
@@ -182,6 +186,14 @@ def test_minilm_reference_row_and_mtebs_number():
     assert view.loc["STS16", "MTEB: Spearman, pooled"] == pytest.approx(MTEB_MINILM_STS16, abs=0.05)
     assert view.loc["STS16", "paper: Pearson, mean of sub-datasets"] == pytest.approx(paper)
     assert evaluate_sts17(enc).empty  # an English model: the Figure 4 tracks are skipped, not scored
+    from workbench.evaluation import AnyLanguage  # as force_languages does: MTEB runs an English model on them
+    tatoeba = evaluate_tatoeba(AnyLanguage(enc), languages=["fr", "ja"]).set_index(["dataset", "metric"])["value"]
+    for language in ("fr", "ja"):  # two of the five keep the test short; all five agree to 0.05 (measured)
+        accuracy, f1 = MTEB_MINILM_TATOEBA[language]
+        assert tatoeba[f"{language}-en", "accuracy xx->en"] == pytest.approx(accuracy, abs=0.05)
+        assert tatoeba[f"{language}-en", "f1 xx->en"] == pytest.approx(f1, abs=0.05)
+        assert tatoeba[f"{language}-en", "accuracy xx->en"] == pytest.approx(100 - tatoeba[f"{language}-en",
+                                                                                          "error xx->en"])
     with pytest.raises(WorkbenchError, match="reads en"):
         evaluate_tatoeba(enc, languages=["fr"])
     with pytest.raises(WorkbenchError, match="evaluate it anyway with force_languages=True"):

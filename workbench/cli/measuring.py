@@ -287,7 +287,7 @@ def _evaluate(args) -> None:
             raise WorkbenchError(f"{_comparison_path(args.out)} exists; --force replaces it")
     encoder = chosen_encoder(args)
     df = evaluate(encoder, args.suite, show_progress=True, force_languages=args.force_languages)
-    shown = df[df["metric"].isin(["pearson", "spearman", "error xx->en", "error en->xx"])
+    shown = df[df["metric"].isin(["pearson", "spearman", "error xx->en", "error en->xx", "f1 xx->en"])
                & ~df["dataset"].str.startswith("all (")]
     print(shown.pivot_table(index=["task", "dataset"], columns="metric", values="value", sort=False)
           .round(1).to_string())

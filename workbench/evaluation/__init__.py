@@ -15,7 +15,7 @@ from ..data import sha256_of
 from ..data.sts import STS_DATASETS, TATOEBA_CODES, load_sts, load_sts_hard, load_tatoeba
 from ..encoders import Encoder, check_embeddings, check_reads, unread
 from ..paths import data_dir
-from .retrieval import retrieval_errors
+from .retrieval import mteb_scores, retrieval_errors
 from .significance import bootstrap_differences, summarise
 from .sts import (COLUMNS, PAPER_STS17_TRACKS, cosine, embed_unique, evaluate_hard_sts, evaluate_sts, evaluate_sts17,
                   years_task)
@@ -25,7 +25,8 @@ log = logging.getLogger(__name__)
 
 def evaluate_tatoeba(encoder: Encoder, languages=None, margin: bool = False,
                      show_progress: bool = False) -> pd.DataFrame:
-    """Tatoeba similarity-search error rates (%) in both directions, for each language the encoder reads
+    """Tatoeba similarity-search error rates (%) in both directions, and MTEB's accuracy and F1 (xx→en, × 100;
+    :func:`~.retrieval.mteb_scores`), for each language the encoder reads
     besides English (``languages=None``; an encoder that does not declare its languages: all five) or for the
     ones named (one it cannot read raises)."""
     rows = []
@@ -33,8 +34,11 @@ def evaluate_tatoeba(encoder: Encoder, languages=None, margin: bool = False,
         frame = load_tatoeba(language)
         xx = check_embeddings(encoder, encoder.encode(list(frame["xx"]), show_progress=show_progress), len(frame))
         en = check_embeddings(encoder, encoder.encode(list(frame["en"]), show_progress=show_progress), len(frame))
-        rows += [{"encoder": encoder.name, "task": "Tatoeba", "dataset": f"{language}-en", "metric": f"error {d}",
-                  "value": value, "n": len(frame)} for d, value in retrieval_errors(xx, en, margin).items()]
+        scores = {f"error {d}": value for d, value in retrieval_errors(xx, en, margin).items()}
+        if not margin:
+            scores.update(mteb_scores(xx, en))
+        rows += [{"encoder": encoder.name, "task": "Tatoeba", "dataset": f"{language}-en", "metric": metric,
+                  "value": value, "n": len(frame)} for metric, value in scores.items()]
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -91,7 +95,7 @@ SUITES = {suite.name: suite for suite in (
 )}
 
 
-EVALUATION_VERSION = 2  # bump when a change alters results, so cached ones are recomputed
+EVALUATION_VERSION = 3  # bump when a change alters results, so cached ones are recomputed
 _DIGESTS: dict[tuple, str] = {}
 
 

@@ -1,7 +1,8 @@
 """Tatoeba similarity search (LASER / Schwenk & Douze 2017 protocol): for each sentence, is its nearest
 neighbour by cosine among all sentences of the other language its translation? Error rate in both directions.
 Optionally the margin criterion of Artetxe & Schwenk (2019): ratio of the cosine to the mean cosine of the
-k nearest neighbours of both sentences."""
+k nearest neighbours of both sentences. MTEB's bitext-mining scores (accuracy and its main score, F1) are given
+too, as MTEB computes them: foreign sentences search the English ones."""
 from __future__ import annotations
 
 import numpy as np
@@ -29,3 +30,17 @@ def retrieval_errors(xx: np.ndarray, en: np.ndarray, margin: bool = False) -> di
     truth = np.arange(len(sims))
     return {"xx->en": 100 * float(np.mean(sims.argmax(1) != truth)),
             "en->xx": 100 * float(np.mean(sims.argmax(0) != truth))}
+
+
+def mteb_scores(xx: np.ndarray, en: np.ndarray) -> dict[str, float]:
+    """MTEB's bitext-mining numbers (× 100) for xx→en: accuracy (= 100 − the xx→en error) and F1, the support-
+    weighted F1 over the gold targets where the target indices are the classes (each gold target has support 1,
+    so it is the mean over targets of 2·P·R / (P + R), with R whether its query found it and P that hit over how
+    many queries picked it)."""
+    picked = similarity(xx, en).argmax(1)
+    truth = np.arange(len(picked))
+    hit = (picked == truth).astype(float)  # per target t: its own query found it (recall 1 or 0)
+    chosen = np.bincount(picked, minlength=len(picked)).astype(float)  # how often each target was picked
+    precision = np.divide(hit, chosen, out=np.zeros_like(hit), where=chosen > 0)
+    f1 = np.divide(2 * precision * hit, precision + hit, out=np.zeros_like(hit), where=precision + hit > 0)
+    return {"accuracy xx->en": 100 * float(hit.mean()), "f1 xx->en": 100 * float(f1.mean())}

@@ -87,6 +87,7 @@ def erasure_effects(encoders: Sequence[Encoder], tasks: Sequence[str], sizes: di
         if not tatoeba:
             return {}
         df = evaluate_tatoeba(encoder, languages=list(tatoeba))
+        df = df[df["metric"].str.startswith("error")]  # both directions' error rates (not MTEB's scores)
         return {f"Tatoeba {dataset} error": float(part["value"].mean()) for dataset, part in df.groupby("dataset")}
 
     rows = []

@@ -77,7 +77,7 @@ def summarise_views(df: pd.DataFrame) -> dict:
             hard = rows[(rows["task"] == SUITES["hard_sts"].task) & (rows["metric"] == "pearson")]
             entry["hard_sts"] = {d: round(float(v), 2) for d, v in zip(hard["dataset"], hard["value"])}
             entry["hard_sts"]["avg"] = round(float(hard["value"].mean()), 2)
-        tatoeba = rows[rows["task"] == SUITES["tatoeba"].task]
+        tatoeba = rows[(rows["task"] == SUITES["tatoeba"].task) & rows["metric"].str.startswith("error")]
         if not tatoeba.empty:
             entry["tatoeba"] = {dataset.split("-")[0]: {m.removeprefix("error "): round(float(v), 2)
                                                         for m, v in zip(group["metric"], group["value"])}
