@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from safetensors.torch import load_file
 
+from workbench.zoo import bundle as bundle_module
 from workbench.zoo import campaign
 from workbench.zoo.cards import card
 from workbench.checks import WorkbenchError
@@ -107,7 +108,7 @@ def test_train_returns_the_packages_with_decoders_as_a_bundle_within_the_device_
 
 def test_parts_that_do_not_fit_wait_for_fetch_and_unbundle_joins_every_return(trained, tmp_path, monkeypatch):
     _, runs, _ = trained
-    monkeypatch.setattr(campaign, "PART_BYTES", 300_000)  # many parts: the tiny models are a few MB
+    monkeypatch.setattr(bundle_module, "PART_BYTES", 300_000)  # many parts: the tiny models are a few MB
     monkeypatch.setenv("CAMPAIGN_RUNS", str(tmp_path / "runs"))
     bundle = campaign.make_bundle(runs / "packages", tmp_path / "runs" / "parts")
     assert len(bundle["parts"]) >= 4
@@ -132,6 +133,22 @@ def test_parts_that_do_not_fit_wait_for_fetch_and_unbundle_joins_every_return(tr
     for package in packages:  # every file as it left the device
         for file in (runs / "packages" / package.name).iterdir():
             assert (package / file.name).read_bytes() == file.read_bytes()
+    with pytest.raises(WorkbenchError, match="already holds .*; --force replaces them"):
+        campaign.unbundle(returns, tmp_path / "back")
+    with pytest.raises(WorkbenchError, match="models import PACKAGE --name NAME"):
+        campaign.unbundle(returns, REPO / "trained")
+    index = json.loads((returns[0] / "bundle.json").read_text())
+    (returns[0] / "bundle.json").write_text(json.dumps({**index, "files": index["files"][::-1]}))  # reordered
+    before = {p: p.read_bytes() for p in (tmp_path / "back").rglob("*") if p.is_file()}
+    with pytest.raises(WorkbenchError, match="does not match its sha256 in bundle.json; nothing was written"):
+        campaign.unbundle(returns, tmp_path / "back", force=True)
+    assert {p: p.read_bytes() for p in (tmp_path / "back").rglob("*") if p.is_file()} == before  # untouched
+    assert not list((tmp_path / "back").glob(".unbundle.*"))
+    (returns[0] / "bundle.json").write_text(json.dumps({**index, "files": [{**index["files"][0], "file": "../x"}]}))
+    with pytest.raises(WorkbenchError):
+        campaign.unbundle(returns, tmp_path / "elsewhere")
+    assert not (tmp_path / "x").exists()
+    (returns[0] / "bundle.json").write_text(json.dumps(index))
     part = next(returns[0].glob("part-*"))
     part.write_bytes(part.read_bytes()[:-1] + bytes([part.read_bytes()[-1] ^ 0xFF]))
     with pytest.raises(WorkbenchError, match="does not match its sha256"):

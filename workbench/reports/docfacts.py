@@ -27,7 +27,7 @@ from ..probing.control import FEW_TYPES
 from ..probing.layers import layer_profile
 from ..probing.parse import SHIPPED as PARSES
 from ..probing.tasks import get_task, task_names
-from ..zoo.campaign import PART_BYTES
+from ..zoo.bundle import PART_BYTES
 from ..zoo.cards import CARD_SIZES, card, summary_markdown
 from .measurements import MEASUREMENTS, measured
 from .paper import FIGURE3_MODELS, GPU_FIGURE3_MODELS, our_table3, table3_cells

@@ -25,7 +25,6 @@ the time budget, ``CAMPAIGN_JOBS`` a comma-separated subset of :data:`KNOWN_JOBS
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import shutil
@@ -36,9 +35,9 @@ import time
 from pathlib import Path
 
 from ..checks import WorkbenchError, check_keys
-from ..data import sha256_of
 from ..data.corpora import PAIRS
 from ..paths import REPO_ROOT, data_dir
+from .bundle import BUNDLE, make_bundle, unbundle
 
 # Each step runs as its own short process on a device billed by the second (pack and fetch need neither torch nor
 # the models), so a step imports torch, the recipes and the packaging only inside the functions that use them.
@@ -50,9 +49,6 @@ JOBS = (*(f"bgt-{pair}" for pair in PAIRS), "bilingual_trans-en-fr")  # in order
 KNOWN_JOBS = (*JOBS, *(f"bilingual_trans-{pair}" for pair in PAIRS if pair != "en-fr"))  # CAMPAIGN_JOBS may name
 RECIPES = REPO_ROOT / "recipes"
 PACK = REPO_ROOT / ".campaign"
-BUNDLE = "bundle.json"
-BUNDLE_FORMAT = "bgt-workbench campaign bundle 1"
-PART_BYTES = int(15.5 * 2 ** 20)  # four parts and the logs fill one return
 DEVICE_PYTHON = "3.12"  # the device image's interpreter (for the wheels pack downloads)
 WHEELS = ("plotly==7.1.0", "sacremoses==0.2.0")  # imported by the workbench, absent from the device image
 DEFAULT_SECONDS = 400  # each job's training budget on the device (docs/campaign.md)
@@ -291,38 +287,6 @@ def train(seconds: float | None = None) -> None:
     _deliver(runs / "parts", out)
 
 
-def make_bundle(packages: Path, parts: Path) -> dict:
-    """Every file of every package in ``packages``, one after another, cut into parts of :data:`PART_BYTES`; the
-    index (``bundle.json``: each file's package, name, size and sha256, each part's sha256) says how to join them.
-    Few big parts, not many small files: a return holds 8 files."""
-    shutil.rmtree(parts, ignore_errors=True)
-    parts.mkdir(parents=True)
-    files = [p for package in sorted(packages.iterdir()) for p in sorted(package.iterdir())]
-    total = sum(p.stat().st_size for p in files)
-    n = max(1, -(-total // PART_BYTES))
-    names = [f"part-{i:02d}-of-{n:02d}" for i in range(1, n + 1)]
-    index, current, written, i = [], None, 0, -1
-    for path in files:
-        index.append({"package": path.parent.name, "file": path.name, "bytes": path.stat().st_size,
-                      "sha256": sha256_of(path)})
-        with open(path, "rb") as source:
-            for block in iter(lambda: source.read(2 ** 20), b""):
-                while block:
-                    if current is None or written == PART_BYTES:
-                        if current is not None:
-                            current.close()
-                        i, written = i + 1, 0
-                        current = open(parts / names[i], "wb")
-                    take = block[:PART_BYTES - written]
-                    current.write(take)
-                    written, block = written + len(take), block[len(take):]
-    if current is not None:
-        current.close()
-    bundle = {"format": BUNDLE_FORMAT, "files": index, "parts": {name: sha256_of(parts / name) for name in names}}
-    (parts / BUNDLE).write_text(json.dumps(bundle, indent=1))
-    return bundle
-
-
 def fetch() -> None:
     """Return the bundle's parts ``train`` could not fit in its return."""
     parts = _runs() / "parts"
@@ -353,54 +317,6 @@ def _deliver(parts: Path, out: Path) -> None:
 
 # --- unbundle (here) ---------------------------------------------------------------------------------------
 
-def unbundle(returns: list[str | Path], dest: str | Path) -> list[Path]:
-    """Join the parts found in ``returns`` (the folders each device call brought back), check every part's and
-    every file's sha256 against ``bundle.json``, and write the packages into ``dest``. Returns the packages."""
-    from .packaging import check_model_name
-    folders = [Path(r) for r in returns]
-    indexes = [f / BUNDLE for f in folders if (f / BUNDLE).is_file()]
-    if not indexes:
-        raise WorkbenchError(f"no {BUNDLE} in {', '.join(map(str, folders))}: give the folders the device calls "
-                             "returned (files_at)")
-    bundle = json.loads(indexes[0].read_text())
-    if bundle.get("format") != BUNDLE_FORMAT:
-        raise WorkbenchError(f"{indexes[0]}: not a campaign bundle (format {bundle.get('format')!r})")
-    found = {p.name: p for f in folders for p in f.iterdir() if p.name in bundle["parts"]}
-    missing = sorted(set(bundle["parts"]) - set(found))
-    if missing:
-        raise WorkbenchError(f"parts {', '.join(missing)} did not come back; `scripts/gpu_campaign fetch` on the "
-                             "device while it is still the same machine, else train again")
-    for name, digest in bundle["parts"].items():
-        if sha256_of(found[name]) != digest:
-            raise WorkbenchError(f"{found[name]} does not match its sha256 in {BUNDLE} (damaged in transfer)")
-    dest = Path(dest)
-    stream = (open(found[name], "rb") for name in sorted(bundle["parts"]))
-    source, packages = next(stream), []
-    for entry in bundle["files"]:
-        package = dest / check_model_name(entry["package"])
-        target = package / check_model_name(entry["file"])
-        package.mkdir(parents=True, exist_ok=True)
-        left, digest = int(entry["bytes"]), hashlib.sha256()
-        with open(target, "wb") as handle:
-            while left:
-                block = source.read(min(left, 2 ** 20))
-                if not block:
-                    source.close()
-                    source = next(stream)
-                    continue
-                handle.write(block)
-                digest.update(block)
-                left -= len(block)
-        if digest.hexdigest() != entry["sha256"]:
-            raise WorkbenchError(f"{target} does not match its sha256 in {BUNDLE}")
-        if package not in packages:
-            packages.append(package)
-    source.close()
-    for package in packages:
-        _say(f"{package}: workbench models import {package} --name NAME")
-    return packages
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(prog="scripts/gpu_campaign", description=__doc__.split("\n\n")[0])
@@ -408,8 +324,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.add_argument("step", choices=("unbundle",))
         parser.add_argument("returns", nargs="+", metavar="RETURN", help="the folders the device calls brought back")
         parser.add_argument("--to", default="campaign-back", help="where the packages go (campaign-back)")
+        parser.add_argument("--force", action="store_true", help="replace packages already in --to")
         args = parser.parse_args(argv)
-        steps, actions = ["unbundle"], {"unbundle": lambda: unbundle(args.returns, args.to)}
+        steps, actions = ["unbundle"], {"unbundle": lambda: unbundle(args.returns, args.to, args.force)}
     else:
         parser.add_argument("steps", nargs="+", choices=("pack", "check", "bench", "train", "fetch"),
                             metavar="STEP", help="pack | check | bench | train | fetch (several in one "
