@@ -41,6 +41,27 @@ def test_a_damaged_checkpoint_is_not_exported(run_copy, capsys):
     assert _snapshot(trained_dir()) == before and not (trained_dir() / "damaged-export").exists()
 
 
+def test_two_writers_of_one_model_name_the_second_is_refused_and_a_killed_writers_lock_is_taken_over(
+        run_copy, tmp_path):
+    import subprocess
+    import sys
+    from workbench.models.folder import only_writer
+    target = tmp_path / "models" / "twice"
+    with only_writer(target):  # one export or import holds the name while it builds and measures
+        with pytest.raises(WorkbenchError, match=f"being written by process {__import__('os').getpid()}"):
+            with only_writer(target):
+                pass
+        from workbench.zoo.packaging import export
+        with pytest.raises(WorkbenchError, match="another export or import"):  # refused before any measuring
+            export(run_copy, "twice", root=tmp_path / "models", checkpoint="latest", show_progress=False)
+        assert sorted(p.name for p in (tmp_path / "models").iterdir()) == [".twice.lock"]
+    assert not (tmp_path / "models" / ".twice.lock").exists()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    (tmp_path / "models" / ".twice.lock").write_text(dead.stdout.strip())  # its writer was killed
+    with only_writer(target):
+        assert (tmp_path / "models" / ".twice.lock").read_text() == str(__import__("os").getpid())
+
+
 def test_an_edited_card_is_refused_not_shown(tmp_path, capsys):
     root = tmp_path / "trained"
     shutil.copytree(model_path("sp-en-fr"), root / "sp-en-fr")

@@ -19,6 +19,8 @@ written in a temporary sibling and swapped in whole (:func:`swap_folder`).
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import hashlib
 import json
 import logging
@@ -143,6 +145,43 @@ def temp_sibling(folder: Path) -> Path:
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     return tmp
+
+
+@contextmanager
+def only_writer(folder: Path):
+    """Hold ``.NAME.lock`` beside ``folder`` while this process builds its replacement: a second writer of the same
+    folder (another export or import to that name) is refused at once instead of silently replacing the first's
+    work. A lock left by a process that no longer runs (killed) is taken over."""
+    lock = folder.with_name(f".{folder.name}.lock")
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    for _ in range(2):
+        try:
+            descriptor = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            break
+        except FileExistsError:
+            holder = lock.read_text().strip() if lock.is_file() else ""
+            if holder.isdigit() and _running(int(holder)):
+                raise WorkbenchError(f"{folder} is being written by process {holder} (another export or import); "
+                                     f"wait for it to finish, or remove {lock} if that process is gone") from None
+            lock.unlink(missing_ok=True)  # its writer was killed
+    else:
+        raise WorkbenchError(f"cannot take {lock}: another writer keeps taking it")
+    try:
+        os.write(descriptor, str(os.getpid()).encode())
+        os.close(descriptor)
+        yield
+    finally:
+        lock.unlink(missing_ok=True)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def swap_folder(tmp: Path, folder: Path) -> None:

@@ -26,7 +26,7 @@ from ..data import sha256_of
 from ..models import checked_config, fitted
 from ..models.folder import (
     ModelFolder, checkpoint_update, file_digests, latest_checkpoint, learning_curve, metrics_curve, read_metrics,
-    read_weights, shipped, swap_folder, temp_sibling)
+    only_writer, read_weights, shipped, swap_folder, temp_sibling)
 from ..paths import read_json, sealed_config, trained_dir
 from ..training import train
 from ..training.recipes import TrainConfig
@@ -132,19 +132,22 @@ def _install(name: str, root: Path, state: dict, config: dict, spm_model: bytes 
     dest = root / name
     if dest.exists() and not force:
         raise WorkbenchError(f"{dest} exists; pass --force (force=True) to replace it, or choose another --name")
-    tmp = temp_sibling(dest)
-    try:
-        save_file(state, str(tmp / "model.safetensors"))
-        if spm_model is not None:
-            (tmp / "spm.model").write_bytes(spm_model)
-        if curve is not None and not curve.empty:
-            curve.to_csv(tmp / "curve.csv", index=False)
-        (tmp / "config.json").write_text(sealed_config({**config, "files_sha256": file_digests(tmp)}))
-        write_card(name, folder=tmp, sizes=sizes, show_progress=show_progress, transfer_pairs=transfer_pairs)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    swap_folder(tmp, dest)
+    with only_writer(dest):  # a second export or import to this name is refused, not silently swapped in later
+        tmp = temp_sibling(dest)
+        try:
+            save_file(state, str(tmp / "model.safetensors"))
+            if spm_model is not None:
+                (tmp / "spm.model").write_bytes(spm_model)
+            if curve is not None and not curve.empty:
+                curve.to_csv(tmp / "curve.csv", index=False)
+            (tmp / "config.json").write_text(sealed_config({**config, "files_sha256": file_digests(tmp)}))
+            write_card(name, folder=tmp, sizes=sizes, show_progress=show_progress, transfer_pairs=transfer_pairs)
+            if dest.exists() and not force:  # written meanwhile by a writer that took no lock
+                raise WorkbenchError(f"{dest} appeared while this model was measured; pass --force to replace it")
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        swap_folder(tmp, dest)
     return dest
 
 
