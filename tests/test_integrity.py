@@ -81,6 +81,33 @@ def test_every_shipped_config_is_sealed(name):
     assert meta[CONFIG_SEAL] == config_digest(meta)
 
 
+@pytest.mark.parametrize("name", shipped())
+def test_every_shipped_model_is_pinned_as_it_is(name):
+    from workbench.models.pins import pinned
+    assert pinned()[name] == sha256_of(trained_dir() / name / "config.json")
+
+
+def test_a_shipped_model_resealed_after_an_edit_or_unsealed_is_refused(tmp_path, monkeypatch):
+    from workbench.paths import CONFIG_SEAL, sealed_config
+    models = tmp_path / "models"
+    models.mkdir()
+    shutil.copytree(trained_dir() / "sp-en-fr", models / "sp-en-fr")
+    shutil.copyfile(trained_dir() / "pins.json", models / "pins.json")
+    monkeypatch.setenv("WORKBENCH_MODELS", str(models))
+    assert load("sp-en-fr") is not None  # as pinned
+    meta = json.loads((models / "sp-en-fr" / "config.json").read_text())
+    edited = {k: v for k, v in meta.items() if k != CONFIG_SEAL}
+    edited["model"] = {**edited["model"], "languages": ["en"]}
+    (models / "sp-en-fr" / "config.json").write_text(sealed_config(edited))  # edited, and sealed again
+    with pytest.raises(WorkbenchError, match="is not the one pins.json pins for 'sp-en-fr'"):
+        load("sp-en-fr")
+    (models / "pins.json").unlink()  # unpinned, the seal alone: now it must at least be there
+    (models / "sp-en-fr" / "config.json").write_text(json.dumps(edited))
+    with pytest.raises(WorkbenchError, match="carries no config_sha256"):
+        load("sp-en-fr")
+    assert load("sp-en-fr", trust_unverified=True).cfg.languages == ("en",)  # asked for by name
+
+
 def _record_digest(folder, meta, name):
     """Rewrite ``folder``'s config.json (``meta``) with the sha256 of its replaced file ``name``: a consistent folder
     whose file is not what it was trained with."""

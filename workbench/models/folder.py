@@ -39,6 +39,7 @@ from ..data import sha256_of
 from ..data.tokenizer import Tokenizer
 from ..paths import CONFIG_SEAL, atomic_write, config_digest, read_json, sealed_config, trained_dir
 from . import build_model, fitted
+from .pins import check_pinned
 
 log = logging.getLogger(__name__)
 
@@ -63,12 +64,12 @@ def read_weights(path: Path, device: str = "cpu") -> dict[str, torch.Tensor]:
         raise WorkbenchError(f"{path} is not a readable safetensors file ({err})") from None
 
 
-def read_config(folder: Path) -> dict:
-    """A model or checkpoint folder's ``config.json``, refused by name unless it is a JSON object whose ``model``
-    is an object naming its ``setting``."""
+def read_config(folder: Path, data: bytes | None = None) -> dict:
+    """A model or checkpoint folder's ``config.json`` (``data``: its bytes, where the caller read them already),
+    refused by name unless it is a JSON object whose ``model`` is an object naming its ``setting``."""
     path = folder / "config.json"
     try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
+        meta = json.loads(data.decode("utf-8") if data is not None else path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise WorkbenchError(f"{path} is missing: {folder} is not a model or checkpoint folder") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
@@ -102,11 +103,15 @@ def check_digests(folder: Path, digests: dict[str, str], recorded_in: str, sha25
 
 def verify_files(folder: Path, meta: dict, trust_unverified: bool = False, sha256=None) -> None:
     """Refuse a model or checkpoint folder whose files differ from the sha256 its config recorded, that holds a
-    file the config does not cover, whose config was edited (its seal, where it has one), whose ``spm.model`` is
+    file the config does not cover, whose config was edited or lost its seal, whose ``spm.model`` is
     not the tokenizer it was trained with, or whose config records no digests at all (unless
     ``trust_unverified``). ``sha256(name)``: a file's digest (default: hash it on disk; :class:`ModelFolder` passes
     the digests of the bytes it read, so each file is read once)."""
     sha256 = sha256 or (lambda name: sha256_of(folder / name))
+    if CONFIG_SEAL not in meta and not trust_unverified:  # every folder the workbench writes is sealed
+        raise WorkbenchError(f"{folder / 'config.json'} carries no {CONFIG_SEAL} (removed, or written by hand), so an "
+                             "edit to it cannot be detected; re-export the folder, or, if you know where it came "
+                             "from, pass --trust-unverified (workbench.load(path, trust_unverified=True))")
     if CONFIG_SEAL in meta and meta[CONFIG_SEAL] != config_digest(meta):
         raise WorkbenchError(f"{folder / 'config.json'} was edited after the folder was written (its content no "
                              f"longer matches its {CONFIG_SEAL}); restore it, or re-export the folder")
@@ -320,9 +325,11 @@ class ModelFolder:
                                  f"name in {trained_dir()} ({', '.join(shipped()) or _NONE_SHIPPED})")
         self.path = path if (path / "config.json").is_file() else latest_checkpoint(path)
         self.name = folder_name(path)
-        self.config = read_config(self.path)
         self._bytes: dict[str, bytes] = {}
         self._digests: dict[str, str] = {}
+        self.config = read_config(self.path, self.read("config.json") if (self.path / "config.json").is_file()
+                                  else None)
+        check_pinned(self.path, self.sha256("config.json"))
         verify_files(self.path, self.config, trust_unverified, sha256=self.sha256)
 
     def read(self, name: str) -> bytes:

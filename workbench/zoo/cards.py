@@ -18,6 +18,7 @@ from ..data import sha256_of
 from ..evaluation import SUITES, evaluate
 from ..models import fitted
 from ..models.folder import file_digests, load, shipped
+from ..models.pins import pin
 from ..paths import atomic_write, read_json, sealed_config, trained_dir
 from ..probing.probe import probe
 from ..probing.tasks import get_task, readable_tasks
@@ -125,6 +126,7 @@ def _save(folder: Path, info: dict, config: dict) -> dict:
     # the folder was verified by load() above; the new card joins its sha256 list
     config["files_sha256"] = file_digests(folder)
     atomic_write(folder / "config.json", sealed_config(config))
+    pin(folder)  # a shipped model's new card: its new config.json is the one trained/pins.json pins
     return info
 
 

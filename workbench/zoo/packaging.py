@@ -27,6 +27,7 @@ from ..models import checked_config, fitted
 from ..models.folder import (
     ModelFolder, checkpoint_update, file_digests, latest_checkpoint, learning_curve, metrics_curve, read_metrics,
     only_writer, read_weights, shipped, swap_folder, temp_sibling)
+from ..models.pins import pin
 from ..paths import read_json, sealed_config, trained_dir
 from ..training import train
 from ..training.recipes import TrainConfig
@@ -148,6 +149,7 @@ def _install(name: str, root: Path, state: dict, config: dict, spm_model: bytes 
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         swap_folder(tmp, dest)
+        pin(dest)  # in trained/: the model's config.json is pinned, so the change shows in git
     return dest
 
 

@@ -1,0 +1,48 @@
+"""The shipped models' identities, pinned in one committed file: ``trained/pins.json`` maps each model's name to
+the sha256 of its ``config.json``, which records the sha256 of every other file of the folder and is sealed.
+
+A user's own folder can only be checked against itself (whoever edits it can re-seal it); a shipped model can be
+checked against the repository: a folder in ``trained/`` whose ``config.json`` is not the pinned one — another
+model's weights with the digests made to agree, a re-sealed edit — is refused when loaded by name. ``models
+export`` and ``models import`` into ``trained/`` pin what they write, so the change shows in ``git diff``.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..checks import WorkbenchError
+from ..data import sha256_of
+from ..paths import atomic_write, read_json, trained_dir
+
+PINS = "pins.json"
+
+
+def pinned(root: Path | None = None) -> dict[str, str]:
+    """Model name → sha256 of its config.json, as ``root`` (default ``trained/``) pins them ({} without a file)."""
+    path = (root or trained_dir()) / PINS
+    pins = read_json(path) if path.is_file() else {}
+    if not isinstance(pins, dict) or not all(isinstance(v, str) for v in pins.values()):
+        raise WorkbenchError(f"{path}: not a map of model names to sha256 digests; restore it (git checkout)")
+    return pins
+
+
+def pin(folder: Path) -> None:
+    """Record ``folder``'s config.json as its model's pinned identity, where the folder is in ``trained/``."""
+    root = folder.parent
+    if root.resolve() != trained_dir().resolve():
+        return
+    pins = {**pinned(root), folder.name: sha256_of(folder / "config.json")}
+    atomic_write(root / PINS, json.dumps(dict(sorted(pins.items())), indent=1) + "\n")
+
+
+def check_pinned(folder: Path, digest: str) -> None:
+    """Refuse a folder of ``trained/`` whose config.json (``digest``: its sha256) is not the one pinned for its
+    name (an unpinned name, e.g. a model copied in by hand, is not checked here: its own digests still are)."""
+    if folder.parent.resolve() != trained_dir().resolve():
+        return
+    expected = pinned(folder.parent).get(folder.name)
+    if expected is not None and digest != expected:
+        raise WorkbenchError(f"{folder}/config.json is not the one {PINS} pins for {folder.name!r} (its files were "
+                             "replaced and its digests made to agree, or it was edited and re-sealed); restore it "
+                             f"(git checkout {folder}), or export or import it again to pin the new one")
