@@ -9,7 +9,11 @@ import html
 import os
 from collections.abc import Callable, Sequence
 
-import ipywidgets as w
+try:
+    import ipywidgets as w
+except ImportError:  # the notebooks extra
+    raise ImportError("the notebook widgets need ipywidgets: pip install 'bgt-workbench[notebooks]' (or bash "
+                      "scripts/setup)") from None
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
