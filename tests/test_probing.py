@@ -88,6 +88,31 @@ def test_surface_builders_on_hand_checked_sentences():
     assert counts[sentences[4]] == "11+"
 
 
+def test_the_surface_builders_read_each_languages_own_marks_and_japanese_length_in_characters():
+    spanish = ["¿ Dónde está el gato ?", "¡ Qué bien !", "Hola ."]
+    assert [label for label, _, _ in builders.punct_first(spanish, "es", marks=["¿", "¡", "."])] == ["¿", "¡", "."]
+    assert [label for label, _, _ in builders.punct_count(spanish, "es")] == ["2", "2", "1"]
+    arabic = ["هل أنت بخير ؟", "نعم ، شكرا ."]
+    assert [label for label, _, _ in builders.punct_first(arabic, "ar", marks=["؟", "،"])] == ["؟", "،"]
+    japanese = ["私 は 学生 です 。", "東京 へ 行き ました か ？"]  # 6 and 8 characters besides spaces and marks
+    assert [label for label, _, _ in builders.length_bins(japanese, "ja", [[1, 6], [7, 9]], unit="characters")] \
+        == ["0", "1"]
+    assert builders.punct_count(["Hola ."], "en") == [("1", "Hola .", "")]  # English reads only the shared marks
+    assert builders.punct_count(["¿ Hola"], "en") == []
+
+
+def test_a_language_encoder_is_probed_on_its_own_language_and_others_are_refused():
+    import workbench as wb
+    bgt = wb.load("bgt-en-fr")
+    small = {"train": 600, "valid": 200, "test": 200}
+    french = probe(bgt.encoder("fr"), "length_fr", sizes=small, control=False)
+    assert french.task == "length_fr" and 190 <= french.n_test <= 200 and abs(french.majority - 1 / 6) < 0.02
+    with pytest.raises(WorkbenchError, match="length_fr"):
+        probe(bgt.encoder("en"), "length_fr", sizes=small)  # the English encoder reads no French
+    assert {"length_fr", "punct_first_fr", "word_content_fr"} <= set(wb.readable_tasks(bgt.encoder("fr")))
+    assert not [t for t in wb.readable_tasks(bgt.encoder("fr")) if get_task(t).language == "ja"]
+
+
 def test_built_dataset_labels_sizes_and_disjoint_splits(length_task):
     data = length_task.data
     sizes = length_task.manifest["sizes"]

@@ -21,10 +21,18 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from ..checks import check_name
 from .parse import parse
 
 # The paper's punctuation set (fn. 13): ASCII punctuation plus typographic quotes and dashes.
 PUNCTUATION = frozenset(string.punctuation) | frozenset("‘’‚‛“”„‟«»‹›–—―‐‑‒…")
+OWN_MARKS = {"es": "¿¡", "ar": "،؛؟", "ja": "。、！？「」『』（）・〜：；"}  # a language's marks beyond the shared ones
+
+
+def punctuation(language: str) -> frozenset[str]:
+    """The punctuation characters of ``language``'s sentences: the shared set and the language's own marks
+    (Spanish opening marks, Arabic comma and question mark, Japanese full-width marks)."""
+    return PUNCTUATION | frozenset(OWN_MARKS.get(language, ""))
 FINAL_MARKS = (".", "?", "!")
 CLAUSE_JOINTS = (",", ";", "--", "—", "–")  # punctuation that joins two coordinated clauses
 
@@ -45,18 +53,23 @@ def builder(fn: Builder | None = None, *, parses: bool = False):
     return register(fn) if fn is not None else register
 
 
-def _is_punct(token: str) -> bool:
-    return all(ch in PUNCTUATION for ch in token)
+def _is_punct(token: str, marks: frozenset[str] = PUNCTUATION) -> bool:
+    return all(ch in marks for ch in token)
 
 
 # --- surface tasks -------------------------------------------------------------------------------------------
 
 @builder
-def length_bins(sentences: Sequence[str], language: str, bins: Sequence[Sequence[int]]) -> list[Candidate]:
-    """SentLen: label = index of the bin holding the token count; sentences outside all bins dropped."""
+def length_bins(sentences: Sequence[str], language: str, bins: Sequence[Sequence[int]], unit: str = "tokens"
+                ) -> list[Candidate]:
+    """SentLen: label = index of the bin holding the length; sentences outside all bins dropped. ``unit``:
+    ``"tokens"`` (Moses tokens) or ``"characters"`` (letters, no spaces or punctuation: a language written
+    without spaces between words, as Japanese)."""
+    check_name("length unit", unit, ("tokens", "characters"))
+    marks = punctuation(language)
     out = []
     for s in sentences:
-        n = len(s.split())
+        n = len(s.split()) if unit == "tokens" else sum(not ch.isspace() and ch not in marks for ch in s)
         for label, (low, high) in enumerate(bins):
             if low <= n <= high:
                 out.append((str(label), s, ""))
@@ -67,9 +80,9 @@ def length_bins(sentences: Sequence[str], language: str, bins: Sequence[Sequence
 @builder
 def punct_count(sentences: Sequence[str], language: str, max_label: int = 11) -> list[Candidate]:
     """PunctNum: number of punctuation characters, ``max_label`` meaning "that many or more"; none = dropped."""
-    out = []
+    marks, out = punctuation(language), []
     for s in sentences:
-        n = sum(ch in PUNCTUATION for ch in s)
+        n = sum(ch in marks for ch in s)
         if n:
             out.append((str(n) if n < max_label else f"{max_label}+", s, ""))
     return out
@@ -78,9 +91,9 @@ def punct_count(sentences: Sequence[str], language: str, max_label: int = 11) ->
 @builder
 def punct_first(sentences: Sequence[str], language: str, marks: Sequence[str]) -> list[Candidate]:
     """PunctFirst: the first punctuation character; marks not in ``marks`` fold into ``other``; none = dropped."""
-    out = []
+    punct, out = punctuation(language), []
     for s in sentences:
-        first = next((ch for ch in s if ch in PUNCTUATION), None)
+        first = next((ch for ch in s if ch in punct), None)
         if first is not None:
             out.append((first if first in marks else "other", s, first))
     return out
@@ -106,12 +119,12 @@ def bigram_shift(sentences: Sequence[str], language: str, seed: int = 0) -> list
     """BShift: of the sentences where two adjacent word tokens can be swapped, half (chosen at random) get such a
     swap (``I``) and the rest stay intact (``O``); the final punctuation never moves. Sentences without a
     possible swap are left out of both classes, so the classes differ in the swap alone."""
-    rng = np.random.default_rng(seed)
+    rng, marks = np.random.default_rng(seed), punctuation(language)
     out = []
     for s in sentences:
         tokens = s.split()
         spots = [i for i in range(len(tokens) - 1)
-                 if not _is_punct(tokens[i]) and not _is_punct(tokens[i + 1])
+                 if not _is_punct(tokens[i], marks) and not _is_punct(tokens[i + 1], marks)
                  and tokens[i].lower() != tokens[i + 1].lower()]
         if not spots:
             continue
