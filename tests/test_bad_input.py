@@ -368,7 +368,7 @@ CLI_CASES = [  # (argv with {tmp} for the test's folder, a fragment of the one-l
     ("transfer --max-len 0 --source A --style B", "max_len must be a whole number ≥ 1 of pieces"),
     ("transfer --beam 0 --source A --style B", "beam must be a whole number ≥ 1 (1 = greedy), got 0"),
     ("transfer --beam many --source A --style B", "argument --beam: invalid int value: 'many'"),
-    ("transfer --pairs {tmp}/missing.csv", "No such file or directory: {tmp}/missing.csv"),
+    ("transfer --pairs {tmp}/missing.csv", "{tmp}/missing.csv: no such file"),
     ("transfer --pairs {tmp}/badpairs.csv", "the pairs table lacks columns ['source', 'style']"),
     ("transfer --pairs {tmp}/ragged.tsv", "{tmp}/ragged.tsv: line 3 has another number of TSV cells than the "
                                           "header's 2"),

@@ -417,7 +417,7 @@ def test_cli_probes_a_view_of_a_trained_model(tiny_run, capsys):
     out = capsys.readouterr().out
     assert "length" in out and "selectivity" in out
     assert main(["probe", "--model", str(run_dir), "--encoder", "fr", "--task", "length", *small]) == 2
-    assert "task 'length' is in 'en' but encoder 'bgt-en-fr:fr' reads fr" in capsys.readouterr().err
+    assert f"task 'length' is in 'en' but encoder '{run_dir.name}:fr' reads fr" in capsys.readouterr().err
     assert main(["probe", "--model", str(run_dir), "--encoder", "de", "--task", "length", *small]) == 2
     assert "unknown encoder view 'de'; valid: en, fr, semantic" in capsys.readouterr().err
 

@@ -101,12 +101,17 @@ def _check_files_inside(folder: Path) -> None:
             inside(folder / str(module.get("path", "")), f"modules.json naming {module.get('path')!r}")
     seen: dict[str, str] = {}
     for shard in sorted(p for p in folder.glob("*.safetensors")):
-        with safe_open(str(shard), framework="np") as handle:
-            for key in handle.keys():
-                if key in seen:
-                    raise WorkbenchError(f"{folder}: tensor {key!r} is in two weight files ({seen[key]} and "
-                                         f"{shard.name}); one copy of each tensor, please")
-                seen[key] = shard.name
+        try:
+            with safe_open(str(shard), framework="np") as handle:
+                keys = list(handle.keys())
+        except (SafetensorError, OSError) as err:
+            raise WorkbenchError(f"cannot load a Hugging Face encoder from {folder}: {shard.name} is not a "
+                                 f"safetensors file ({err})") from None
+        for key in keys:
+            if key in seen:
+                raise WorkbenchError(f"{folder}: tensor {key!r} is in two weight files ({seen[key]} and "
+                                     f"{shard.name}); one copy of each tensor, please")
+            seen[key] = shard.name
 
 
 def _declared_languages(folder: Path) -> tuple[str, ...] | None:
