@@ -125,6 +125,7 @@ def test_the_cli_probes_an_own_file_and_saves_it(questions, tmp_path, capsys):
     ([], "holds no sentences"),
     ([("a b", "x")] * 3 + [(f"s {i}", "y") for i in range(12)], "label(s) 'x' (1) have fewer than 10"),
     ([(f"s {i}", "") for i in range(12)], "12 row(s) with an empty label (first: row 1)"),
+    ([(f"s {i}", None if i == 3 else "x") for i in range(12)], "1 row(s) with an empty label (first: row 4)"),
     ([(f"s {i}", str(i % 2)) for i in range(30)] + [("s 0", "1")], "1 sentence(s) carry two labels (first: 's 0')"),
 ])
 def test_bad_rows_are_refused_in_one_sentence(rows, message):

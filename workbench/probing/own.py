@@ -42,7 +42,7 @@ def own_task(data: pd.DataFrame | str | Path, name: str | None = None, sentence:
     does not read it is refused, as for a shipped task); ``sizes`` draws train/valid/test of those sizes from
     unsplit data (default: all of it, 70/10/20 per label). Bad data is refused in one sentence."""
     source = "a DataFrame" if isinstance(data, pd.DataFrame) else str(data)
-    frame = data.astype(str) if isinstance(data, pd.DataFrame) else _read(Path(data))
+    frame = data.fillna("").astype(str) if isinstance(data, pd.DataFrame) else _read(Path(data))  # NaN: empty
     name = _checked_name(name or (None if isinstance(data, pd.DataFrame) else _SUFFIX.sub("", Path(data).name)))
     check_name("language", language, ["en", *LANGUAGES])
     columns = {"sentence": sentence, "label": label}
@@ -59,8 +59,8 @@ def own_task(data: pd.DataFrame | str | Path, name: str | None = None, sentence:
         raise WorkbenchError(f"{source} gives its own splits; sizes= draws splits from unsplit data: drop one")
     lexical = drawn and bool(rows["word"].all())
     rows = _drawn_splits(rows, sizes, seed, name, lexical) if drawn else _own_splits(rows, source)
-    text = "".join(json.dumps([r.split, r.label, r.sentence, r.word], ensure_ascii=False) + "\n"
-                   for r in rows.itertuples())
+    text = language + "\n" + "".join(json.dumps([r.split, r.label, r.sentence, r.word], ensure_ascii=False) + "\n"
+                                      for r in rows.itertuples())
     digest = hashlib.sha256(text.encode()).hexdigest()
     sizes_built = {t: int((rows["split"] == t).sum()) for t in SPLIT_NAMES}
     card = TaskCard(name=name, title=name, language=language, builder="own", labels=tuple(sorted(set(rows["label"]))),
