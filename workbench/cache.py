@@ -91,8 +91,7 @@ class CachedEncoder:
             return
         renamed = getattr(self.encoder, "content_fingerprint", False)  # the same network under another name
         if isinstance(owner, dict) and owner.get("fingerprint") == self.fingerprint:
-            if (None if renamed else owner.get("name"), owner.get("dim")) != (None if renamed else self.name,
-                                                                               self.dim):
+            if owner.get("dim") != self.dim or (owner.get("name") != self.name and not renamed):
                 raise WorkbenchError(
                     f"encoder {self.name!r} (dim {self.dim}) has fingerprint {self.fingerprint[:16]}…, which the "
                     f"cache already holds for encoder {owner.get('name')!r} (dim {owner.get('dim')}): it would get "

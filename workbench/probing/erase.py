@@ -55,7 +55,7 @@ def erase(encoder: Encoder, task, sizes: dict[str, int] | None = None, seed: int
                              "(or bash scripts/setup)") from None
     dataset, card = dataset_or_card(task, **({"sizes": sizes} if sizes else {}))
     card.check_encoder(encoder)
-    train = (dataset or build_task(card, sizes=sizes, seed=seed)).split("tr")
+    train = (dataset if dataset is not None else build_task(card, sizes=sizes, seed=seed)).split("tr")
     labels = sorted(set(train["label"]))
     if len(labels) < 2:
         raise WorkbenchError(f"task {card.name!r} has one label in its train split: nothing to erase")

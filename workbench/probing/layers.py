@@ -63,7 +63,8 @@ def probe_layers(encoder: Encoder, tasks, layers: str | Sequence[int] = "all", s
     bar = progress_bar(total=len(resolved) * len(chosen), desc=f"layers of {encoder.name}", unit="probe",
                        disable=not show_progress)  # one bar, a step per (task, layer): fitting a layer shows progress
     for dataset, card in resolved:
-        dataset = dataset or build_task(card, **({"sizes": sizes} if sizes else {}))
+        if dataset is None:
+            dataset = build_task(card, **({"sizes": sizes} if sizes else {}))
         sentences = list(dict.fromkeys(dataset.data["sentence"]))
         bar.set_postfix_str(f"{card.name}: encoding")
         for layer, view in zip(chosen, cache_layers(encoder, sentences, chosen, show_progress=show_progress)):

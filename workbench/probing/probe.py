@@ -178,7 +178,8 @@ def probe(encoder: Encoder, task: str | Path | pd.DataFrame | ProbingDataset, cl
             raise WorkbenchError(f"conditional probe of {encoder.name!r} given itself: give another view")
     if transfer is not None:
         _check_transfer(card, encoder, transfer, given)
-    dataset = dataset or build_task(card, **build_options)
+    if dataset is None:
+        dataset = build_task(card, **build_options)
     splits = _checked_splits(card, dataset)
     if cache:
         encoder, given = cached(encoder), given if given is None else cached(given)
