@@ -180,12 +180,13 @@ def only_writer(folder: Path):
 
 
 def _running(pid: int) -> bool:
+    """Whether process ``pid`` exists (signal 0 checks without sending; another user's process exists too)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
+        pass
     return True
 
 
