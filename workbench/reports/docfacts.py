@@ -357,6 +357,8 @@ FACTS: dict[str, Callable[..., str]] = {  # NAME -> its generator, given the mar
     "time-demo": _time("demo_first_run"),
     "time-demo-again": _time("demo_second_run"),
     "time-suite": _time("suite"),
+    "time-notebook-01": _time("notebook_01_run_all"),
+    "time-notebook-02": _time("notebook_02_run_all"),
     "text-baselines": _text_baselines,
     "text-baseline": _text_baseline,
     "pair-contrasts": _pair_contrasts,
