@@ -78,7 +78,8 @@ def test_help_shows_every_registered_suite_and_named_encoder(capsys):
 
 def test_unknown_choice_lists_valid_ones(capsys):
     assert cli.main(["probe", "--task", "nope"]) == 2
-    assert "unknown probing task 'nope'; valid: bigram_shift, coord_inv" in capsys.readouterr().err
+    assert "unknown probing task 'nope'; valid: bigram_shift, bigram_shift_ar, bigram_shift_es" in \
+        capsys.readouterr().err
 
 
 def test_transfer_command(capsys):

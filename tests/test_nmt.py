@@ -91,7 +91,9 @@ def test_nmt_trains_through_the_trainer_and_reports_tatoeba_both_ways(tmp_path, 
     encoder = model.encoder("semantic")
     assert encoder.languages == ("en", "fr") and encoder.dim == 128
     result = evaluate(encoder, "tatoeba", cache=False)
-    assert sorted(result["metric"]) == ["error en->xx", "error xx->en"]
+    assert sorted(result["metric"]) == ["accuracy xx->en", "error en->xx", "error xx->en", "f1 xx->en"]
+    value = result.set_index("metric")["value"]
+    assert value["accuracy xx->en"] == pytest.approx(100 - value["error xx->en"]) and value["f1 xx->en"] <= 100
     assert set(result["dataset"]) == {"fr-en"} and result["value"].between(0, 100).all()
     assert (result["n"] == 1000).all()
 
