@@ -95,6 +95,10 @@ def test_a_shipped_model_resealed_after_an_edit_or_unsealed_is_refused(tmp_path,
     shutil.copyfile(trained_dir() / "pins.json", models / "pins.json")
     monkeypatch.setenv("WORKBENCH_MODELS", str(models))
     assert load("sp-en-fr") is not None  # as pinned
+    from workbench.models.pins import pin, pinned
+    shutil.copytree(models / "sp-en-fr", models / ".sp-en-fr.123.tmp")  # an export's temporary folder
+    pin(models / ".sp-en-fr.123.tmp")
+    assert set(pinned(models)) == set(pinned(trained_dir()))  # temporary folders are never pinned
     meta = json.loads((models / "sp-en-fr" / "config.json").read_text())
     edited = {k: v for k, v in meta.items() if k != CONFIG_SEAL}
     edited["model"] = {**edited["model"], "languages": ["en"]}

@@ -28,9 +28,10 @@ def pinned(root: Path | None = None) -> dict[str, str]:
 
 
 def pin(folder: Path) -> None:
-    """Record ``folder``'s config.json as its model's pinned identity, where the folder is in ``trained/``."""
+    """Record ``folder``'s config.json as its model's pinned identity, where the folder is a model of ``trained/``
+    (not a hidden temporary folder an export builds in)."""
     root = folder.parent
-    if root.resolve() != trained_dir().resolve():
+    if root.resolve() != trained_dir().resolve() or folder.name.startswith("."):
         return
     pins = {**pinned(root), folder.name: sha256_of(folder / "config.json")}
     atomic_write(root / PINS, json.dumps(dict(sorted(pins.items())), indent=1) + "\n")
