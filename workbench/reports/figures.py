@@ -84,20 +84,33 @@ def probe_figure(df: pd.DataFrame) -> go.Figure:
     fig = go.Figure()
     for encoder, rows in acc.groupby("encoder", sort=False):
         _ci_bars(fig, encoder, rows, 100)
-    majority = df[df["metric"] == "majority"].drop_duplicates("task")
-    if not majority.empty:
-        fig.add_scatter(name="majority class", x=majority["task"], y=100 * majority["value"], mode="markers",
-                        marker=dict(symbol="line-ew-open", size=40, color="black", line=dict(width=3)))
+    marks = majority_marks(df, acc["task"])
+    if marks is not None:
+        fig.add_trace(marks)
     fig.update_layout(barmode="group", title="Probing accuracy (test split, 95% bootstrap CI)",
                       yaxis_title="accuracy × 100", xaxis_title="task", template="plotly_white")
     return fig
 
 
-def _ci_bars(fig: go.Figure, name: str, rows: pd.DataFrame, scale: float) -> None:
+def majority_marks(df: pd.DataFrame, tasks) -> go.Scatter | None:
+    """A black bar per task at its majority-class accuracy (× 100): what always guessing the commonest label
+    scores (None where the frame has none for ``tasks``)."""
+    majority = df[(df["metric"] == "majority") & df["task"].isin(tasks)].drop_duplicates("task")
+    if majority.empty:
+        return None
+    return go.Scatter(name="majority class", x=majority["task"], y=100 * majority["value"], mode="markers",
+                      marker=dict(symbol="line-ew-open", size=40, color="black", line=dict(width=3)))
+
+
+def ci_bars(name: str, rows: pd.DataFrame, scale: float) -> go.Bar:
     """One series of bars per task, ``value × scale`` with its 95% CI as whiskers."""
-    fig.add_bar(name=name, x=rows["task"], y=scale * rows["value"],
-                error_y=dict(type="data", symmetric=False, array=scale * (rows["ci_high"] - rows["value"]),
-                             arrayminus=scale * (rows["value"] - rows["ci_low"])))
+    return go.Bar(name=name, x=rows["task"], y=scale * rows["value"],
+                  error_y=dict(type="data", symmetric=False, array=scale * (rows["ci_high"] - rows["value"]),
+                               arrayminus=scale * (rows["value"] - rows["ci_low"])))
+
+
+def _ci_bars(fig: go.Figure, name: str, rows: pd.DataFrame, scale: float) -> None:
+    fig.add_trace(ci_bars(name, rows, scale))
 
 
 def selectivity_figure(df: pd.DataFrame) -> go.Figure:

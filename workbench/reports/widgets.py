@@ -20,7 +20,7 @@ import plotly.graph_objects as go
 
 from ..style_transfer.generation import transfer as default_transfer
 from ..zoo.cards import CARD_SIZES
-from .figures import layer_lines, tidy
+from .figures import ci_bars, layer_lines, majority_marks, tidy
 
 
 def notebook_sizes() -> dict[str, int]:
@@ -71,18 +71,13 @@ class ProbeExplorer:
         df = self._subset()
         rows = df[(df["metric"] == self.metric.value) & df["encoder"].isin(self.encoders.value)
                   & df["task"].isin(self.tasks.value)]
-        bars = []
-        for encoder, part in rows.groupby("encoder", sort=False):
-            error = None
-            if self.metric.value == "accuracy":
-                error = {"type": "data", "symmetric": False, "array": 100 * (part["ci_high"] - part["value"]),
-                         "arrayminus": 100 * (part["value"] - part["ci_low"])}
-            bars.append(go.Bar(name=encoder, x=part["task"], y=100 * part["value"], error_y=error))
-        majority = df[(df["metric"] == "majority") & df["task"].isin(rows["task"])].drop_duplicates("task")
-        if self.metric.value == "accuracy" and len(majority):  # what always guessing the commonest label scores
-            bars.append(go.Scatter(name="majority class", x=majority["task"], y=100 * majority["value"],
-                                   mode="markers", marker=dict(symbol="line-ew-open", size=40, color="black",
-                                                               line=dict(width=3))))
+        accuracy = self.metric.value == "accuracy"  # with CIs and the majority baseline; selectivity bare
+        bars = [ci_bars(encoder, part, 100) if accuracy else go.Bar(name=encoder, x=part["task"],
+                                                                    y=100 * part["value"])
+                for encoder, part in rows.groupby("encoder", sort=False)]
+        marks = majority_marks(df, rows["task"]) if accuracy else None
+        if marks is not None:
+            bars.append(marks)
         with self.figure.batch_update():
             self.figure.data = ()
             if bars:
