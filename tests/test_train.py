@@ -459,3 +459,35 @@ def test_export_writes_an_fp16_encoder_only_model_whose_card_matches(tiny_run, t
     assert "| fr→en | en→fr |" in (folder / "card.md").read_text()
     with pytest.raises(ValueError, match="shipped without its decoders"):
         model.generate(torch.zeros(1, model.cfg.latent_dim), torch.zeros(1, model.cfg.latent_dim))
+
+
+def test_a_bgt_warm_started_from_bilingual_trans_decodes_as_it_did_whatever_z_lang(tmp_path, tiny_tokenizer):
+    """The study's warm start (trained/HISTORY.md): BGT takes a trained BILINGUALTRANS's semantic encoder and
+    decoders, each generative decoder widened by zero weights for z_lang, so at update 0 it decodes from z_sem
+    alone exactly as the translation decoder into its language did; the language encoders start fresh."""
+    source_dir = tmp_path / "trans"
+    Trainer(TrainConfig.from_preset("tiny", model="bilingual_trans", max_updates=6, save_every=6, valid_every=6,
+                                    eval_every=0), source_dir, show_progress=False).run()
+    source = load(source_dir / "checkpoints" / "update-6").eval()
+    cfg = TrainConfig.from_preset("tiny", max_updates=2, save_every=2, valid_every=2, eval_every=0,
+                                  warm_start=str(source_dir / "checkpoints" / "update-6"))
+    trainer = Trainer(cfg, tmp_path / "bgt", show_progress=False)
+    bgt = trainer.model.eval()
+    sentences = ["where did you go last night ?", "thank you so much !"]
+    assert np.allclose(bgt.encoder("semantic", tiny_tokenizer).encode(sentences),
+                       source.encoder("semantic", tiny_tokenizer).encode(sentences), atol=1e-6)
+    prev, z_sem = torch.randint(4, 500, (2, 5)), torch.randn(2, bgt.cfg.latent_dim)
+    z_lang = torch.randn(2, bgt.cfg.language_dim)
+    with torch.no_grad():
+        for lang, direction in (("en", "fr->en"), ("fr", "en->fr")):
+            assert torch.allclose(bgt.decoders[lang](prev, torch.cat([z_lang, z_sem], -1)),
+                                  source.decoders[direction](prev, z_sem), atol=1e-5)
+    fresh = Trainer(TrainConfig.from_preset("tiny", max_updates=2), tmp_path / "fresh", show_progress=False).model
+    assert not torch.equal(bgt.encoders["en"].hidden2mean.weight, source.encoders["semantic"].hidden2mean.weight)
+    assert torch.equal(bgt.encoders["en"].hidden2mean.weight, fresh.encoders["en"].hidden2mean.weight)  # seeded init
+    trainer.run()
+    steps = [r for r in metrics(tmp_path / "bgt") if "lr" in r]
+    assert [r["update"] for r in steps] == [1, 2] and steps[0]["kl_weight"] == 0.0  # a new run from update 0
+    with pytest.raises(WorkbenchError, match="warm start is BGT from BILINGUALTRANS"):
+        Trainer(TrainConfig.from_preset("tiny", model="bilingual_trans", warm_start=str(tmp_path / "bgt" / "checkpoints" / "update-2")),
+                tmp_path / "backwards", show_progress=False)

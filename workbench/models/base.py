@@ -78,6 +78,11 @@ class SentenceModel(nn.Module):
     def schedule(self, update: int) -> dict[str, float]:
         return {}
 
+    def warm_start(self, source_config, weights: dict) -> list[str]:
+        """Initialise from a trained model of another kind (``source_config``, its ``weights``) before update 0;
+        returns the names of the parameters taken. A kind that cannot start from another refuses."""
+        raise WorkbenchError(f"a {self.cfg.setting} model cannot start from a {source_config.setting} model")
+
     @property
     def views(self) -> tuple[str, ...]:
         """Names of the networks that give sentence embeddings (``semantic``, and language encoders)."""

@@ -255,6 +255,46 @@ class BGT(SentenceModel):
             return mu
         return mu + torch.exp(0.5 * logv) * torch.randn_like(mu)
 
+    # --- warm start -----------------------------------------------------------------------------------------
+
+    def warm_start(self, source_config, weights: dict) -> list[str]:
+        """Start a BGT from a trained BILINGUALTRANS of the same pair and shape: its semantic encoder and
+        translation decoders as they are, and each generative decoder from the translation decoder into its
+        language, its conditioning widened for z_lang by zero weights (so at update 0 it decodes from z_sem
+        alone, as the translation model did). The language encoders start fresh and learn only what z_sem
+        leaves to them — the order the paper's scale reaches and a small CPU run from scratch does not (the
+        language encoder learns the sentence first). Returns the parameters taken."""
+        from ..checks import WorkbenchError
+        if self.cfg.setting not in ("bgt", "bgt_no_prior") or source_config.setting != "bilingual_trans":
+            raise WorkbenchError(f"a {self.cfg.setting} model starts only from scratch or from its own kind; "
+                                 f"warm start is BGT from BILINGUALTRANS (not from {source_config.setting})")
+        shape = ("vocab_size", "languages", "d_model", "ffn_dim", "n_heads", "enc_layers", "dec_layers",
+                 "latent_dim")
+        differ = [f"{k} {getattr(source_config, k)!r} vs {getattr(self.cfg, k)!r}" for k in shape
+                  if getattr(source_config, k) != getattr(self.cfg, k)]
+        if differ:
+            raise WorkbenchError(f"the BILINGUALTRANS to start from has another shape: {', '.join(differ)}")
+        own, taken, lang_dim = self.state_dict(), {}, self.cfg.language_dim
+        for name, tensor in weights.items():
+            if name in own and own[name].shape == tensor.shape:
+                taken[name] = tensor
+        for lang in self.cfg.languages:
+            other = next(x for x in self.cfg.languages if x != lang)
+            prefix, source = f"decoders.{lang}.", f"decoders.{other}->{lang}."
+            for name, tensor in weights.items():
+                if not name.startswith(source):
+                    continue
+                target = prefix + name[len(source):]
+                if name.endswith(".out"):  # W_out [c ; x], c = [z_lang ; z_sem]
+                    tensor = torch.cat([tensor.new_zeros(tensor.shape[0], lang_dim), tensor], dim=1)
+                elif name.endswith(".cond.weight"):  # W_a [x ; c]
+                    d = self.cfg.d_model
+                    tensor = torch.cat([tensor[:, :d], tensor.new_zeros(tensor.shape[0], lang_dim), tensor[:, d:]],
+                                       dim=1)
+                taken[target] = tensor
+        self.load_state_dict({**own, **taken})
+        return sorted(taken)
+
     # --- training loss -------------------------------------------------------------------------------------
 
     # what the Trainer logs of each forward pass: terms summed over the update's micro-batches (also per token

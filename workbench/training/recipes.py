@@ -71,6 +71,8 @@ class TrainConfig:
     eval_every: int | None = None  # STS-B dev of the English-reading views (None: valid_every; 0: never)
     save_every: int = 1000
     keep_checkpoints: int = 2
+    warm_start: str | None = None  # a trained model of another kind whose weights the new run starts from, as the
+    # model kind maps them (BGT from BILINGUALTRANS): update 0 and the full schedule, unlike --init-from
 
     def __post_init__(self):
         check_name("model", self.model, tuple(KINDS))

@@ -169,6 +169,8 @@ class Trainer:
             self._restore(resumed)
         elif start is not None:
             self._continue(start)
+        elif cfg.warm_start:
+            self._warm_start(cfg.warm_start)
         self.net = self.model
         if self.world > 1:
             self.net = torch.nn.parallel.DistributedDataParallel(self.model, find_unused_parameters=False)
@@ -243,6 +245,16 @@ class Trainer:
                 lines.append(line)
             atomic_write(self.run_dir / "metrics.jsonl", "".join(json.dumps(line) + "\n" for line in lines))
         log.info("continuing %s from update %d (fresh optimizer moments)", folder, update)
+
+    def _warm_start(self, source: str) -> None:
+        """Start update 0 from another kind's trained model (``warm_start`` of the recipe), as the model maps it."""
+        opened = ModelFolder(source)
+        if opened.config["tokenizer_sha256"] != self.tokenizer.digest:
+            raise WorkbenchError(f"warm_start {source} was trained with another vocabulary (tokenizer sha256 "
+                                 f"{opened.config['tokenizer_sha256'][:12]} vs {self.tokenizer.digest[:12]}); it "
+                                 "needs the same pair and vocab_size")
+        taken = self.model.warm_start(checked_config(opened.config["model"]), opened.weights())
+        log.info("warm start from %s: %d of %d tensors", opened.path, len(taken), len(self.model.state_dict()))
 
     def _truncate_metrics(self, update: int) -> list[dict]:
         """Drop metric lines written after the checkpoint, so the log reads like an uninterrupted run; returns
