@@ -5,14 +5,8 @@ import torch
 from workbench.data.batching import collate
 from workbench.checks import WorkbenchError
 from workbench.models.transformer import shift_right
-from workbench.models.bgt import (
-    BGT,
-    SETTINGS,
-    BGTConfig,
-    kl_to_standard_normal,
-    semantic_side,
-    token_loss,
-)
+from workbench.models.bgt import BGT, SETTINGS, BGTConfig, semantic_side
+from workbench.models.losses import kl_to_standard_normal, token_loss
 
 V = 50
 
@@ -259,7 +253,7 @@ def test_a_free_bits_floor_makes_the_language_kl_free_below_it():
 
 
 def test_word_dropout_pads_decoder_inputs_but_never_the_first():
-    from workbench.models.bgt import drop_words
+    from workbench.models.losses import drop_words
     prev = torch.tensor([[3, 5, 6, 7, 8, 0], [3, 9, 9, 9, 0, 0]])
     torch.manual_seed(0)
     dropped = drop_words(prev, 0.5, 0)

@@ -72,7 +72,7 @@ def test_help_shows_every_registered_suite_and_named_encoder(capsys):
         if command == "evaluate":
             for suite in SUITES.values():
                 assert f"{suite.name}: {' '.join(suite.about.split())}" in out
-    assert set(SUITES) == {"sts", "hard_sts", "sts17", "tatoeba"}  # the registry is what evaluate() runs
+    assert set(SUITES) == {"sts", "stsb", "hard_sts", "sts17", "tatoeba"}  # the registry is what evaluate() runs
     assert {"random-transformer", "random-sp-average", "minilm"} <= set(NAMED_ENCODERS)
 
 

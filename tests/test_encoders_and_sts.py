@@ -84,7 +84,7 @@ def test_the_three_sts_aggregations_equal_an_independent_computation(small_token
 
 
 def test_unknown_suite():
-    with pytest.raises(UnknownNameError, match="valid: all, hard_sts, sts, sts17, tatoeba"):
+    with pytest.raises(UnknownNameError, match="valid: all, hard_sts, sts, sts17, stsb, tatoeba"):
         evaluate(None, "glue")
 
 

@@ -13,7 +13,7 @@ from workbench.cli import main
 from workbench.data import sha256_of
 from workbench.checks import WorkbenchError
 from workbench.models.folder import DIGESTED, load, model_path, shipped
-from workbench.paths import sealed_config, trained_dir
+from workbench.paths import FORMAT, config_digest, sealed_config, trained_dir
 from workbench.training.recipes import TrainConfig
 from workbench.training.trainer import Trainer
 
@@ -45,7 +45,7 @@ def test_two_writers_of_one_model_name_the_second_is_refused_and_a_killed_writer
         run_copy, tmp_path):
     import subprocess
     import sys
-    from workbench.models.folder import only_writer
+    from workbench.paths import only_writer
     target = tmp_path / "models" / "twice"
     with only_writer(target):  # one export or import holds the name while it builds and measures
         with pytest.raises(WorkbenchError, match=f"being written by process {__import__('os').getpid()}"):
@@ -248,7 +248,9 @@ def test_a_checkpoint_from_before_config_json_covered_the_trainer_state_is_still
     folder = run_copy / "checkpoints" / "update-4"
     meta = json.loads((folder / "config.json").read_text())
     state = json.loads((folder / "trainer_state.json").read_text())
-    del meta["files_sha256"]["trainer_state.json"]  # the earlier layout: the trainer state listed its own tensors
+    del meta["format"]  # format 1, the earlier layout: the trainer state listed its own tensors
+    meta["config_sha256"] = config_digest(meta)
+    del meta["files_sha256"]["trainer_state.json"]
     state["files_sha256"] = {"trainer_state.safetensors": meta["files_sha256"].pop("trainer_state.safetensors")}
     (folder / "config.json").write_text(json.dumps(meta))
     (folder / "trainer_state.json").write_text(json.dumps(state))
@@ -407,3 +409,20 @@ def test_an_export_reads_the_runs_config_and_metrics_once_and_hashes_its_weights
     assert hashed.count(folder / "model.safetensors") == 1
     manifest = json.loads((package / "manifest.json").read_text())
     assert manifest["config"]["training"]["updates"] == 4 and manifest["curve"]
+
+
+def test_config_json_records_its_format_and_older_formats_still_load(run_copy, tmp_path):
+    """Every folder written now says which layout its config.json has; a shipped folder written before the
+    number existed (format 1) loads as it did; a format this workbench does not know is refused by name."""
+    written = json.loads((run_copy / "checkpoints" / "update-4" / "config.json").read_text())
+    assert written["format"] == FORMAT
+    old = tmp_path / "bgt-en-fr"
+    shutil.copytree(trained_dir() / "bgt-en-fr", old)
+    assert "format" not in json.loads((old / "config.json").read_text())  # shipped before formats were recorded
+    sentence = ["A man is playing a guitar."]
+    assert np.array_equal(load(old).encoder("en").encode(sentence), load("bgt-en-fr").encoder("en").encode(sentence))
+    future = {**json.loads((old / "config.json").read_text()), "format": FORMAT + 1}
+    (old / "config.json").write_text(json.dumps({**future, "config_sha256": config_digest(future)}))
+    with pytest.raises(WorkbenchError, match=f"format {FORMAT + 1} is not one this workbench reads .1 to {FORMAT}.; "
+                                             "a newer workbench wrote it"):
+        load(old)

@@ -9,6 +9,7 @@ import workbench as wb
 from workbench import cli
 from workbench.cache import cache_layers, cached
 from workbench.checks import WorkbenchError
+from workbench.encoders import LayeredEncoder
 from workbench.probing.build import build_task
 from workbench.probing.layers import expected_layer, layer_profile, probe_layers
 
@@ -33,6 +34,10 @@ def test_a_view_offers_its_blocks_and_its_embedding(semantic):
         semantic.at_layer(3)
     with pytest.raises(WorkbenchError, match="no layers to choose from"):
         wb.load("sp-en-fr").encoder("semantic", layer=1)
+    assert isinstance(semantic, LayeredEncoder)  # the declared protocol a layer sweep reads
+    assert wb.load("sp-en-fr").encoder("semantic").layers == (-1,)  # a network without blocks: its embedding
+    with pytest.raises(WorkbenchError, match="offers no layers to sweep"):
+        probe_layers(wb.untrained_encoder("random-sp-average"), "length")
 
 
 def test_one_pass_equals_layer_by_layer(semantic):
@@ -170,6 +175,11 @@ def test_hugging_face_layers_and_cli(minilm_folder, tmp_path, capsys):
     assert len({enc.at_layer(k).fingerprint for k in enc.layers}) == 7
     with pytest.raises(WorkbenchError, match="layers 0 \\(embeddings\\) to 6"):
         wb.hf_encoder(minilm_folder, layer=7)
+    with pytest.raises(WorkbenchError, match="or -1 \\(its sentence embedding"):  # -1 means one thing everywhere
+        wb.hf_encoder(minilm_folder, layer=-2)
+    with pytest.raises(WorkbenchError, match="layer -3 does not exist"):
+        enc.encode_layers(SENTENCES, [2, -3])
+    assert isinstance(enc, LayeredEncoder)
     with pytest.raises(WorkbenchError, match="pooling"):
         wb.hf_encoder(minilm_folder, pooling="max")
     (tmp_path / "in.txt").write_text("\n".join(SENTENCES), encoding="utf-8")

@@ -9,7 +9,7 @@ import pytest
 from workbench.checks import WorkbenchError
 from workbench.probing import build
 from workbench.probing.build import build_task, shipped_manifest
-from workbench.probing.builders import BUILDERS
+from workbench.probing.builders import BUILDERS, VERSIONS
 from workbench.probing.tasks import task_names
 from workbench.reports import docfacts
 from workbench.zoo.cards import CARD_SIZES
@@ -33,8 +33,9 @@ def test_a_shipped_manifest_is_what_a_fresh_build_gives(task, sizes):
 
 def test_a_changed_builder_or_corpus_refuses_the_shipped_manifests(monkeypatch):
     assert "| length |" in docfacts._probe_sizes()
-    monkeypatch.setattr(build, "BUILDER_VERSION", build.BUILDER_VERSION + 1)
+    monkeypatch.setitem(VERSIONS, "length_bins", VERSIONS["length_bins"] + 1)
     assert shipped_manifest("length") is None
+    assert shipped_manifest("punct_num") is not None  # a version per builder: another builder's tasks stand
     with pytest.raises(WorkbenchError, match=r"holds no build of \w+ from today's card.*--ship-manifests"):
         docfacts._probe_sizes()
     monkeypatch.undo()
@@ -54,7 +55,7 @@ def test_shipping_again_refuses_a_builder_changed_without_a_version_bump(monkeyp
         original = BUILDERS["length_bins"]
         monkeypatch.setitem(BUILDERS, "length_bins", lambda *args, **params: original(*args, **params)[1:])
         with pytest.raises(WorkbenchError, match="length built from the spec of its shipped manifest gives other "
-                                                 "data: its builder changed; bump BUILDER_VERSION"):
+                                                 "data: its builder length_bins changed; bump its version"):
             build.ship_manifests([None])
     finally:
         build._pool_candidates.cache_clear()  # nothing the changed builder gave outlives the test

@@ -16,7 +16,8 @@ from workbench.data.sts import load_stsb
 from workbench.data.tokenizer import pair_tokenizer
 from workbench.checks import UnknownNameError, WorkbenchError
 from workbench.evaluation.sts import cosine
-from workbench.models.folder import learning_curve, load
+from workbench.models.folder import load
+from workbench.models.runlog import learning_curve
 from workbench.paths import sealed_config
 from workbench.training.recipes import TrainConfig, learning_rate
 from workbench.training.trainer import Trainer
@@ -324,7 +325,7 @@ def test_a_signal_that_lands_while_an_update_is_measured_stops_the_next_one(tmp_
 
 def test_curve_command_draws_the_views_against_updates_and_seconds(tiny_run, tmp_path, capsys):
     from workbench.cli import main
-    from workbench.models.folder import learning_curve
+    from workbench.models.runlog import learning_curve
     _, run_dir = tiny_run
     curves = learning_curve(run_dir)
     sts = curves[curves["metric"] == "stsb_dev"]

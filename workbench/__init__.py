@@ -17,9 +17,10 @@
 """
 from .cache import cached
 from .checks import WorkbenchError
-from .encoders import Encoder, untrained_encoder
+from .encoders import Encoder, LayeredEncoder, untrained_encoder
 from .evaluation import compare_hard_sts, compare_sts, evaluate
-from .models.folder import learning_curve, load, shipped
+from .models.folder import load, shipped
+from .models.runlog import learning_curve
 from .models.huggingface import hf_encoder, minilm
 from .probing.build import build_task
 from .probing.erase import erase
@@ -31,7 +32,7 @@ from .reports.pages import report
 from .style_transfer.evaluation import transfer_scores
 from .style_transfer.generation import transfer
 
-__all__ = ["WorkbenchError", "Encoder", "untrained_encoder", "evaluate", "compare_sts", "compare_hard_sts", "report",
+__all__ = ["WorkbenchError", "Encoder", "LayeredEncoder", "untrained_encoder", "evaluate", "compare_sts", "compare_hard_sts", "report",
            "build_task", "ProbeResult", "probe", "probe_all", "erase", "get_task", "task_names", "load", "learning_curve",
            "cached", "shipped", "transfer", "transfer_scores", "hf_encoder", "minilm", "probe_layers", "layer_profile",
            "own_task", "readable_tasks"]

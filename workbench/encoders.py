@@ -35,6 +35,27 @@ class Encoder(Protocol):
                show_progress: bool = False) -> np.ndarray: ...
 
 
+@runtime_checkable
+class LayeredEncoder(Encoder, Protocol):
+    """An Encoder that can also be read at each of its layers: a Transformer view of a trained model
+    (``load(name).encoder(view)``) or a Hugging Face encoder. Layer 0 is the token embeddings, 1…L the blocks,
+    each mean-pooled over the sentence. ``layer=-1`` means one thing everywhere: the encoder's sentence
+    embedding, what ``encode`` gives when no layer is asked for — BGT's ``mu`` (a projection of the top block,
+    so it is offered beside 0…L), a Hugging Face model's top layer with the folder's own pooling (so -1 and L
+    are the same vectors there, and ``layers`` lists L). Other negative numbers are not layers."""
+
+    layer: int
+    base_name: str  # the network's name, whichever layer is read
+
+    @property
+    def layers(self) -> tuple[int, ...]: ...
+
+    def at_layer(self, layer: int) -> "LayeredEncoder": ...
+
+    def encode_layers(self, sentences: Sequence[str], layers: Sequence[int], batch_size: int = 256,
+                      show_progress: bool = False) -> dict[int, np.ndarray]: ...
+
+
 def check_embeddings(encoder: Encoder, embeddings: object, n: int) -> np.ndarray:
     """Validate an encoder's output: a finite float32 array of shape (n, encoder.dim)."""
     if not isinstance(embeddings, np.ndarray):

@@ -14,7 +14,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 from collections.abc import Callable
+from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 
@@ -105,7 +107,93 @@ def config_digest(meta: dict) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
+# The layout of a model folder's config.json, recorded in it as ``format``. Every folder is written in the current
+# one; an older folder is verified as written and then read through one step per format (FORMAT_STEPS: N -> N + 1).
+FORMAT = 2
+
+
+def _from_format_1(meta: dict) -> dict:
+    """Format 1: folders written before config.json recorded its ``format`` (until 2026-11-28). The fields mean
+    what they mean in format 2; what differs is on disk: the trainer state of the earliest checkpoints listed its
+    own files' digests (:func:`workbench.models.folder.verify_files` checks those as such)."""
+    return {**meta, "format": 2}
+
+
+FORMAT_STEPS = {1: _from_format_1}
+
+
+def current_format(meta: dict, where: str | Path = "config.json") -> dict:
+    """``meta`` in today's layout (:data:`FORMAT`); a format this workbench does not know is refused."""
+    version = meta.get("format", 1)
+    if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= FORMAT:
+        raise WorkbenchError(f"{where}: format {version!r} is not one this workbench reads (1 to {FORMAT}); a newer "
+                             "workbench wrote it, so upgrade the workbench, or re-export the model with this one")
+    while version < FORMAT:
+        meta = FORMAT_STEPS[version](meta)
+        version = meta["format"]
+    return meta
+
+
 def sealed_config(meta: dict) -> str:
-    """config.json's text for ``meta``, sealed with :func:`config_digest` (an edit that leaves the seal is
-    refused on load)."""
+    """config.json's text for ``meta`` (today's layout: its writers say what it holds) marked with the current
+    :data:`FORMAT` and sealed with :func:`config_digest` (an edit that leaves the seal is refused on load)."""
+    meta = {**{k: v for k, v in meta.items() if k != CONFIG_SEAL}, "format": FORMAT}
     return json.dumps({**meta, CONFIG_SEAL: config_digest(meta)}, indent=2)
+
+
+def temp_sibling(folder: Path) -> Path:
+    """A new, empty temporary folder beside ``folder`` to build its replacement in (then :func:`swap_folder`). It is
+    named with this process's id, as every temporary file of the workbench is, so two writers never share one."""
+    tmp = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    return tmp
+
+
+@contextmanager
+def only_writer(folder: Path):
+    """Hold ``.NAME.lock`` beside ``folder`` while this process builds its replacement: a second writer of the same
+    folder (another export or import to that name) is refused at once instead of silently replacing the first's
+    work. A lock left by a process that no longer runs (killed) is taken over."""
+    lock = folder.with_name(f".{folder.name}.lock")
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    for _ in range(2):
+        try:
+            descriptor = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            break
+        except FileExistsError:
+            holder = lock.read_text().strip() if lock.is_file() else ""
+            if holder.isdigit() and _running(int(holder)):
+                raise WorkbenchError(f"{folder} is being written by process {holder} (another export or import); "
+                                     f"wait for it to finish, or remove {lock} if that process is gone") from None
+            lock.unlink(missing_ok=True)  # its writer was killed
+    else:
+        raise WorkbenchError(f"cannot take {lock}: another writer keeps taking it")
+    try:
+        os.write(descriptor, str(os.getpid()).encode())
+        os.close(descriptor)
+        yield
+    finally:
+        lock.unlink(missing_ok=True)
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` exists (signal 0 checks without sending; another user's process exists too)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
+
+
+def swap_folder(tmp: Path, folder: Path) -> None:
+    """Put the complete folder ``tmp`` in the place of ``folder`` (the old one is removed only afterwards): the one
+    way a model, checkpoint or package folder is replaced, so a reader finds the old folder or the new one."""
+    old = folder.with_name(f".{folder.name}.{os.getpid()}.old")
+    shutil.rmtree(old, ignore_errors=True)
+    if folder.exists():
+        os.replace(folder, old)
+    os.replace(tmp, folder)
+    shutil.rmtree(old, ignore_errors=True)

@@ -8,9 +8,11 @@ import numpy as np
 import pandas as pd
 
 from ..cache import cache_dir, cache_summary, clear_cache, clear_stale, stale_temp_files
-from ..checks import WorkbenchError, whole
+from ..checks import WorkbenchError, check_name, whole
 from ..encoders import NAMED_ENCODERS, check_embeddings
+from ..data.sts import STS17_TRACKS
 from ..evaluation import SUITES, compare_hard_sts, compare_sts, evaluate, mteb_view
+from ..evaluation.mteb import write_mteb
 from ..evaluation.significance import check_n_boot, p_text
 from ..models.folder import load
 from ..probing.baselines import BASELINES, SENTEVAL_NAMES, text_baselines
@@ -273,6 +275,11 @@ def _evaluate_arguments(p: argparse.ArgumentParser) -> None:
                         "or MODEL[:VIEW] (a shipped model, run or checkpoint; e.g. bgt-en-fr-lang128:en); with "
                         "--out also written to OUT-comparison.csv")
     p.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples (2000)")
+    p.add_argument("--tracks", nargs="+", metavar="TRACK",
+                   help=f"the STS17 tracks to run (--suite sts17; default every one the encoder reads): "
+                        f"{', '.join(STS17_TRACKS)}")
+    p.add_argument("--mteb", metavar="DIR",
+                   help="also write the results in MTEB's results layout (TASK.json per MTEB task) into DIR")
 
 
 def _evaluate(args) -> None:
@@ -285,8 +292,13 @@ def _evaluate(args) -> None:
         against = encoder_spec(args.against, args.pair)
         if args.out and _comparison_path(args.out).exists() and not args.force:
             raise WorkbenchError(f"{_comparison_path(args.out)} exists; --force replaces it")
+    options = {}
+    if args.tracks:
+        if args.suite != "sts17":
+            raise WorkbenchError(f"--tracks chooses STS17 tracks; give --suite sts17 (not {args.suite})")
+        options["tracks"] = [check_name("STS17 track", track, STS17_TRACKS) for track in args.tracks]
     encoder = chosen_encoder(args)
-    df = evaluate(encoder, args.suite, show_progress=True, force_languages=args.force_languages)
+    df = evaluate(encoder, args.suite, show_progress=True, force_languages=args.force_languages, **options)
     shown = df[df["metric"].isin(["pearson", "spearman", "error xx->en", "error en->xx", "f1 xx->en"])
                & ~df["dataset"].str.startswith("all (")]
     print(shown.pivot_table(index=["task", "dataset"], columns="metric", values="value", sort=False)
@@ -295,10 +307,17 @@ def _evaluate(args) -> None:
     if len(both):
         print("\nSTS in both conventions (the paper's figure and the one MTEB's leaderboard shows):")
         print(both.round(1).to_string())
+    main = pd.concat([suite.main_rows(df).assign(suite=suite.name) for suite in SUITES.values()])
+    if len(main) and args.suite != "sts":  # (STS 2012-16's is the MTEB column above)
+        print("\nMTEB's main score of each task (× 100):")
+        print(main.set_index(["task", "dataset"])["value"].round(2).to_string())
     if "note" in df:
         print(f"\nnote: {df['note'].iloc[0]}")
     if args.out:
         spreadsheet_safe(df).to_csv(args.out, index=False)
+    if args.mteb:
+        written = write_mteb(df, args.mteb)
+        print(f"MTEB results layout -> {Path(args.mteb).resolve()} ({', '.join(p.stem for p in written)})")
     if against is not None:
         tests = [test for suite, test in (("sts", compare_sts), ("hard_sts", compare_hard_sts))
                  if args.suite in (suite, "all")]

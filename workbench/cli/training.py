@@ -11,7 +11,8 @@ from ..data.corpora import PAIRS, language_of, split_summary
 from ..data.download import OPUS_URL, STS_URLS, download, opus_moses_to_tsv, sts_archive_to_tsv
 from ..data.sts import STS_DATASETS
 from ..models import KINDS
-from ..models.folder import latest_checkpoint, learning_curve, read_config, shipped
+from ..models.folder import latest_checkpoint, read_config, shipped
+from ..models.runlog import learning_curve
 from ..paths import data_dir, trained_dir
 from ..reports.pages import curve_report
 from ..training import train

@@ -29,7 +29,7 @@ from .moses import tokenise_many
 log = logging.getLogger(__name__)
 
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
-BUILDER_VERSION = 2
+TOKENIZER_VERSION = 2
 _moses_detok = MosesDetokenizer(lang="en")
 MEMO_SIZE = 1 << 18  # preprocessed sentences remembered (a session encodes the same ones with several encoders)
 _memo: dict[str, str] = {}
@@ -150,7 +150,7 @@ def pair_tokenizer(pair: str, vocab_size: int = 8000, split: SplitConfig = Split
     """
     pairs = pairs_of(pair)
     languages = ("en", *(language_of(p) for p in pairs))
-    spec = {"pair": pair, "vocab_size": vocab_size, "split": split.__dict__, "builder_version": BUILDER_VERSION,
+    spec = {"pair": pair, "vocab_size": vocab_size, "split": split.__dict__, "builder_version": TOKENIZER_VERSION,
             "character_coverage": 0.9995 if "ja" in languages else 1.0}
     if pair == "all":
         spec["corpus_sha256"] = {p: corpus_digest(p) for p in pairs}

@@ -12,12 +12,12 @@ import pandas as pd
 from ..cache import cached, remember
 from ..checks import WorkbenchError, check_name
 from ..data import sha256_of
-from ..data.sts import STS_DATASETS, TATOEBA_CODES, load_sts, load_sts_hard, load_tatoeba
+from ..data.sts import STS17_TRACKS, STS_DATASETS, TATOEBA_CODES, load_sts, load_sts_hard, load_tatoeba
 from ..encoders import Encoder, check_embeddings, check_reads, unread
 from ..paths import data_dir
 from .retrieval import mteb_scores, retrieval_errors
 from .significance import bootstrap_differences, summarise
-from .sts import (COLUMNS, PAPER_STS17_TRACKS, cosine, embed_unique, evaluate_hard_sts, evaluate_sts, evaluate_sts17,
+from .sts import (COLUMNS, cosine, embed_unique, evaluate_hard_sts, evaluate_sts, evaluate_sts17, evaluate_stsb,
                   years_task)
 
 log = logging.getLogger(__name__)
@@ -58,9 +58,12 @@ def tatoeba_languages(encoder: Encoder, languages=None) -> list[str]:
 
 @dataclass(frozen=True)
 class Suite:
-    """An evaluation suite: its results' ``task`` name, the language sets it holds (an encoder that reads every
-    language of at least one of them can take it; :func:`~workbench.encoders.unread` decides), its headline
-    metric and the function that runs it (``run(encoder, show_progress=...)`` -> tidy rows)."""
+    """An evaluation suite, declared in one place: its results' ``task`` name, the language sets it holds (an
+    encoder that reads every language of at least one of them can take it; :func:`~workbench.encoders.unread`
+    decides), its headline metric, the function that runs it (``run(encoder, show_progress=..., **options)`` ->
+    tidy rows), the ``options`` that function takes, the folder of ``<data>/eval`` it reads (its results are
+    cached on those files' digest alone), its ``main_score`` (MTEB's: which rows carry it, by task pattern,
+    dataset (None: each) and metric; None where MTEB has no such task) and ``card`` (how its rows enter a model card; None: not on cards)."""
 
     name: str
     task: str
@@ -68,6 +71,10 @@ class Suite:
     reads: tuple[tuple[str, ...], ...]
     metric: str
     run: Callable[..., pd.DataFrame]
+    folder: str
+    main_score: tuple[str, str | None, str] | None = None
+    card: Callable[[pd.DataFrame], dict] | None = None
+    options: tuple[str, ...] = ()
 
     def takes(self, encoder: Encoder) -> bool:
         """Whether ``encoder`` reads what this suite holds (for a multi-part suite: at least one part)."""
@@ -82,16 +89,50 @@ class Suite:
         either = "one of " + ", ".join("+".join(part) for part in rest)
         return " and ".join([*shared, either])
 
+    def main_rows(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """This suite's rows of ``frame`` that carry MTEB's main score (one per MTEB subset)."""
+        if self.main_score is None:
+            return frame.iloc[:0]
+        task, dataset, metric = self.main_score
+        rows = frame[(frame["task"].str.fullmatch(task)) & (frame["metric"] == metric)]
+        return rows if dataset is None else rows[rows["dataset"] == dataset]
+
+
+def _sts_card(rows: pd.DataFrame) -> dict:
+    sts = rows[(rows["metric"] == "pearson") & (rows["dataset"] == "all")]
+    return {"sts": {task: round(float(v), 2) for task, v in zip(sts["task"], sts["value"])}} if len(sts) else {}
+
+
+def _hard_sts_card(rows: pd.DataFrame) -> dict:
+    hard = rows[(rows["task"] == "Hard STS") & (rows["metric"] == "pearson")]
+    if hard.empty:
+        return {}
+    return {"hard_sts": {**{d: round(float(v), 2) for d, v in zip(hard["dataset"], hard["value"])},
+                         "avg": round(float(hard["value"].mean()), 2)}}
+
+
+def _tatoeba_card(rows: pd.DataFrame) -> dict:
+    errors = rows[(rows["task"] == "Tatoeba") & rows["metric"].str.startswith("error")]
+    if errors.empty:
+        return {}
+    return {"tatoeba": {dataset.split("-")[0]: {m.removeprefix("error "): round(float(v), 2)
+                                                for m, v in zip(group["metric"], group["value"])}
+                        for dataset, group in errors.groupby("dataset", sort=False)}}
+
 
 SUITES = {suite.name: suite for suite in (
     Suite("sts", "STS12-16", "STS 2012–2016: Pearson's r of cosine similarity, per dataset and year", (("en",),),
-          "pearson", evaluate_sts),
+          "pearson", evaluate_sts, "sts", main_score=(r"STS1[2-6]", "all (pooled)", "spearman"), card=_sts_card),
+    Suite("stsb", "STS-B", "the STS Benchmark's test split", (("en",),), "spearman", evaluate_stsb, "stsb",
+          main_score=("STS-B", "test", "spearman")),
     Suite("hard_sts", "Hard STS", "pairs whose wording and meaning disagree (Hard+ and Hard−)", (("en",),),
-          "pearson", evaluate_hard_sts),
-    Suite("sts17", "STS17", "SemEval-2017 monolingual and cross-lingual tracks",
-          tuple(tuple(dict.fromkeys(track.split("-"))) for track in PAPER_STS17_TRACKS), "pearson", evaluate_sts17),
+          "pearson", evaluate_hard_sts, "sts_hard", card=_hard_sts_card),
+    Suite("sts17", "STS17", "SemEval-2017 tracks (the paper's Figure 4 ones, en-en and en-es WMT; --tracks names "
+          "some)", tuple(tuple(dict.fromkeys(track.split("-")[:2])) for track in STS17_TRACKS), "pearson",
+          evaluate_sts17, "sts17", main_score=("STS17", None, "spearman"), options=("tracks",)),
     Suite("tatoeba", "Tatoeba", "similarity-search error rate, both directions",
-          tuple(("en", lang) for lang in TATOEBA_CODES), "error", evaluate_tatoeba),
+          tuple(("en", lang) for lang in TATOEBA_CODES), "error", evaluate_tatoeba, "tatoeba",
+          main_score=("Tatoeba", None, "f1 xx->en"), card=_tatoeba_card),
 )}
 
 
@@ -99,16 +140,18 @@ EVALUATION_VERSION = 3  # bump when a change alters results, so cached ones are 
 _DIGESTS: dict[tuple, str] = {}
 
 
-def evaluation_data_digest() -> str:
-    """sha256 over the names and bytes of every evaluation file (``<data>/eval``): cached results are keyed on
-    it, so edited or replaced gold scores are never answered with a number computed from the old ones. Hashed
-    once per process for each set of (name, size, modification time)."""
-    root = data_dir() / "eval"
+def suite_data_digest(suite: Suite) -> str:
+    """sha256 over the names and bytes of the files the suite reads (``<data>/eval/<folder>``): its cached results
+    are keyed on it, so edited or replaced gold scores are never answered with a number computed from the old
+    ones, and a file added for another suite invalidates nothing here. Hashed once per process for each set of
+    (name, size, modification time)."""
+    root = data_dir() / "eval" / suite.folder
     files = sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else []
-    stamp = tuple((p.relative_to(root).as_posix(), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
+    stamp = (suite.folder, *((p.relative_to(root).as_posix(), p.stat().st_size, p.stat().st_mtime_ns)
+                             for p in files))
     if stamp not in _DIGESTS:
         h = hashlib.sha256()
-        for path, (name, _, _) in zip(files, stamp):
+        for path, (name, _, _) in zip(files, stamp[1:]):
             h.update(name.encode() + b"\0" + sha256_of(path).encode())
         _DIGESTS[stamp] = h.hexdigest()
     return _DIGESTS[stamp]
@@ -126,43 +169,59 @@ class AnyLanguage:
 
 
 def evaluate(encoder: Encoder, suite: str = "sts", show_progress: bool = False, cache: bool = True,
-             force_languages: bool = False) -> pd.DataFrame:
+             force_languages: bool = False, **options) -> pd.DataFrame:
     """Run one evaluation suite (or ``"all"``) on ``encoder``; tidy rows (encoder, task, dataset, metric,
-    value, n). Suites: :data:`SUITES` (sts, hard_sts, sts17, tatoeba). Embeddings and results are cached
-    (``cache=False`` bypasses both). A suite in languages the encoder does not declare is refused, unless
-    ``force_languages`` (then every part is run and each row's ``note`` says so)."""
+    value, n). Suites: :data:`SUITES` (sts, stsb, hard_sts, sts17, tatoeba); ``options`` go to the one suite that
+    takes them (``tracks=["en-en"]`` for sts17). Embeddings and results are cached (``cache=False`` bypasses
+    both). A suite in languages the encoder does not declare is refused, unless ``force_languages`` (then every
+    part is run and each row's ``note`` says so)."""
     check_name("evaluation suite", suite, [*SUITES, "all"])
-    names = [suite]
+    unknown = sorted(set(options) - set(SUITES[suite].options if suite != "all" else ()))
+    if unknown:
+        takes = "; ".join(f"{name}: {', '.join(s.options)}" for name, s in SUITES.items() if s.options)
+        raise WorkbenchError(f"evaluation option {', '.join(unknown)} does not apply to suite {suite!r}; the options "
+                             f"are {takes}")
     if force_languages and getattr(encoder, "languages", None) is not None:
         declared = ", ".join(encoder.languages)
-        frame = evaluate(AnyLanguage(encoder), suite, show_progress, cache)
+        frame = evaluate(AnyLanguage(encoder), suite, show_progress, cache, **options)
         return frame.assign(note=f"outside its declared languages ({declared}): asked for with force_languages")
-    if suite != "all" and not SUITES[suite].takes(encoder):
-        raise WorkbenchError(f"{SUITES[suite].task} holds {SUITES[suite].describe_reads()}, and encoder "
-                             f"{encoder.name!r} declares {', '.join(encoder.languages) or 'nothing'}: evaluate it "
-                             "anyway with force_languages=True (CLI --force-languages), and the rows are marked")
-    if suite == "all":
-        names = [name for name in SUITES if SUITES[name].takes(encoder)]
-        for name in SUITES.keys() - set(names):
-            log.warning("skipping %s: it holds %s, and encoder %r reads %s", SUITES[name].task,
-                        SUITES[name].describe_reads(), encoder.name, ", ".join(encoder.languages))
-        if not names:
-            raise WorkbenchError(f"encoder {encoder.name!r} reads {', '.join(encoder.languages) or 'nothing'}, and "
-                                 "every evaluation suite holds other languages ("
-                                 f"{'; '.join(f'{n}: {s.describe_reads()}' for n, s in SUITES.items())})")
+    names = _suites_for(encoder, suite)
     if not cache:
-        return pd.concat([SUITES[name].run(encoder, show_progress=show_progress) for name in names], ignore_index=True)
+        return pd.concat([SUITES[name].run(encoder, show_progress=show_progress, **options) for name in names],
+                         ignore_index=True)
     forced = isinstance(encoder, AnyLanguage)
     encoder = cached(encoder)
-    key = {"version": EVALUATION_VERSION, "data": evaluation_data_digest(),
-           **({"any_language": True} if forced else {})}
-    frames = [pd.DataFrame(remember("evaluate", encoder.fingerprint, {"suite": name, **key},
-                                    lambda name=name: SUITES[name].run(encoder, show_progress=show_progress)
-                                    .to_dict(orient="records")))
-              for name in names]
+    frames = []
+    for name in names:
+        key = {"suite": name, "version": EVALUATION_VERSION, "data": suite_data_digest(SUITES[name]),
+               **({"any_language": True} if forced else {}), **({"options": options} if options else {})}
+        records = remember("evaluate", encoder.fingerprint, key, lambda name=name: SUITES[name].run(
+            encoder, show_progress=show_progress, **options).to_dict(orient="records"))
+        frames.append(pd.DataFrame(records))
     return pd.concat([frame.reindex(columns=[*COLUMNS, *(c for c in frame.columns if c not in COLUMNS)])
                       .assign(encoder=encoder.name)  # the name asked for, not the first one stored
                       for frame in frames], ignore_index=True)
+
+
+def _suites_for(encoder: Encoder, suite: str) -> list[str]:
+    """The suites ``suite`` names that ``encoder`` can take: the one named (refused when it cannot, with the way
+    to ask anyway), or for ``"all"`` every one it reads (the others skipped with a warning)."""
+    if suite != "all":
+        if not SUITES[suite].takes(encoder):
+            raise WorkbenchError(f"{SUITES[suite].task} holds {SUITES[suite].describe_reads()}, and encoder "
+                                 f"{encoder.name!r} declares {', '.join(encoder.languages) or 'nothing'}: evaluate "
+                                 "it anyway with force_languages=True (CLI --force-languages), and the rows are "
+                                 "marked")
+        return [suite]
+    names = [name for name in SUITES if SUITES[name].takes(encoder)]
+    for name in SUITES.keys() - set(names):
+        log.warning("skipping %s: it holds %s, and encoder %r reads %s", SUITES[name].task,
+                    SUITES[name].describe_reads(), encoder.name, ", ".join(encoder.languages))
+    if not names:
+        raise WorkbenchError(f"encoder {encoder.name!r} reads {', '.join(encoder.languages) or 'nothing'}, and "
+                             "every evaluation suite holds other languages ("
+                             f"{'; '.join(f'{n}: {s.describe_reads()}' for n, s in SUITES.items())})")
+    return names
 
 
 def mteb_view(frame: pd.DataFrame) -> pd.DataFrame:

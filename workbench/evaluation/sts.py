@@ -2,7 +2,7 @@
 
 STS 2012–2016 reports per year the unweighted mean over its sub-datasets and the mean of the five years (the
 paper's), beside the two other conventions in use (:data:`AGGREGATIONS`);
-Hard STS uses the paper authors' files; STS17 the SemEval-2017 cross-lingual and non-English tracks."""
+Hard STS uses the paper authors' files; STS17 the SemEval-2017 tracks; STS-B its test split."""
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import pearsonr, spearmanr
 
-from ..data.sts import HARD_STS, STS_DATASETS, load_sts, load_sts17, load_sts_hard
+from ..data.sts import HARD_STS, STS17_TRACKS, STS_DATASETS, load_sts, load_sts17, load_sts_hard, load_stsb
 from ..encoders import Encoder, check_embeddings, check_reads
 
 PAPER_STS17_TRACKS = ("es-es", "ar-ar", "en-es", "en-ar", "en-tr")  # Figure 4
@@ -96,6 +96,17 @@ def evaluate_sts(encoder: Encoder, years: Sequence[int] = tuple(STS_DATASETS),
     return pd.concat([frame, pd.DataFrame(summary)], ignore_index=True).reindex(columns=[*COLUMNS, "aggregation"])
 
 
+def evaluate_stsb(encoder: Encoder, show_progress: bool = False) -> pd.DataFrame:
+    """The STS Benchmark's test split (1,379 pairs): Pearson and Spearman (× 100; MTEB's main score is the
+    Spearman)."""
+    check_reads(encoder, ("en",), "STS-B")
+    frame = load_stsb("test")
+    lookup = embed_unique(encoder, [*frame["sentence1"], *frame["sentence2"]], show_progress)
+    return pd.DataFrame([{"encoder": encoder.name, "task": "STS-B", "dataset": "test", "metric": metric,
+                          "value": value, "n": len(frame)} for metric, value in score_pairs(lookup, frame).items()],
+                        columns=COLUMNS)
+
+
 def evaluate_hard_sts(encoder: Encoder, show_progress: bool = False) -> pd.DataFrame:
     """Pearson/Spearman on the paper authors' Hard STS files (Hard+ = ``hard-pos``, Hard− = ``hard-neg``)."""
     check_reads(encoder, ("en",), "Hard STS")
@@ -112,11 +123,12 @@ def evaluate_sts17(encoder: Encoder, tracks: Sequence[str] | None = None,
                    show_progress: bool = False) -> pd.DataFrame:
     """SemEval-2017 tracks, both sides through the same encoder (for BGT: the semantic encoder).
 
-    ``tracks=None`` means the paper's Figure 4 tracks that the encoder can read (the others are skipped with
-    a warning); a track named explicitly that the encoder cannot read raises an error.
+    ``tracks=None`` means every track of the data that the encoder can read (the others are skipped with a
+    warning): the paper's Figure 4 tracks (:data:`PAPER_STS17_TRACKS`), en-en and the WMT half of en-es; a track
+    named explicitly that the encoder cannot read raises an error.
     """
     rows = []
-    for track in tracks or PAPER_STS17_TRACKS:
+    for track in tracks or STS17_TRACKS:
         frame, lang1, lang2 = load_sts17(track)
         if not check_reads(encoder, (lang1, lang2), f"STS17 track {track!r}", strict=tracks is not None):
             continue

@@ -39,22 +39,16 @@ words before.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from ..checks import number, whole
 from .base import ModelConfig, SentenceModel
-from .transformer import (
-    LatentDecoder,
-    SentenceEncoder,
-    TransformerConfig,
-    shift_right,
-)
+from .losses import drop_words, free_bits, kl_to_standard_normal, token_loss
+from .transformer import LatentDecoder, SentenceEncoder, TransformerConfig, beam_search, shift_right
 
 SETTINGS = ("bgt", "bgt_no_prior", "bgt_no_langvars", "bilingual_trans", "english_trans", "english_ae",
             "english_vae")
@@ -155,20 +149,6 @@ class BGTConfig(ModelConfig):
                                  max_len=self.max_len, pad_id=self.pad_id)
 
 
-def drop_words(prev: torch.Tensor, rate: float, pad_id: int) -> torch.Tensor:
-    """Word dropout on a decoder's teacher-forcing input (Bowman et al. 2016): each token after the first
-    (EOS) becomes padding — a zero embedding, so only its position remains — with probability ``rate``, so the
-    decoder must take more of the sentence from its latents and less from the words before."""
-    drop = torch.rand(prev.shape, device=prev.device) < rate
-    drop[:, 0] = False
-    return prev.masked_fill(drop & (prev != pad_id), pad_id)
-
-
-def kl_to_standard_normal(mu: torch.Tensor, logv: torch.Tensor) -> torch.Tensor:
-    """Σ over dims of KL(N(mu, exp(logv)) || N(0, I)), per example."""
-    return -0.5 * (1 + logv - mu.pow(2) - logv.exp()).sum(-1)
-
-
 def semantic_side(batch_size: int, sem_side: str = "example", step: int = 0,
                   device: torch.device | str = "cpu") -> torch.Tensor:
     """(B,) bool: which examples feed English to the semantic encoder's generative path.
@@ -182,23 +162,6 @@ def semantic_side(batch_size: int, sem_side: str = "example", step: int = 0,
     if sem_side == "microbatch":
         return torch.full((batch_size,), step % 2 == 0, device=device)
     raise ValueError(f"unknown sem_side {sem_side!r}; valid: {', '.join(SEM_SIDES)}")
-
-
-def free_bits(kl: torch.Tensor, floor: float) -> torch.Tensor:
-    """The summed KL of a batch (``kl``: one value per example) with its mean held at ≥ ``floor`` nats: n ·
-    max(floor, mean). Below the floor the term is constant, so its gradient is zero and the latent may carry
-    that much without cost (Kingma et al. 2016's free bits, for a whole latent rather than per dimension)."""
-    if not floor:
-        return kl.sum()
-    return kl.shape[0] * torch.clamp(kl.mean(), min=floor)
-
-
-def token_loss(logits: torch.Tensor, target: torch.Tensor, pad_id: int, smoothing: float) -> torch.Tensor:
-    """Cross-entropy summed over the non-pad target tokens, label-smoothed in fairseq's form
-    (1−ε)·NLL + ε/V·Σ_v −log p_v (PyTorch's ``label_smoothing`` is the same form); ε = 0: the NLL.
-    logits (..., V), target (...)."""
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), target.reshape(-1), ignore_index=pad_id,
-                           reduction="sum", label_smoothing=smoothing)
 
 
 class BGT(SentenceModel):
@@ -322,68 +285,73 @@ class BGT(SentenceModel):
         a posterior-collapse check).
         """
         cfg, s = self.cfg, self.cfg.setting
-        pad, eos, fx = cfg.pad_id, cfg.eos_id, cfg.foreign
         zero = en.new_zeros((), dtype=torch.float)
-        recon = trans = kl_sem = kl_lang = kl_lang_cost = zero
-        target = {"en": en, fx: xx}
-
-        def decoded(decoder: str, tokens: torch.Tensor, cond: torch.Tensor, smoothing: float,
-                    word_dropout: float = 0.0) -> torch.Tensor:
-            """The loss of ``decoders[decoder]`` teacher-forced on ``tokens`` given ``cond``."""
-            keep = tokens != pad
-            prev = shift_right(tokens, eos, pad)
-            if word_dropout and self.training:
-                prev = drop_words(prev, word_dropout, pad)
-            logits = self.decoders[decoder](prev, cond, keep)
-            return token_loss(logits, tokens[keep], pad, smoothing)
-
+        t = {"recon": zero, "trans": zero, "kl_sem": zero, "kl_lang": zero, "kl_lang_cost": zero}
         if s in ("english_ae", "english_vae"):
             mu, logv = self.encoders["semantic"](en)
             means = [mu]
-            recon = decoded("en", en, self.latent(mu, logv), cfg.label_smoothing)
+            t["recon"] = self._decoded("en", en, self.latent(mu, logv), cfg.label_smoothing)
             if logv is not None:
-                kl_sem = kl_to_standard_normal(mu, logv).sum()
+                t["kl_sem"] = kl_to_standard_normal(mu, logv).sum()
         elif s == "english_trans":
             mu, _ = self.encoders["semantic"](en)
             means = [mu]
-            trans = decoded(f"en->{fx}", xx, mu, cfg.label_smoothing)
+            t["trans"] = self._decoded(f"en->{cfg.foreign}", xx, mu, cfg.label_smoothing)
         else:
-            mu_en, logv_en = self.encoders["semantic"](en)
-            mu_xx, logv_xx = self.encoders["semantic"](xx)
-            means = [mu_en, mu_xx]
-            trans = (decoded(f"en->{fx}", xx, mu_en, cfg.label_smoothing)
-                     + decoded(f"{fx}->en", en, mu_xx, cfg.label_smoothing))
-            if s != "bilingual_trans":
-                side = semantic_side(en.shape[0], cfg.sem_side, step, en.device)[:, None]
-                mu_sem = torch.where(side, mu_en, mu_xx)
-                means = [mu_sem]
-                logv_sem = None if logv_en is None else torch.where(side, logv_en, logv_xx)
-                z_sem = self.latent(mu_sem, logv_sem)
-                if logv_sem is not None:
-                    kl_sem = kl_to_standard_normal(mu_sem, logv_sem).sum()
-                for lang in cfg.languages:
-                    if s == "bgt_no_langvars":
-                        cond = z_sem
-                    else:
-                        mu_l, logv_l = self.encoders[lang](target[lang])
-                        means.append(mu_l)
-                        z_l = self.latent(mu_l, logv_l, language=True)
-                        cond = torch.cat([z_l, z_sem], dim=-1)  # [language ; semantic]
-                        if logv_l is not None:
-                            kl_l = kl_to_standard_normal(mu_l, logv_l)
-                            kl_lang = kl_lang + kl_l.sum()
-                            kl_lang_cost = kl_lang_cost + free_bits(kl_l, cfg.language_free_bits)
-                    # un-smoothed NLL (docs/method.md#losses)
-                    recon = recon + decoded(lang, target[lang], cond, 0.0, cfg.word_dropout)
+            means = self._bilingual_terms(en, xx, step, t)
         beta = self.kl_weight(update)
         trans_weight = 0.5 if s == "bilingual_trans" else cfg.trans_weight  # docs/method.md#translation-loss
-        kl = kl_sem + kl_lang
-        loss = cfg.recon_weight * recon + beta * (kl_sem + cfg.language_kl_weight * kl_lang_cost) + trans_weight * trans
+        kl = t["kl_sem"] + t["kl_lang"]
+        loss = (cfg.recon_weight * t["recon"] + beta * (t["kl_sem"] + cfg.language_kl_weight * t["kl_lang_cost"])
+                + trans_weight * t["trans"])
         active = (torch.cat(means, dim=-1).detach().float().var(dim=0) >= 0.01).sum() if en.shape[0] > 1 else 0
-        return {"loss": loss, "recon": recon.detach(), "trans": trans.detach(), "kl": kl.detach(),
-                "kl_semantic": kl_sem.detach(), "kl_language": kl_lang.detach(),
+        return {"loss": loss, "recon": t["recon"].detach(), "trans": t["trans"].detach(), "kl": kl.detach(),
+                "kl_semantic": t["kl_sem"].detach(), "kl_language": t["kl_lang"].detach(),
                 "active_units": torch.as_tensor(active), "sentences": torch.tensor(en.shape[0]),
-                "tokens_en": (en != pad).sum(), "tokens_xx": (xx != pad).sum()}
+                "tokens_en": (en != cfg.pad_id).sum(), "tokens_xx": (xx != cfg.pad_id).sum()}
+
+    def _decoded(self, decoder: str, tokens: torch.Tensor, cond: torch.Tensor, smoothing: float,
+                 word_dropout: float = 0.0) -> torch.Tensor:
+        """The loss of ``decoders[decoder]`` teacher-forced on ``tokens`` given ``cond``."""
+        pad = self.cfg.pad_id
+        keep = tokens != pad
+        prev = shift_right(tokens, self.cfg.eos_id, pad)
+        if word_dropout and self.training:
+            prev = drop_words(prev, word_dropout, pad)
+        logits = self.decoders[decoder](prev, cond, keep)
+        return token_loss(logits, tokens[keep], pad, smoothing)
+
+    def _bilingual_terms(self, en: torch.Tensor, xx: torch.Tensor, step: int, t: dict) -> list[torch.Tensor]:
+        """The translation loss from z_sem of each side, then (BGT and its ablations) the generative path:
+        z_sem from one side (:func:`semantic_side`), each language's decoder on ``[z_lang ; z_sem]`` (or z_sem
+        alone without language variables) and the KL terms. Fills ``t``; returns the posterior means."""
+        cfg, s, fx = self.cfg, self.cfg.setting, self.cfg.foreign
+        mu_en, logv_en = self.encoders["semantic"](en)
+        mu_xx, logv_xx = self.encoders["semantic"](xx)
+        t["trans"] = (self._decoded(f"en->{fx}", xx, mu_en, cfg.label_smoothing)
+                      + self._decoded(f"{fx}->en", en, mu_xx, cfg.label_smoothing))
+        if s == "bilingual_trans":
+            return [mu_en, mu_xx]
+        side = semantic_side(en.shape[0], cfg.sem_side, step, en.device)[:, None]
+        mu_sem = torch.where(side, mu_en, mu_xx)
+        means = [mu_sem]
+        logv_sem = None if logv_en is None else torch.where(side, logv_en, logv_xx)
+        z_sem = self.latent(mu_sem, logv_sem)
+        if logv_sem is not None:
+            t["kl_sem"] = kl_to_standard_normal(mu_sem, logv_sem).sum()
+        for lang, target in (("en", en), (fx, xx)):
+            cond = z_sem
+            if s != "bgt_no_langvars":
+                mu_l, logv_l = self.encoders[lang](target)
+                means.append(mu_l)
+                cond = torch.cat([self.latent(mu_l, logv_l, language=True), z_sem], dim=-1)  # [language ; semantic]
+                if logv_l is not None:
+                    kl_l = kl_to_standard_normal(mu_l, logv_l)
+                    t["kl_lang"] = t["kl_lang"] + kl_l.sum()
+                    t["kl_lang_cost"] = t["kl_lang_cost"] + free_bits(kl_l, cfg.language_free_bits)
+            # un-smoothed NLL (docs/method.md#losses)
+            t["recon"] = t["recon"] + self._decoded(lang, target, cond, 0.0, cfg.word_dropout)
+        return means
 
     # --- generation (style transfer) -----------------------------------------------------------------------
 
@@ -406,32 +374,7 @@ class BGT(SentenceModel):
                              + ("; pass z_lang as well" if z_lang is None else ""))
         was_training = self.training
         self.eval()
-        B, device = cond.shape[0], cond.device
-        cond = cond.repeat_interleave(beam, dim=0)
-        prefix = torch.full((B * beam, 1), cfg.eos_id, dtype=torch.long, device=device)
-        scores = torch.zeros(B, beam, device=device)
-        scores[:, 1:] = -math.inf  # all beams start identical: keep one alive at first
-        finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(B)]
-        alive = torch.ones(B * beam, dtype=torch.bool, device=device)
-        for step in range(max_len):
-            logp = F.log_softmax(dec(prefix, cond)[:, -1].float(), dim=-1)  # (B*beam, V)
-            V = logp.shape[-1]
-            logp[~alive] = -math.inf
-            total = (scores.view(-1, 1) + logp).view(B, beam * V)
-            best, index = total.topk(beam, dim=-1)
-            source = index // V + torch.arange(B, device=device)[:, None] * beam
-            token = index % V
-            prefix = torch.cat([prefix[source.view(-1)], token.view(-1, 1)], dim=1)
-            scores = best.clone()
-            ended = (token == cfg.eos_id) | (step == max_len - 1)
-            for b, k in ended.nonzero().tolist():
-                if torch.isfinite(best[b, k]):
-                    ids = prefix[b * beam + k, 1:].tolist()
-                    ids = ids[:-1] if ids and ids[-1] == cfg.eos_id else ids
-                    finished[b].append((best[b, k].item() / max(1, len(ids) + 1), ids))
-            scores[ended] = -math.inf
-            alive = torch.isfinite(scores).view(-1)
-            if all(len(f) >= beam for f in finished) or not alive.any():
-                break
-        self.train(was_training)
-        return [max(f, key=lambda item: item[0])[1] if f else [] for f in finished]
+        try:
+            return beam_search(dec, cond, cfg.eos_id, max_len, beam)
+        finally:
+            self.train(was_training)

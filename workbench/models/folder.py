@@ -4,32 +4,27 @@ and hashed once — and turns it into a ready model.
 
 - A **checkpoint** (``runs/NAME/checkpoints/update-N/``, or a run's ``best/``) holds ``config.json`` (the model
   config, the training config, the sha256 of the tokenizer, of the training data and of every other file of the
-  folder), ``model.safetensors``, ``spm.model`` and, except ``best/``, ``trainer_state.safetensors`` + ``.json``
-  (optimizer moments, RNG state, data position; no pickle).
-  :func:`write_checkpoint` writes one and :func:`read_trainer_state` reads the trainer's part back.
-- A **run** (``runs/NAME/``) holds ``metrics.jsonl`` (one JSON object per line, see :func:`read_metrics`),
-  ``checkpoints/``, ``latest`` (the name of its newest checkpoint, ``update-N``) and ``best/``.
+  folder), ``model.safetensors``, ``spm.model`` and, except ``best/``, the trainer's state
+  (:mod:`workbench.models.checkpoint`).
+- A **run** (``runs/NAME/``) holds ``metrics.jsonl`` (:mod:`workbench.models.runlog`), ``checkpoints/``,
+  ``latest`` (the name of its newest checkpoint, ``update-N``) and ``best/``.
 - A **shipped model** (``trained/NAME/``) holds float16 ``model.safetensors``, ``spm.model``, ``config.json``
   (as a checkpoint's, plus the training record and whether the decoders were kept), ``curve.csv`` (the run's
   learning curve) and its card (``card.json`` / ``card.md``).
 
 Every folder's ``config.json`` lists the sha256 of all its files (:data:`DIGESTED`); :func:`verify_files` refuses a
 folder whose files differ, or that has files the list does not cover, before anything reads them. Folders are
-written in a temporary sibling and swapped in whole (:func:`swap_folder`).
+written in a temporary sibling and swapped in whole (:func:`workbench.paths.swap_folder`).
 """
 from __future__ import annotations
-
-from contextlib import contextmanager
 
 import hashlib
 import json
 import logging
-import os
 import re
 import shutil
 from pathlib import Path
 
-import pandas as pd
 import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
@@ -37,7 +32,7 @@ from safetensors.torch import load_file, save_file
 from ..checks import WorkbenchError
 from ..data import sha256_of
 from ..data.tokenizer import Tokenizer
-from ..paths import CONFIG_SEAL, atomic_write, config_digest, read_json, sealed_config, trained_dir
+from ..paths import CONFIG_SEAL, config_digest, current_format, sealed_config, trained_dir
 from . import build_model, fitted
 from .pins import check_pinned
 
@@ -65,8 +60,9 @@ def read_weights(path: Path, device: str = "cpu") -> dict[str, torch.Tensor]:
 
 
 def read_config(folder: Path, data: bytes | None = None) -> dict:
-    """A model or checkpoint folder's ``config.json`` (``data``: its bytes, where the caller read them already),
-    refused by name unless it is a JSON object whose ``model`` is an object naming its ``setting``."""
+    """A model or checkpoint folder's ``config.json`` as written (``data``: its bytes, where the caller read them
+    already), refused by name unless it is a JSON object whose ``model`` is an object naming its ``setting``;
+    :func:`workbench.paths.current_format` reads an older format's fields in today's layout."""
     path = folder / "config.json"
     try:
         meta = json.loads(data.decode("utf-8") if data is not None else path.read_text(encoding="utf-8"))
@@ -132,8 +128,8 @@ def verify_files(folder: Path, meta: dict, trust_unverified: bool = False, sha25
         return
     covered = set(digests)
     state = folder / "trainer_state.json"
-    if "trainer_state.json" not in digests and state.is_file():  # a checkpoint written before config.json
-        legacy = json.loads(state.read_text()).get("files_sha256")  # covered the trainer state: its own list
+    if meta.get("format", 1) == 1 and "trainer_state.json" not in digests and state.is_file():
+        legacy = json.loads(state.read_text()).get("files_sha256")  # the earliest checkpoints: its own list
         if legacy is not None:
             check_digests(folder, legacy, "trainer_state.json", sha256)
             covered |= {"trainer_state.json", *legacy}
@@ -141,64 +137,6 @@ def verify_files(folder: Path, meta: dict, trust_unverified: bool = False, sha25
     if extra:
         raise WorkbenchError(f"{folder}: {', '.join(extra)} not covered by the sha256 list in config.json (added or "
                              "replaced after the folder was written); remove it or re-export the folder")
-
-
-def temp_sibling(folder: Path) -> Path:
-    """A new, empty temporary folder beside ``folder`` to build its replacement in (then :func:`swap_folder`). It is
-    named with this process's id, as every temporary file of the workbench is, so two writers never share one."""
-    tmp = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    return tmp
-
-
-@contextmanager
-def only_writer(folder: Path):
-    """Hold ``.NAME.lock`` beside ``folder`` while this process builds its replacement: a second writer of the same
-    folder (another export or import to that name) is refused at once instead of silently replacing the first's
-    work. A lock left by a process that no longer runs (killed) is taken over."""
-    lock = folder.with_name(f".{folder.name}.lock")
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    for _ in range(2):
-        try:
-            descriptor = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-            break
-        except FileExistsError:
-            holder = lock.read_text().strip() if lock.is_file() else ""
-            if holder.isdigit() and _running(int(holder)):
-                raise WorkbenchError(f"{folder} is being written by process {holder} (another export or import); "
-                                     f"wait for it to finish, or remove {lock} if that process is gone") from None
-            lock.unlink(missing_ok=True)  # its writer was killed
-    else:
-        raise WorkbenchError(f"cannot take {lock}: another writer keeps taking it")
-    try:
-        os.write(descriptor, str(os.getpid()).encode())
-        os.close(descriptor)
-        yield
-    finally:
-        lock.unlink(missing_ok=True)
-
-
-def _running(pid: int) -> bool:
-    """Whether process ``pid`` exists (signal 0 checks without sending; another user's process exists too)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    return True
-
-
-def swap_folder(tmp: Path, folder: Path) -> None:
-    """Put the complete folder ``tmp`` in the place of ``folder`` (the old one is removed only afterwards): the one
-    way a model, checkpoint or package folder is replaced, so a reader finds the old folder or the new one."""
-    old = folder.with_name(f".{folder.name}.{os.getpid()}.old")
-    shutil.rmtree(old, ignore_errors=True)
-    if folder.exists():
-        os.replace(folder, old)
-    os.replace(tmp, folder)
-    shutil.rmtree(old, ignore_errors=True)
 
 
 def latest_checkpoint(path: str | Path) -> Path:
@@ -213,87 +151,6 @@ def latest_checkpoint(path: str | Path) -> Path:
                                  f"(checkpoints/update-N); the run folder is damaged")
         return path / "checkpoints" / pointer
     raise WorkbenchError(f"{path} is neither a checkpoint (no model.safetensors) nor a run directory (no latest)")
-
-
-def write_checkpoint(run_dir: Path, model: torch.nn.Module, tokenizer: Tokenizer, meta: dict,
-                     optimizer: torch.optim.Optimizer, state: dict, keep: int) -> Path:
-    """Write ``checkpoints/update-N`` (N = ``state["update"]``) atomically with the weights, ``meta`` in its
-    config.json, the optimizer moments and the RNG states, point ``latest`` at it and remove all but the newest
-    ``keep`` checkpoints."""
-    folder = run_dir / "checkpoints" / f"update-{state['update']}"
-    tmp = temp_sibling(folder)
-    tensors, opt_json = {}, {"param_groups": optimizer.state_dict()["param_groups"], "state_keys": {}}
-    for index, values in optimizer.state_dict()["state"].items():
-        for key, value in values.items():
-            tensors[f"optimizer.{index}.{key}"] = value.detach().cpu().contiguous()
-        opt_json["state_keys"][str(index)] = sorted(values)
-    tensors["rng.torch"] = torch.get_rng_state()
-    if torch.cuda.is_available():
-        for i, rng in enumerate(torch.cuda.get_rng_state_all()):
-            tensors[f"rng.cuda.{i}"] = rng
-    save_file(tensors, str(tmp / "trainer_state.safetensors"))
-    (tmp / "trainer_state.json").write_text(json.dumps({**state, "optimizer": opt_json}, indent=2))
-    write_weights(tmp, model, tokenizer, meta)  # digests all four files
-    swap_folder(tmp, folder)
-    atomic_write(run_dir / "latest", folder.name)
-    kept = sorted((run_dir / "checkpoints").glob("update-*"), key=lambda p: int(p.name.split("-")[1]))
-    for old in kept[: -keep]:
-        shutil.rmtree(old, ignore_errors=True)
-    return folder
-
-
-def read_trainer_state(folder: Path, device: torch.device) -> tuple[dict, dict, dict]:
-    """A checkpoint's trainer state (update, data position, ...), optimizer state dict (on ``device``) and RNG
-    states (``torch``, ``cuda``: a list). The caller has verified the folder's files."""
-    tensors = read_weights(folder / "trainer_state.safetensors")
-    state = read_json(folder / "trainer_state.json")
-    opt = state.pop("optimizer")
-    state.pop("files_sha256", None)  # checkpoints written before config.json covered the trainer state
-    optimizer = {"state": {int(i): {k: tensors[f"optimizer.{i}.{k}"].to(device) for k in keys}
-                           for i, keys in opt["state_keys"].items()},
-                 "param_groups": opt["param_groups"]}
-    rng = {"torch": tensors["rng.torch"],
-           "cuda": [tensors[k] for k in sorted(k for k in tensors if k.startswith("rng.cuda."))]}
-    return state, optimizer, rng
-
-
-def checkpoint_update(folder: Path) -> int:
-    """The update a checkpoint folder (``checkpoints/update-N`` or ``best/``) holds."""
-    state = folder / "trainer_state.json"
-    meta = read_json(state if state.is_file() else folder / "config.json")
-    return int(meta["update"])
-
-
-CURVE_COLUMNS = ["run", "update", "pairs_seen", "train_seconds", "metric", "view", "value"]
-
-
-def learning_curve(path: str | Path) -> pd.DataFrame:
-    """A run's learning curves, tidy: ``run, update, pairs_seen, train_seconds, metric, view, value`` with
-    metric ``stsb_dev`` (Pearson × 100, per English-reading view; update 0 is the network at initialisation)
-    and ``valid_loss`` (per pair, view ``all``). ``path``: a run directory (its ``metrics.jsonl``), or a shipped
-    model's folder or name (its ``curve.csv``, written by ``models export``)."""
-    path = model_path(path)
-    if (path / "curve.csv").is_file():  # labelled with the model's name, not the run it was exported from
-        return pd.read_csv(path / "curve.csv").assign(run=folder_name(path))
-    if not (path / "metrics.jsonl").is_file():
-        raise WorkbenchError(f"{path} has no metrics.jsonl (a training run) or curve.csv (a shipped model)")
-    return metrics_curve(read_metrics(path), path.name)
-
-
-def metrics_curve(lines: list[dict], run: str) -> pd.DataFrame:
-    """:func:`learning_curve` of a run's :func:`read_metrics` records, for a caller that has read them already."""
-    seconds = pairs = 0.0
-    rows = []
-    for line in lines:  # as logged, else summed from the update lines (runs logged before these fields existed)
-        if "tokens_per_s" in line:
-            seconds, pairs = seconds + line["tokens"] / line["tokens_per_s"], pairs + line.get("sentences", 0)
-        seconds, pairs = line.get("train_seconds", seconds), line.get("pairs_seen", pairs)
-        at = {"run": run, "update": line["update"], "pairs_seen": int(pairs), "train_seconds": round(seconds, 2)}
-        rows += [{**at, "metric": "stsb_dev", "view": view, "value": value}
-                 for view, value in line.get("stsb_dev", {}).items()]
-        if "valid_loss" in line:
-            rows.append({**at, "metric": "valid_loss", "view": "all", "value": line["valid_loss"]})
-    return pd.DataFrame(rows, columns=CURVE_COLUMNS)
 
 
 def folder_name(path: Path) -> str:
@@ -328,10 +185,11 @@ class ModelFolder:
         self.name = folder_name(path)
         self._bytes: dict[str, bytes] = {}
         self._digests: dict[str, str] = {}
-        self.config = read_config(self.path, self.read("config.json") if (self.path / "config.json").is_file()
-                                  else None)
+        written = read_config(self.path, self.read("config.json") if (self.path / "config.json").is_file()
+                              else None)
+        self.config = current_format(written, self.path / "config.json")  # what every reader below sees
         check_pinned(self.path, self.sha256("config.json"))
-        verify_files(self.path, self.config, trust_unverified, sha256=self.sha256)
+        verify_files(self.path, written, trust_unverified, sha256=self.sha256)  # as written: the seal covers it
 
     def read(self, name: str) -> bytes:
         """A file's bytes, read once (and hashed from the same bytes by :meth:`sha256`)."""
@@ -399,23 +257,3 @@ def shipped(root: str | Path | None = None) -> list[str]:
     return sorted(p.name for p in root.iterdir() if (p / "card.json").is_file()) if root.is_dir() else []
 
 
-def read_metrics(run: str | Path) -> list[dict]:
-    """The records of a run's ``metrics.jsonl`` (none when it has none yet): one per update (``update``, losses,
-    ``pairs_seen``, ``train_seconds``; ``valid_loss`` and ``stsb_dev`` where measured), or a one-go fit's single
-    record. A line that is not a JSON object is refused with the file and line number."""
-    path = Path(run) / "metrics.jsonl"
-    if not path.is_file():
-        return []
-    records = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise WorkbenchError(f"{path}, line {number}: cannot parse it as JSON ({err.msg}); the run's log is "
-                                 "damaged") from None
-        if not isinstance(record, dict):
-            raise WorkbenchError(f"{path}, line {number}: not a JSON object; the run's log is damaged")
-        records.append(record)
-    return records

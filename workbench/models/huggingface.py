@@ -3,8 +3,8 @@
 A local folder (or a name already in the Hugging Face cache) holding a ``transformers`` encoder — a plain model
 (``config.json``, safetensors weights, a tokenizer) or a sentence-transformers model folder (the same plus
 ``modules.json``) — is loaded offline with safetensors weights only: nothing is downloaded and nothing is
-unpickled. Layers: 0 is the embedding layer's output, 1…L each block's, negative numbers count from the top
-(-1 = L). Pooling: ``"mean"`` (over the real tokens), ``"cls"`` (the first token), or ``"model"`` — a
+unpickled. Layers: 0 is the embedding layer's output, 1…L each block's, and -1 the sentence embedding, which
+for these models is the top layer L pooled (``workbench.encoders.LayeredEncoder``). Pooling: ``"mean"`` (over the real tokens), ``"cls"`` (the first token), or ``"model"`` — a
 sentence-transformers folder's own pooling and normalisation, which at the top layer gives exactly the vectors
 the sentence-transformers library gives. Needs the ``hf`` extra (``pip install -e '.[hf]'``).
 """
@@ -265,12 +265,16 @@ class HFEncoder(NamedEncoder):
         self.files_digest = _folder_digest(folder)
         self._read_at(layer)
 
+    def _number(self, layer: int) -> int:
+        """``layer`` as a number from 0 (-1, the sentence embedding, is the top layer here)."""
+        if not (layer == -1 and isinstance(layer, int) or whole(layer, 0, self.n_layers)):
+            raise WorkbenchError(f"layer {layer!r} does not exist in {self.folder.name}: it has layers 0 (embeddings) "
+                                 f"to {self.n_layers}, or -1 (its sentence embedding: the top layer, pooled)")
+        return layer % (self.n_layers + 1)
+
     def _read_at(self, layer: int) -> None:
         """Point this encoder at ``layer``: its number from 0, its name and its fingerprint."""
-        if not whole(layer, -self.n_layers - 1, self.n_layers):
-            raise WorkbenchError(f"layer {layer!r} does not exist in {self.folder.name}: it has layers 0 (embeddings) "
-                                 f"to {self.n_layers}, or -1 to -{self.n_layers + 1} counting from the top")
-        self.layer = layer % (self.n_layers + 1)
+        self.layer = self._number(layer)
         self.name = f"{self.base_name}@{self.layer}"
         parts = (self.files_digest, str(self.layer), self.pool, str(self.normalise), str(self.max_len))
         self.fingerprint = hashlib.sha256("\0".join(parts).encode()).hexdigest()
@@ -293,7 +297,7 @@ class HFEncoder(NamedEncoder):
                       show_progress: bool = False) -> dict[int, np.ndarray]:
         """Every layer of ``layers`` pooled from one forward pass per batch: ``{layer: (n, dim) float32}``."""
         sentences = check_sentences(sentences)
-        layers = [layer % (self.n_layers + 1) for layer in layers]
+        layers = [self._number(layer) for layer in layers]
         out = {layer: np.empty((len(sentences), self.dim), dtype=np.float32) for layer in layers}
         order = np.argsort([len(s) for s in sentences], kind="stable")
         for start in progress_bar(range(0, len(order), batch_size), desc=f"encode {self.name}", unit="batch",

@@ -24,7 +24,7 @@ from ..checks import check_name
 from ..data.batching import pad
 from ..data.tokenizer import detokenise
 from .base import ModelConfig, SentenceModel
-from .bgt import token_loss
+from .losses import token_loss
 from .paraphrastic import BiLSTMEncoder
 
 

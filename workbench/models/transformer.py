@@ -197,3 +197,38 @@ def shift_right(tokens: torch.Tensor, eos_id: int, pad_id: int) -> torch.Tensor:
     prev[:, 0] = eos_id
     prev[:, 1:] = tokens[:, :-1]
     return prev
+
+
+@torch.no_grad()
+def beam_search(decoder: LatentDecoder, cond: torch.Tensor, eos_id: int, max_len: int, beam: int = 1
+                ) -> list[list[int]]:
+    """Decode one sentence per row of ``cond`` (B, C) with ``decoder`` (in eval mode): greedy (``beam=1``) or beam
+    search with length-normalised scores; id lists without the final EOS."""
+    B, device = cond.shape[0], cond.device
+    cond = cond.repeat_interleave(beam, dim=0)
+    prefix = torch.full((B * beam, 1), eos_id, dtype=torch.long, device=device)
+    scores = torch.zeros(B, beam, device=device)
+    scores[:, 1:] = -math.inf  # all beams start identical: keep one alive at first
+    finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(B)]
+    alive = torch.ones(B * beam, dtype=torch.bool, device=device)
+    for step in range(max_len):
+        logp = F.log_softmax(decoder(prefix, cond)[:, -1].float(), dim=-1)  # (B*beam, V)
+        V = logp.shape[-1]
+        logp[~alive] = -math.inf
+        total = (scores.view(-1, 1) + logp).view(B, beam * V)
+        best, index = total.topk(beam, dim=-1)
+        source = index // V + torch.arange(B, device=device)[:, None] * beam
+        token = index % V
+        prefix = torch.cat([prefix[source.view(-1)], token.view(-1, 1)], dim=1)
+        scores = best.clone()
+        ended = (token == eos_id) | (step == max_len - 1)
+        for b, k in ended.nonzero().tolist():
+            if torch.isfinite(best[b, k]):
+                ids = prefix[b * beam + k, 1:].tolist()
+                ids = ids[:-1] if ids and ids[-1] == eos_id else ids
+                finished[b].append((best[b, k].item() / max(1, len(ids) + 1), ids))
+        scores[ended] = -math.inf
+        alive = torch.isfinite(scores).view(-1)
+        if all(len(f) >= beam for f in finished) or not alive.any():
+            break
+    return [max(f, key=lambda item: item[0])[1] if f else [] for f in finished]

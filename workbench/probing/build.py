@@ -29,13 +29,12 @@ from ..data.moses import tokenise_many
 from ..data.tokenizer import detokenise
 from ..paths import PROBES_DIR, atomic_write, home_dir, read_json
 from ..progress import progress_bar
-from .builders import BUILDERS, PARSING
+from .builders import BUILDERS, PARSING, VERSIONS
 from .parse import parse, ship, stored_parses
 from .tasks import TaskCard, get_task, task_names
 
 log = logging.getLogger(__name__)
 
-BUILDER_VERSION = 8
 SPLIT_NAMES = ("tr", "va", "te")  # SentEval's split tags
 COLUMNS = ["split", "label", "sentence", "word"]
 
@@ -72,33 +71,11 @@ def select(candidates: Sequence[tuple[str, str, str]], sizes: dict[str, int], ma
     for label in sorted(by_label):
         rng.shuffle(by_label[label])
     counts = {label: min(len(items), cap or len(items)) for label, items in by_label.items()}
-    total = sum(counts.values())
-    wanted = sum(sizes.values())
-    if total == 0:
-        raise WorkbenchError(f"task {task!r}: the builder produced no examples from the pool")
-    scale = min(1.0, total / wanted)
-    if scale < 1:
-        log.warning("task %s: the pool gives %d examples, fewer than the %d asked for; all splits scaled by %.3f",
-                    task, total, wanted, scale)
-    take = min(total, wanted)
-    frac = {k: v / wanted for k, v in sizes.items()}
-    targets = {}
-    for label in sorted(by_label):
-        n_label = round(counts[label] * take / total)
-        n_va, n_te = round(n_label * frac["valid"]), round(n_label * frac["test"])
-        targets[label] = dict(zip(SPLIT_NAMES, (n_label - n_va - n_te, n_va, n_te)))
+    targets = _split_targets(counts, sizes, task)
     if lexical:
         rows = split_by_word(by_label, targets, rng)
         if balanced:  # whole words rarely fill every label's share exactly: trim each split to its rarest label
-            counts = Counter((tag, label) for tag, label, _, _ in rows)
-            keep = {tag: min(counts[tag, label] for label in by_label) for tag in SPLIT_NAMES}
-            taken: Counter = Counter()
-            trimmed = []
-            for row in rows:
-                taken[row[:2]] += 1
-                if taken[row[:2]] <= keep[row[0]]:
-                    trimmed.append(row)
-            rows = trimmed
+            rows = _trimmed_to_rarest(rows, tuple(by_label))
     else:
         rows = []
         for label in sorted(by_label):
@@ -111,6 +88,39 @@ def select(candidates: Sequence[tuple[str, str, str]], sizes: dict[str, int], ma
     data = data.iloc[order]
     data["_rank"] = data["split"].map({t: i for i, t in enumerate(SPLIT_NAMES)})
     return data.sort_values("_rank", kind="stable").drop(columns="_rank").reset_index(drop=True)
+
+
+def _split_targets(counts: dict[str, int], sizes: dict[str, int], task: str) -> dict[str, dict[str, int]]:
+    """How many examples of each label (``counts`` available) go to each split: the requested sizes, scaled down
+    (with a warning) when the pool gives fewer, each label in proportion."""
+    total, wanted = sum(counts.values()), sum(sizes.values())
+    if total == 0:
+        raise WorkbenchError(f"task {task!r}: the builder produced no examples from the pool")
+    scale = min(1.0, total / wanted)
+    if scale < 1:
+        log.warning("task %s: the pool gives %d examples, fewer than the %d asked for; all splits scaled by %.3f",
+                    task, total, wanted, scale)
+    take = min(total, wanted)
+    frac = {k: v / wanted for k, v in sizes.items()}
+    targets = {}
+    for label in sorted(counts):
+        n_label = round(counts[label] * take / total)
+        n_va, n_te = round(n_label * frac["valid"]), round(n_label * frac["test"])
+        targets[label] = dict(zip(SPLIT_NAMES, (n_label - n_va - n_te, n_va, n_te)))
+    return targets
+
+
+def _trimmed_to_rarest(rows: list[tuple], labels: tuple[str, ...]) -> list[tuple]:
+    """``rows`` (split, label, ...) with each split cut, in order, to its rarest label's count."""
+    counts = Counter((tag, label) for tag, label, _, _ in rows)
+    keep = {tag: min(counts[tag, label] for label in labels) for tag in SPLIT_NAMES}
+    taken: Counter = Counter()
+    trimmed = []
+    for row in rows:
+        taken[row[:2]] += 1
+        if taken[row[:2]] <= keep[row[0]]:
+            trimmed.append(row)
+    return trimmed
 
 
 def split_by_word(by_label: dict[str, list[tuple[str, str]]], targets: dict[str, dict[str, int]],
@@ -170,7 +180,7 @@ def _tokenised_pool(language: str, config: SplitConfig) -> tuple[str, ...]:
 
 def _spec_and_folder(card: TaskCard, sizes: dict[str, int], pool: Sequence[str] | None, seed: int,
                      config: SplitConfig) -> tuple[dict, Path]:
-    spec = {"card": card.digest, "sizes": sizes, "seed": seed, "builder_version": BUILDER_VERSION,
+    spec = {"card": card.digest, "sizes": sizes, "seed": seed, "builder_version": VERSIONS[card.builder],
             "pool": _pool_key(config) if pool is None else hashlib.sha256("\n".join(pool).encode()).hexdigest()}
     key = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
     return spec, home_dir() / "probing" / f"{card.name}-{key}"
@@ -215,8 +225,8 @@ def ship_manifests(size_sets: Sequence[dict[str, int] | None]) -> Path:
     """Build every task afresh at each of ``size_sets`` (None: the card's sizes) and record the manifests in
     ``workbench/probes/builds.json``, so the docs state sizes and digests without building every dataset (for
     maintainers, after a card, pool or builder change). A task whose data differs from the shipped manifest of the
-    same spec is refused: its builder changed without a :data:`BUILDER_VERSION` bump, and every stored build of it is
-    stale. Returns the file."""
+    same spec is refused: its builder changed without a bump of its ``version`` (:func:`.builders.builder`), and
+    every stored build of it is stale. Returns the file."""
     _pool_candidates.cache_clear()  # afresh: candidates memoised in this process may be a builder's older output
     builds = []
     for sizes in size_sets:
@@ -224,7 +234,8 @@ def ship_manifests(size_sets: Sequence[dict[str, int] | None]) -> Path:
             before, manifest = shipped_manifest(task, sizes), build_task(task, sizes=sizes, force=True).manifest
             if before is not None and before["sha256"] != manifest["sha256"]:
                 raise WorkbenchError(f"{task} built from the spec of its shipped manifest gives other data: its "
-                                     f"builder changed; bump BUILDER_VERSION in {Path(__file__).name} and ship again")
+                                     f"builder {get_task(task).builder} changed; bump its version (@builder(version=...)) and "
+                                     "ship again")
             builds.append(manifest)
     atomic_write(SHIPPED_BUILDS, json.dumps({"what": "the manifests of every probing task as `workbench probes build` "
                                                      "builds it (workbench probes build --ship-manifests)",

@@ -18,7 +18,7 @@ import pandas as pd
 
 from ..cache import cache_layers
 from ..checks import WorkbenchError
-from ..encoders import Encoder
+from ..encoders import Encoder, LayeredEncoder
 from ..progress import progress_bar
 from .build import ProbingDataset, build_task
 from .own import dataset_or_card
@@ -28,11 +28,11 @@ from .probe import check_options, probe
 def encoder_layers(encoder: Encoder, layers: str | Sequence[int] = "all") -> list[int]:
     """The layers of ``encoder`` a sweep visits: ``"all"`` (0…L, and -1 where the sentence embedding is not
     simply the top layer, as BGT's ``mu``), or the ones named (each checked)."""
-    offered = getattr(encoder, "layers", None)
-    if offered is None or not hasattr(encoder, "at_layer"):
+    if not isinstance(encoder, LayeredEncoder):
         raise WorkbenchError(f"encoder {encoder.name!r} offers no layers to sweep; layer sweeps need a Hugging "
                              "Face encoder (workbench.hf_encoder) or a Transformer view of a trained model "
                              "(load(name).encoder(view))")
+    offered = encoder.layers
     if isinstance(layers, str):
         if layers != "all":
             raise WorkbenchError(f"layers={layers!r}: give 'all' or a list of layer numbers ({list(offered)})")
@@ -58,7 +58,7 @@ def probe_layers(encoder: Encoder, tasks, layers: str | Sequence[int] = "all", s
     check_options(probe_options.get("classifier", "logreg"), probe_options.get("control", True),
                   probe_options.get("mdl", False))
     chosen = encoder_layers(encoder, layers)
-    name = getattr(encoder, "base_name", encoder.name)  # the network, whichever layer it was read at
+    name = encoder.base_name  # the network, whichever layer it was read at
     frames = []
     bar = progress_bar(total=len(resolved) * len(chosen), desc=f"layers of {encoder.name}", unit="probe",
                        disable=not show_progress)  # one bar, a step per (task, layer): fitting a layer shows progress

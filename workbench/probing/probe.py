@@ -26,7 +26,7 @@ from .classifiers import CLASSIFIERS
 from .control import CONTROLS, control_labels, control_words, uninformative
 from .mdl import online_codelength
 from .own import dataset_or_card
-from .tasks import get_task, task_names
+from .tasks import TaskCard, get_task, task_names
 
 PROBE_VERSION = 8  # bump when a change alters results, so cached ones are recomputed
 MIN_SUBSET = 20  # a subset accuracy on fewer sentences is shown as too few to read, not as a number
@@ -166,6 +166,26 @@ def probe(encoder: Encoder, task: str | Path | pd.DataFrame | ProbingDataset, cl
     seen in training and on those whose word was not.
     """
     control = check_options(classifier, control, mdl)
+    dataset, card = _checked_request(encoder, task, given, transfer, seeds, build_options)
+    splits = _checked_splits(card, dataset)
+    if cache:
+        encoder, given = cached(encoder), given if given is None else cached(given)
+    job = _ProbeJob(card, dataset, splits, Features(dataset, splits), classifier, cache, refit)
+    if given is None:
+        runs = [job.fit(encoder, s, control, mdl, transfer) for s in range(seed, seed + seeds)]
+        return runs[0] if seeds == 1 else over_seeds(runs)
+    joint = job.fit(Concatenated(encoder, given), seed, control, mdl)
+    alone = job.fit(given, seed, False, False)
+    joint.given, joint.given_accuracy = given.name, alone.accuracy
+    gain = joint.outcomes() - alone.outcomes()  # paired: the same test examples
+    joint.gain_ci_low, joint.gain_ci_high = bootstrap_ci(gain, seed=seed)
+    return joint
+
+
+def _checked_request(encoder: Encoder, task, given: Encoder | None, transfer: str | None, seeds,
+                     build_options: dict) -> tuple[ProbingDataset, TaskCard]:
+    """The task's dataset and card, once every option was checked against the encoders (before anything is
+    built)."""
     if not whole(seeds):
         raise WorkbenchError(f"seeds must be a whole number ≥ 1 (got {seeds!r})")
     if seeds > 1 and given is not None:
@@ -178,35 +198,34 @@ def probe(encoder: Encoder, task: str | Path | pd.DataFrame | ProbingDataset, cl
             raise WorkbenchError(f"conditional probe of {encoder.name!r} given itself: give another view")
     if transfer is not None:
         _check_transfer(card, encoder, transfer, given)
-    if dataset is None:
-        dataset = build_task(card, **build_options)
-    splits = _checked_splits(card, dataset)
-    if cache:
-        encoder, given = cached(encoder), given if given is None else cached(given)
-    features = Features(dataset, splits)
+    return (dataset if dataset is not None else build_task(card, **build_options)), card
 
-    def fit(reader: Encoder, seed: int, control, mdl, transfer=None) -> ProbeResult:
-        options = {"task": card.name, "data": dataset.manifest.get("sha256"), "classifier": classifier,
-                   "seed": seed, "control": control, "mdl": mdl, "version": PROBE_VERSION,
-                   **({"transfer": transfer} if transfer else {})}
+
+@dataclass
+class _ProbeJob:
+    """One task's dataset, splits and embeddings read once (``features``), fitted for any reader and seed."""
+    card: TaskCard
+    dataset: ProbingDataset
+    splits: dict
+    features: Features
+    classifier: str
+    cache: bool
+    refit: bool
+
+    def fit(self, reader: Encoder, seed: int, control, mdl, transfer=None) -> ProbeResult:
+        """A probe on ``reader``: from the result cache unless ``refit`` (or no cache, or unversioned data)."""
+        options = {"task": self.card.name, "data": self.dataset.manifest.get("sha256"),
+                   "classifier": self.classifier, "seed": seed, "control": control, "mdl": mdl,
+                   "version": PROBE_VERSION, **({"transfer": transfer} if transfer else {})}
 
         def compute() -> dict:
-            return asdict(_run_probe(reader, features, dataset, splits, classifier, seed, control, mdl, transfer))
+            return asdict(_run_probe(reader, self.features, self.dataset, self.splits, self.classifier, seed,
+                                     control, mdl, transfer))
 
-        if not cache or options["data"] is None:
+        if not self.cache or options["data"] is None:
             return ProbeResult(**compute())
-        stored = remember("probe", reader.fingerprint, options, compute, refresh=refit)
+        stored = remember("probe", reader.fingerprint, options, compute, refresh=self.refit)
         return ProbeResult(**{**stored, "encoder": reader.name})  # the name asked for, not the first one stored
-
-    if given is None:
-        runs = [fit(encoder, s, control, mdl, transfer) for s in range(seed, seed + seeds)]
-        return runs[0] if seeds == 1 else over_seeds(runs)
-    joint = fit(Concatenated(encoder, given), seed, control, mdl)
-    alone = fit(given, seed, False, False)
-    joint.given, joint.given_accuracy = given.name, alone.accuracy
-    gain = joint.outcomes() - alone.outcomes()  # paired: the same test examples
-    joint.gain_ci_low, joint.gain_ci_high = bootstrap_ci(gain, seed=seed)
-    return joint
 
 
 def _checked_splits(card, dataset: ProbingDataset) -> dict[str, pd.DataFrame]:

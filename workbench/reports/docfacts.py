@@ -20,7 +20,8 @@ import pandas as pd
 from ..checks import WorkbenchError
 from ..data.corpora import LANGUAGES, PAIRS, probe_pool, split_summary
 from ..data.sts import load_sts_hard
-from ..models.folder import learning_curve, shipped
+from ..models.folder import shipped
+from ..models.runlog import learning_curve
 from ..paths import REPO_ROOT, atomic_write, trained_dir
 from ..probing.build import SHIPPED_BUILDS, shipped_manifest
 from ..probing.control import FEW_TYPES

@@ -294,7 +294,7 @@ def gap_figure(gaps: pd.DataFrame, title: str = "Semantic minus English language
 
 
 def curve_figure(curves: pd.DataFrame, x: str = "update") -> go.Figure:
-    """Learning curves (:func:`workbench.models.folder.learning_curve` rows of one or more runs) against ``x``
+    """Learning curves (:func:`workbench.models.runlog.learning_curve` rows of one or more runs) against ``x``
     (``update``, ``train_seconds`` or ``pairs_seen``): STS-B dev Pearson × 100 per run and view on the left,
     validation loss per run on the right; dotted lines mark each view's value at initialisation (the
     random-init reference of the same shape)."""

@@ -28,7 +28,7 @@ import torch
 from ..checks import WorkbenchError, whole
 from ..data.corpora import load_splits
 from ..evaluation.sts import cosine, embed_unique
-from ..models.bgt import kl_to_standard_normal
+from ..models.losses import kl_to_standard_normal
 from ..models.folder import load
 from ..models.huggingface import minilm
 from .generation import content_words, latent_ablation, transfer_table

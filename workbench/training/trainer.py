@@ -31,7 +31,6 @@ from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import torch
 from filelock import FileLock, Timeout
 from torch.profiler import record_function
@@ -44,13 +43,12 @@ from ..data.training import TrainingData
 from ..encoders import unread
 from ..evaluation.sts import embed_unique, score_pairs
 from ..models import KINDS, build_model, checked_config
-from ..models.folder import (
-    CURVE_COLUMNS, ModelFolder, checkpoint_update, latest_checkpoint, learning_curve, read_metrics,
-    read_trainer_state, swap_folder, write_checkpoint, write_weights)
-from ..paths import atomic_write, read_json
+from ..models.checkpoint import write_checkpoint
+from ..models.folder import ModelFolder, latest_checkpoint, write_weights
+from ..paths import swap_folder
 from ..progress import progress_bar
 from .recipes import TrainConfig, learning_rate
-from .resume import check_resumable, without_retunable
+from .resume import check_resumable, continue_from, restore, warm_start
 
 log = logging.getLogger(__name__)
 
@@ -166,106 +164,14 @@ class Trainer:
         self.state = {"update": 0, "epoch": 0, "position": 0, "world": self.world, "pairs_seen": 0,
                       "train_seconds": 0.0, "best": None}
         if resumed is not None:
-            self._restore(resumed)
+            restore(self, resumed)
         elif start is not None:
-            self._continue(start)
+            continue_from(self, start)
         elif cfg.warm_start:
-            self._warm_start(cfg.warm_start)
+            warm_start(self, cfg.warm_start)
         self.net = self.model
         if self.world > 1:
             self.net = torch.nn.parallel.DistributedDataParallel(self.model, find_unused_parameters=False)
-
-    def _restore(self, opened: ModelFolder) -> None:
-        folder = opened.path
-        saved = checked_config(opened.config["model"])  # the config alone: no second network is built to compare it
-        if saved != self.model.cfg:
-            raise WorkbenchError(f"{folder} has model config {saved}, which differs from the requested "
-                                 f"{self.model.cfg}")
-        self.model.load_state_dict(opened.weights())
-        state, optimizer, rng = read_trainer_state(folder, self.device)
-        if state.get("world", self.world) != self.world:
-            raise WorkbenchError(f"{folder} was trained by {state['world']} process(es), not {self.world}: an "
-                                 "update's batches depend on it; resume with the same number of processes")
-        self.optimizer.load_state_dict(optimizer)
-        torch.set_rng_state(rng["torch"])
-        if torch.cuda.is_available() and rng["cuda"]:
-            torch.cuda.set_rng_state_all(rng["cuda"])
-        kept = self._truncate_metrics(state["update"])
-        steps = [line for line in kept if "tokens_per_s" in line]  # checkpoints written before these were kept
-        state.setdefault("pairs_seen", sum(line.get("sentences", 0) for line in steps))
-        state.setdefault("train_seconds", sum(line["tokens"] / line["tokens_per_s"] for line in steps))
-        state.setdefault("best", None)
-        self.state = {**self.state, **state}
-        log.info("resumed %s at update %d", folder, state["update"])
-
-    def _continue(self, opened: ModelFolder) -> None:
-        """Start from a trained model's weights at its update: the data position is replayed to that update and
-        its curve (``curve.csv`` of an exported model, ``metrics.jsonl`` of a run) is carried into this run's
-        log."""
-        meta, folder = opened.config, opened.path
-        if not meta.get("decoders", True):
-            raise WorkbenchError(f"{folder} holds encoders only (no decoders), so training cannot continue from it")
-        saved = checked_config(meta["model"])
-        if without_retunable(self.cfg.model, saved.to_dict()) != without_retunable(self.cfg.model,
-                                                                                   self.model.cfg.to_dict()):
-            raise WorkbenchError(f"{folder} has another model config than the one requested")
-        retuned = saved != self.model.cfg  # another bottleneck: its STS-B dev is no candidate for best/
-        self.model.load_state_dict(opened.weights())
-        training = meta.get("training")  # an exported model's; a checkpoint's trainer state otherwise
-        if training is None and (folder / "trainer_state.json").is_file():
-            state = read_json(folder / "trainer_state.json")
-            training = {"updates": state["update"], **{k: state[k] for k in ("pairs_seen", "train_seconds")
-                                                          if k in state}}
-        training = training or {"updates": checkpoint_update(folder)}
-        update = int(training["updates"])
-        for _ in range(update):  # cheap index arithmetic: the batches the run would see next
-            self._next_update_batches()
-        logged = [p for p in (folder, folder.parent, folder.parent.parent)
-                  if (p / "curve.csv").is_file() or (p / "metrics.jsonl").is_file()]
-        history = learning_curve(logged[0]) if logged else pd.DataFrame(columns=CURVE_COLUMNS)
-        history = history[history["update"] <= update]
-        semantic = history[(history["metric"] == "stsb_dev") & (history["view"] == "semantic")
-                           & (history["update"] == update)]["value"]
-        self.state.update(update=update, pairs_seen=int(training.get("pairs_seen", 0)),
-                          train_seconds=float(training.get("train_seconds", 0.0)), init_from=str(folder),
-                          best={"update": update, "stsb_dev": float(semantic.iloc[0])}
-                          if len(semantic) and not retuned else None)
-        torch.manual_seed(self.cfg.seed + update)
-        if self.rank == 0 and not history.empty:
-            self.run_dir.mkdir(parents=True, exist_ok=True)
-            lines = []
-            for (at, pairs, seconds), rows in history.groupby(["update", "pairs_seen", "train_seconds"], sort=True):
-                line = {"update": int(at), "pairs_seen": int(pairs), "train_seconds": float(seconds),
-                        **({"hardware": training["hardware"]} if training.get("hardware") else {})}
-                scores = rows[rows["metric"] == "stsb_dev"]
-                if len(scores):
-                    line["stsb_dev"] = dict(zip(scores["view"], scores["value"]))
-                if (rows["metric"] == "valid_loss").any():
-                    line["valid_loss"] = float(rows[rows["metric"] == "valid_loss"]["value"].iloc[0])
-                lines.append(line)
-            atomic_write(self.run_dir / "metrics.jsonl", "".join(json.dumps(line) + "\n" for line in lines))
-        log.info("continuing %s from update %d (fresh optimizer moments)", folder, update)
-
-    def _warm_start(self, source: str) -> None:
-        """Start update 0 from another kind's trained model (``warm_start`` of the recipe), as the model maps it."""
-        opened = ModelFolder(source)
-        if opened.config["tokenizer_sha256"] != self.tokenizer.digest:
-            raise WorkbenchError(f"warm_start {source} was trained with another vocabulary (tokenizer sha256 "
-                                 f"{opened.config['tokenizer_sha256'][:12]} vs {self.tokenizer.digest[:12]}); it "
-                                 "needs the same pair and vocab_size")
-        taken = self.model.warm_start(checked_config(opened.config["model"]), opened.weights())
-        log.info("warm start from %s: %d of %d tensors", opened.path, len(taken), len(self.model.state_dict()))
-
-    def _truncate_metrics(self, update: int) -> list[dict]:
-        """Drop metric lines written after the checkpoint, so the log reads like an uninterrupted run; returns
-        the lines kept."""
-        path = self.run_dir / "metrics.jsonl"
-        if not path.is_file():
-            return []
-        kept = [line for line in read_metrics(self.run_dir) if line["update"] <= update]
-        if self.rank == 0:
-            atomic_write(path, "".join(json.dumps(line) + "\n" for line in kept))
-        return kept
 
     def _next_update_batches(self) -> list[np.ndarray]:
         """The micro-batches of the next update for every process (update_freq × world)."""
@@ -391,61 +297,28 @@ class Trainer:
     def _run(self) -> dict:
         cfg = self.cfg
         started = time.perf_counter()
-        if self.rank == 0:
-            self.run_dir.mkdir(parents=True, exist_ok=True)
-            n_params = sum(p.numel() for p in self.model.parameters())
-            log.info("%s on %s: %.1fM parameters, %d training pairs, device %s, %d process(es)", cfg.model,
-                     cfg.pair, n_params / 1e6, len(self.data), self.device, self.world)
-        if self.state["update"] == 0 and cfg.eval_every:  # the network at initialisation: the curves' reference
-            record = {"update": 0, "pairs_seen": 0, "train_seconds": 0.0}
-            self._measure(record)
-            self._log(record)
+        self._begin()
         stop = {}
         signals = (signal.SIGINT, signal.SIGTERM) if threading.current_thread() is threading.main_thread() else ()
         previous = {sig: signal.signal(sig, lambda number, _: stop.setdefault("signal", signal.Signals(number).name))
                     for sig in signals}
         bar = progress_bar(total=cfg.max_updates, initial=self.state["update"], desc=f"train {cfg.model} {cfg.pair}",
-                   unit="update", disable=not self.show_progress or self.rank != 0)
+                           unit="update", disable=not self.show_progress or self.rank != 0)
         record: dict = {}
         try:
             while self.state["update"] < cfg.max_updates:
-                start = time.perf_counter()
-                record = self._update()
-                if not math.isfinite(record["loss"]) or not math.isfinite(record["grad_norm"]):
-                    kept = (self.run_dir / "latest").read_text().strip() if (self.run_dir / "latest").is_file() \
-                        else "none yet"
-                    raise WorkbenchError(
-                        f"update {record['update']}: the loss became {record['loss']} (gradient norm "
-                        f"{record['grad_norm']}); nothing was saved after it, the last good checkpoint is {kept}. "
-                        "Lower lr or raise warmup in a new run, or check the weights and data it resumed from")
-                seconds = time.perf_counter() - start
-                self.state["train_seconds"] += seconds
-                record.update(tokens_per_s=record["tokens"] / seconds,
-                              train_seconds=round(self.state["train_seconds"], 3), hardware=self.hardware)
+                record = self._timed_update()
                 if cfg.max_seconds and time.perf_counter() - started >= cfg.max_seconds:
                     stop.setdefault("time", f"max_seconds={cfg.max_seconds:g}")
-                # read once: a signal landing later (while this update is measured, or after the processes
-                # agreed below) stops the next update, on every process alike
-                stopped = next(iter(stop.values()), None)
-                if self.world > 1:  # every process stops at the same update
-                    flag = torch.tensor([float(stopped is not None)], device=self.device)
-                    torch.distributed.all_reduce(flag, op=torch.distributed.ReduceOp.MAX)
-                    if flag.item() and stopped is None:
-                        stopped = "another process stopped"
+                stopped = self._agreed_stop(stop)
                 if stopped:
                     record["stopped"] = stopped
                 self._measure(record)
-                update = record["update"]
-                if update % cfg.log_every == 0 or "valid_loss" in record or "stsb_dev" in record or stopped:
-                    self._log(record)
+                self._keep(record, stopped)
                 bar.update()
                 bar.set_postfix(loss=f"{record['loss']:.3f}")
-                if (update % cfg.save_every == 0 or update == cfg.max_updates or stopped) and self.rank == 0:
-                    write_checkpoint(self.run_dir, self.model, self.tokenizer,
-                                     {"train": asdict(cfg), "data_sha256": self.data.digest}, self.optimizer,
-                                     self.state, cfg.keep_checkpoints)
                 if stopped:
-                    log.warning("stopped at update %d (%s); continue with --resume", update, stopped)
+                    log.warning("stopped at update %d (%s); continue with --resume", record["update"], stopped)
                     break
         finally:
             bar.close()
@@ -454,3 +327,55 @@ class Trainer:
         if self.world > 1:
             torch.distributed.barrier()
         return record
+
+    def _begin(self) -> None:
+        """Say what trains where; a new run measures the network at initialisation (the curves' update 0)."""
+        cfg = self.cfg
+        if self.rank == 0:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            n_params = sum(p.numel() for p in self.model.parameters())
+            log.info("%s on %s: %.1fM parameters, %d training pairs, device %s, %d process(es)", cfg.model,
+                     cfg.pair, n_params / 1e6, len(self.data), self.device, self.world)
+        if self.state["update"] == 0 and cfg.eval_every:
+            record = {"update": 0, "pairs_seen": 0, "train_seconds": 0.0}
+            self._measure(record)
+            self._log(record)
+
+    def _timed_update(self) -> dict:
+        """One update, refused when its loss or gradient is not finite (nothing is saved after it), with its time
+        and throughput on its record."""
+        start = time.perf_counter()
+        record = self._update()
+        if not math.isfinite(record["loss"]) or not math.isfinite(record["grad_norm"]):
+            kept = (self.run_dir / "latest").read_text().strip() if (self.run_dir / "latest").is_file() \
+                else "none yet"
+            raise WorkbenchError(
+                f"update {record['update']}: the loss became {record['loss']} (gradient norm "
+                f"{record['grad_norm']}); nothing was saved after it, the last good checkpoint is {kept}. "
+                "Lower lr or raise warmup in a new run, or check the weights and data it resumed from")
+        seconds = time.perf_counter() - start
+        self.state["train_seconds"] += seconds
+        record.update(tokens_per_s=record["tokens"] / seconds, train_seconds=round(self.state["train_seconds"], 3),
+                      hardware=self.hardware)
+        return record
+
+    def _agreed_stop(self, stop: dict) -> str | None:
+        """Why to stop after this update, if at all — read once: a signal landing later (while this update is
+        measured, or after the processes agreed) stops the next update, on every process alike."""
+        stopped = next(iter(stop.values()), None)
+        if self.world > 1:  # every process stops at the same update
+            flag = torch.tensor([float(stopped is not None)], device=self.device)
+            torch.distributed.all_reduce(flag, op=torch.distributed.ReduceOp.MAX)
+            if flag.item() and stopped is None:
+                stopped = "another process stopped"
+        return stopped
+
+    def _keep(self, record: dict, stopped: str | None) -> None:
+        """Log the update's line and write a checkpoint where the recipe (or a stop) asks for one."""
+        cfg, update = self.cfg, record["update"]
+        if update % cfg.log_every == 0 or "valid_loss" in record or "stsb_dev" in record or stopped:
+            self._log(record)
+        if (update % cfg.save_every == 0 or update == cfg.max_updates or stopped) and self.rank == 0:
+            write_checkpoint(self.run_dir, self.model, self.tokenizer,
+                             {"train": asdict(cfg), "data_sha256": self.data.digest}, self.optimizer,
+                             self.state, cfg.keep_checkpoints)

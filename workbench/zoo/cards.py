@@ -72,17 +72,8 @@ def summarise_views(df: pd.DataFrame) -> dict:
     out = {}
     for view, rows in df.groupby("view", sort=False):
         entry = {"fingerprint": rows["fingerprint"].iloc[0]}
-        sts = rows[(rows["metric"] == "pearson") & (rows["dataset"] == "all")]
-        if not sts.empty:
-            entry["sts"] = {task: round(float(v), 2) for task, v in zip(sts["task"], sts["value"])}
-            hard = rows[(rows["task"] == SUITES["hard_sts"].task) & (rows["metric"] == "pearson")]
-            entry["hard_sts"] = {d: round(float(v), 2) for d, v in zip(hard["dataset"], hard["value"])}
-            entry["hard_sts"]["avg"] = round(float(hard["value"].mean()), 2)
-        tatoeba = rows[(rows["task"] == SUITES["tatoeba"].task) & rows["metric"].str.startswith("error")]
-        if not tatoeba.empty:
-            entry["tatoeba"] = {dataset.split("-")[0]: {m.removeprefix("error "): round(float(v), 2)
-                                                        for m, v in zip(group["metric"], group["value"])}
-                                for dataset, group in tatoeba.groupby("dataset", sort=False)}
+        for suite in CARD_SUITES:  # what each suite puts on a card, as the suite declares it
+            entry.update(SUITES[suite].card(rows))
         acc = rows[rows["metric"] == "accuracy"]
         entry["probing"] = {t: round(100 * float(v), 2) for t, v in zip(acc["task"], acc["value"])}
         out[view] = entry

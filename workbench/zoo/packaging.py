@@ -24,11 +24,11 @@ from safetensors.torch import save_file
 from ..checks import WorkbenchError, check_keys, check_name, whole
 from ..data import sha256_of
 from ..models import checked_config, fitted
-from ..models.folder import (
-    ModelFolder, checkpoint_update, file_digests, latest_checkpoint, learning_curve, metrics_curve, read_metrics,
-    only_writer, read_weights, shipped, swap_folder, temp_sibling)
+from ..models.checkpoint import checkpoint_update
+from ..models.folder import ModelFolder, file_digests, latest_checkpoint, read_weights, shipped
 from ..models.pins import pin
-from ..paths import read_json, sealed_config, trained_dir
+from ..models.runlog import learning_curve, metrics_curve, read_metrics
+from ..paths import only_writer, read_json, sealed_config, swap_folder, temp_sibling, trained_dir
 from ..training import train
 from ..training.recipes import TrainConfig
 from ..training.trainer import hardware

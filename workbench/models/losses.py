@@ -1,0 +1,37 @@
+"""The pieces of the training losses the generative models share: a decoder's token loss, the KL of a Gaussian
+posterior to the standard normal prior, a free-bits floor under it, and word dropout on a decoder's input."""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+
+def token_loss(logits: torch.Tensor, target: torch.Tensor, pad_id: int, smoothing: float) -> torch.Tensor:
+    """Cross-entropy summed over the non-pad target tokens, label-smoothed in fairseq's form
+    (1−ε)·NLL + ε/V·Σ_v −log p_v (PyTorch's ``label_smoothing`` is the same form); ε = 0: the NLL.
+    logits (..., V), target (...)."""
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), target.reshape(-1), ignore_index=pad_id,
+                           reduction="sum", label_smoothing=smoothing)
+
+
+def kl_to_standard_normal(mu: torch.Tensor, logv: torch.Tensor) -> torch.Tensor:
+    """Σ over dims of KL(N(mu, exp(logv)) || N(0, I)), per example."""
+    return -0.5 * (1 + logv - mu.pow(2) - logv.exp()).sum(-1)
+
+
+def free_bits(kl: torch.Tensor, floor: float) -> torch.Tensor:
+    """The summed KL of a batch (``kl``: one value per example) with its mean held at ≥ ``floor`` nats: n ·
+    max(floor, mean). Below the floor the term is constant, so its gradient is zero and the latent may carry
+    that much without cost (Kingma et al. 2016's free bits, for a whole latent rather than per dimension)."""
+    if not floor:
+        return kl.sum()
+    return kl.shape[0] * torch.clamp(kl.mean(), min=floor)
+
+
+def drop_words(prev: torch.Tensor, rate: float, pad_id: int) -> torch.Tensor:
+    """Word dropout on a decoder's teacher-forcing input (Bowman et al. 2016): each token after the first
+    (EOS) becomes padding — a zero embedding, so only its position remains — with probability ``rate``, so the
+    decoder must take more of the sentence from its latents and less from the words before."""
+    drop = torch.rand(prev.shape, device=prev.device) < rate
+    drop[:, 0] = False
+    return prev.masked_fill(drop & (prev != pad_id), pad_id)
