@@ -1,4 +1,5 @@
 """The rooms of workbench/ import downwards only, in the order docs/architecture.md draws them."""
+import ast
 import re
 from pathlib import Path
 
@@ -41,9 +42,21 @@ def test_the_top_floor_is_small_and_no_module_is_a_hotel():
     entries = [p for p in (REPO_ROOT / "workbench").iterdir()  # rooms of code (package data is no room)
                if not p.name.startswith((".", "__pycache__")) and (p.suffix == ".py" or any(p.rglob("*.py")))]
     assert len(entries) <= 15, sorted(p.name for p in entries)
-    long = {str(p.relative_to(REPO_ROOT)): n for p in (REPO_ROOT / "workbench").rglob("*.py")
-            if (n := len(p.read_text().splitlines())) > 450}
-    assert not long, f"modules over 450 lines: {long}"
+    code = [*(REPO_ROOT / "workbench").rglob("*.py"), *(REPO_ROOT / "tools").rglob("*.py")]
+    long = {str(p.relative_to(REPO_ROOT)): n for p in code if (n := len(p.read_text().splitlines())) > 400}
+    assert not long, f"modules over 400 lines: {long}"
+    functions = {f"{p.relative_to(REPO_ROOT)}:{node.name}": node.end_lineno - node.lineno + 1
+                 for p in code for node in ast.walk(ast.parse(p.read_text()))
+                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 50}
+    assert not functions, f"functions over 50 lines: {functions}"
+
+
+def test_the_package_imports_none_of_the_repositorys_tooling():
+    """tools/ (the docs generator, the GPU campaign) is not installed with the package, so nothing in it may be
+    imported by workbench/."""
+    importing = [str(p.relative_to(REPO_ROOT)) for p in (REPO_ROOT / "workbench").rglob("*.py")
+                 if re.search(r"^\s*(from tools\b|import tools\b)", p.read_text(), re.M)]
+    assert not importing, importing
 
 
 def test_imports_inside_functions_are_few():

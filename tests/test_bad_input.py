@@ -14,6 +14,7 @@ from safetensors.torch import load_file
 
 from workbench.cli import main
 from workbench.checks import WorkbenchError
+from workbench.encoders import RandomEmbeddingAverage
 from workbench.models.folder import load, model_path
 from workbench.paths import sealed_config
 from workbench.training.recipes import TrainConfig
@@ -589,6 +590,35 @@ def test_temporary_files_of_killed_writers_are_reported_and_cleared(capsys):
     mine.unlink()
 
 
+def test_a_killed_exports_temporary_model_folder_and_lock_are_reported_and_cleared(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+    from workbench.cache import clear_stale, stale_temp_files
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True).stdout.strip()
+    models = tmp_path / "models"
+    monkeypatch.setenv("WORKBENCH_MODELS", str(models))
+    half = models / f".bgt-tiny.{dead}.tmp"  # what a kill -9 of `models export` leaves: a half-built model
+    half.mkdir(parents=True)
+    (half / "model.safetensors").write_bytes(b"\0" * 2048)
+    (models / ".bgt-tiny.lock").write_text(dead)
+    (models / ".other.lock").write_text(str(os.getpid()))  # a live writer's lock: left alone
+    assert set(stale_temp_files()) >= {half, models / ".bgt-tiny.lock"}
+    assert models / ".other.lock" not in stale_temp_files()
+    assert clear_stale() >= 2048
+    assert not half.exists() and not (models / ".bgt-tiny.lock").exists() and (models / ".other.lock").exists()
+
+
+def test_cache_clear_that_deletes_nothing_says_so_instead_of_counting_it_freed(monkeypatch, small_tokenizer):
+    from workbench import cache
+    enc = cache.cached(RandomEmbeddingAverage(small_tokenizer))
+    enc.encode(["a sentence to cache ."])
+    monkeypatch.setattr(cache.shutil, "rmtree", lambda *a, **k: None)  # as a read-only folder (root ignores modes)
+    with pytest.raises(WorkbenchError, match="could not delete the cached embeddings of random-sp-average .* "
+                                             "is the folder read-only"):
+        cache.clear_cache("random-sp-average")
+
+
 # --- properties over many values (hypothesis) --------------------------------------------------------------
 
 from hypothesis import given, settings  # noqa: E402
@@ -650,3 +680,37 @@ def test_sizes_and_resample_counts_accept_exactly_their_valid_range(sizes, n_boo
     else:
         with pytest.raises(WorkbenchError, match="n_boot must be a whole number ≥ 100"):
             check_n_boot(n_boot)
+
+
+class _NoName:
+    dim, fingerprint = 4, "abc123"
+
+    def encode(self, sentences, batch_size=256, show_progress=False):
+        return np.zeros((len(sentences), 4), dtype=np.float32)
+
+
+class _NoBatchSize:
+    name, dim, fingerprint = "mine", 4, "abc123"
+
+    def encode(self, sentences):
+        return np.zeros((len(sentences), 4), dtype=np.float32)
+
+
+@pytest.mark.parametrize("encoder, message", [
+    (pd.DataFrame({"sentence": ["a"]}), "a DataFrame is not an encoder: it lacks name, dim, fingerprint, encode"),
+    ("length", "a str is not an encoder"),
+    (_NoName(), "a _NoName is not an encoder: it lacks name"),
+    (_NoBatchSize(), "its encode\\(\\) takes no batch_size or show_progress"),
+])
+def test_an_object_that_is_not_an_encoder_is_refused_before_any_work(encoder, message):
+    """The duck-typed Encoder contract, checked where an encoder enters (probe, evaluate, the cache)."""
+    import workbench as wb
+    for call in (lambda: wb.probe(encoder, "length"), lambda: wb.evaluate(encoder, "sts"), lambda: wb.cached(encoder)):
+        with pytest.raises(WorkbenchError, match=message):
+            call()
+
+
+def test_seeds_are_bounded_before_any_work():
+    import workbench as wb
+    with pytest.raises(WorkbenchError, match="seeds must be a whole number from 1 to 100 \\(got 1000000000\\)"):
+        wb.probe(wb.untrained_encoder("random-sp-average"), "length", seeds=10 ** 9)

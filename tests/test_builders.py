@@ -5,7 +5,7 @@ import pytest
 
 from workbench.data.corpora import probe_pool
 from workbench.data.tokenizer import tokenise
-from workbench.probing import builders
+from workbench.probing import builders, trees
 from workbench.probing.build import build_task
 from workbench.probing.parse import parse
 from workbench.probing.tasks import get_task, task_names
@@ -29,10 +29,10 @@ def test_dependency_depth_and_top_sequence_by_hand():
                     "The committee that approved the plans will announce its decision tomorrow.",
                     "Since my room faces south, it isn't so cold.", "Where did you go?")
     docs = parse(sentences, "en", show_progress=False)
-    assert [builders._depth(builders._root(d)) for d in docs[:3]] == [5, 4, 5]
+    assert [trees.depth_below(trees.root_of(d)) for d in docs[:3]] == [5, 4, 5]
     roots = [word for _, _, word in builders.top_constituents(sentences, "en", n_classes=3)]  # the control's keys
     assert roots[:3] == ["reading", "eaten", "announce"]
-    assert [builders.top_sequence(d) for d in docs] == ["NP_VP_.", "NP_VP_.", "NP_VP_.", "SBAR_,_NP_VP_.",
+    assert [trees.top_sequence(d) for d in docs] == ["NP_VP_.", "NP_VP_.", "NP_VP_.", "SBAR_,_NP_VP_.",
                                                           "ADVP_VP_?"]
 
 
@@ -167,6 +167,7 @@ def test_builders_that_read_parses_are_marked_so(monkeypatch):
         called.add(language)
         return parse(sentences, language, show_progress=False)
     monkeypatch.setattr(builders, "parse", recording_parse)
+    monkeypatch.setattr(trees, "parse", recording_parse)  # the parse-based builders read parses through trees
     for name in task_names():
         card = get_task(name)
         if len(card.languages) > 1:

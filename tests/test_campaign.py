@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from safetensors.torch import load_file
 
-from workbench.zoo import bundle as bundle_module
-from workbench.zoo import campaign
+from tools import bundle as bundle_module
+from tools import campaign
 from workbench.zoo.cards import card
 from workbench.checks import WorkbenchError
 from workbench.data.tokenizer import pair_tokenizer

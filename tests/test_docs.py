@@ -1,15 +1,15 @@
-"""The numbers the README and docs mark as facts are what their generators give now (workbench docs)."""
+"""The numbers the README and docs mark as facts are what their generators give now (bash scripts/docs)."""
 import pytest
 
-from workbench import cli
-from workbench.reports.docfacts import FACTS, documents, refresh
+from tools.docfacts import FACTS, documents, refresh
+from tools.docs import main as docs_main
 from workbench.checks import WorkbenchError
 from workbench.paths import REPO_ROOT
 
 
 @pytest.mark.slow  # builds every probing dataset at its full size for the probe-sizes table (~2 min on a new home)
 def test_every_marked_number_in_the_docs_is_current(capsys):
-    assert cli.main(["docs"]) == 0, capsys.readouterr().err
+    assert docs_main([]) == 0, capsys.readouterr().err
     assert "the docs' numbers are current" in capsys.readouterr().out
 
 
@@ -54,38 +54,38 @@ def test_the_documents_checked_include_the_readmes_and_every_doc():
 
 @pytest.mark.slow  # builds the ten SentEval-style datasets (shared with the check above)
 def test_recorded_text_baselines_are_refused_once_a_dataset_changes(monkeypatch):
-    from workbench.reports import docfacts
-    record = docfacts.measured("text_baselines")
-    assert "| BShift | 50.0 (50.0) |" in docfacts._text_baselines()  # the majority class of a balanced task
+    from tools import measured_facts
+    record = measured_facts.measured("text_baselines")
+    assert "| BShift | 50.0 (50.0) |" in measured_facts.text_baselines()  # the majority class of a balanced task
     changed = {**record, "datasets": {**record["datasets"], "tense": "0" * 64}}
-    monkeypatch.setattr(docfacts, "measured", lambda name: changed)
+    monkeypatch.setattr(measured_facts, "measured", lambda name: changed)
     with pytest.raises(WorkbenchError, match="measured on other datasets of tense than these builds"):
-        docfacts._text_baselines()
+        measured_facts.text_baselines()
 
 
 def test_recorded_pair_contrasts_are_refused_once_a_model_changes(monkeypatch):
-    from workbench.reports import docfacts
-    record = docfacts.measured("pair_contrasts")
-    table = docfacts._pair_contrasts()
+    from tools import measured_facts
+    record = measured_facts.measured("pair_contrasts")
+    table = measured_facts.pair_contrasts()
     assert {f"| en-{lang} |" for lang in ("fr", "es", "ar", "tr", "ja")} <= {row[:9] for row in table.splitlines()}
     es = next(r for r in record["rows"] if r["pair"] == "en-es" and r["contrast"] == "BGT − BILINGUALTRANS")
     assert f"{es['ours']:+.1f} [{es['ci_low']:.1f}, {es['ci_high']:.1f}] ({es['paper']:+.1f})" in table
     retrained = [{**r, "fingerprints": "0" * 16 + " " + r["fingerprints"].split()[1]} if r is es else r
                  for r in record["rows"]]
-    monkeypatch.setattr(docfacts, "measured", lambda name: {**record, "rows": retrained})
+    monkeypatch.setattr(measured_facts, "measured", lambda name: {**record, "rows": retrained})
     with pytest.raises(WorkbenchError, match="en-es contrasts in measurements.json were measured on other models"):
-        docfacts._pair_contrasts()
+        measured_facts.pair_contrasts()
 
 
 @pytest.mark.slow  # builds the ten SentEval-style datasets (shared with the check above)
 def test_a_number_in_prose_comes_from_the_recorded_cell_it_names(tmp_path):
-    from workbench.reports import docfacts
+    from tools import measured_facts
     doc = tmp_path / "doc.md"
     doc.write_text("SubjNum from length alone: <!-- fact: text-baseline subj_num length ci -->57%<!-- /fact -->; "
                    "Tense <!-- fact: text-baseline tense nb-uni-tfidf gap -->+9<!-- /fact --> over SentEval.")
     assert refresh([doc], write=True) == [f"{doc}: text-baseline subj_num length ci",
                                           f"{doc}: text-baseline tense nb-uni-tfidf gap"]
-    cells = {(r["task"], r["baseline"]): r for r in docfacts.measured("text_baselines")["rows"]}
+    cells = {(r["task"], r["baseline"]): r for r in measured_facts.measured("text_baselines")["rows"]}
     length, tense = cells["subj_num", "length"], cells["tense", "nb-uni-tfidf"]
     text = doc.read_text()
     assert f"-->{length['accuracy']:.1f}% [" in text and f"-->{tense['accuracy'] - tense['published']:+.1f}<" in text
@@ -98,29 +98,29 @@ def test_a_number_in_prose_comes_from_the_recorded_cell_it_names(tmp_path):
 
 @pytest.mark.slow  # builds two datasets at the cards' sizes
 def test_the_recorded_minilm_layer_sweep_is_refused_once_a_dataset_changes(monkeypatch):
-    from workbench.reports import docfacts
-    entry = docfacts.measured("minilm_layers")
-    table = docfacts._minilm_layers()
+    from tools import measured_facts
+    entry = measured_facts.measured("minilm_layers")
+    table = measured_facts.minilm_layers()
     assert "| WordContent (WC) |" in table and "| BShift |" in table
     changed = {**entry, "datasets": {**entry["datasets"], "bigram_shift": "0" * 64}}
-    monkeypatch.setattr(docfacts, "measured", lambda name: changed)
+    monkeypatch.setattr(measured_facts, "measured", lambda name: changed)
     with pytest.raises(WorkbenchError, match="measured on other datasets of bigram_shift"):
-        docfacts._minilm_layers()
+        measured_facts.minilm_layers()
 
 
 def test_recorded_control_types_are_the_uninformative_rules_count_and_refused_once_a_dataset_changes(monkeypatch):
     from workbench.probing.build import build_task
     from workbench.probing.control import uninformative
-    from workbench.reports import docfacts
+    from tools import measured_facts
     from workbench.zoo.cards import CARD_SIZES
-    entry = docfacts.measured("control_types")
-    said = docfacts._control_types("punct_first")  # the number the probe's own caveat states for that dataset
+    entry = measured_facts.measured("control_types")
+    said = measured_facts.control_types("punct_first")  # the number the probe's own caveat states for that dataset
     assert f"with {said} effective types" in uninformative(build_task("punct_first", sizes=CARD_SIZES).data)
-    assert float(docfacts._control_types("rest")) >= 100
+    assert float(measured_facts.control_types("rest")) >= 100
     changed = {**entry, "datasets": {**entry["datasets"], "length": "0" * 64}}
-    monkeypatch.setattr(docfacts, "measured", lambda name: changed)
+    monkeypatch.setattr(measured_facts, "measured", lambda name: changed)
     with pytest.raises(WorkbenchError, match="counted on other datasets of length"):
-        docfacts._control_types("length")
+        measured_facts.control_types("length")
 
 
 def test_a_card_number_in_prose_is_the_cards_and_a_wrong_key_names_what_is_there(tmp_path):
@@ -158,7 +158,7 @@ def test_a_cards_item_and_a_curves_point_in_prose_are_the_shipped_ones(tmp_path)
 
 
 def test_the_tatoeba_table_gives_each_pairs_models_one_row_from_their_cards():
-    from workbench.reports import docfacts
+    from tools import docfacts
     from workbench.zoo.cards import card
     rows = {row.split(" |")[0]: row for row in docfacts._tatoeba_table().splitlines() if row.startswith("| `")}
     ar = card("bgt-en-ar")["views"]["semantic"]["tatoeba"]["ar"]
@@ -167,13 +167,13 @@ def test_the_tatoeba_table_gives_each_pairs_models_one_row_from_their_cards():
 
 
 def test_recorded_figure3_orderings_are_refused_once_a_model_changes(monkeypatch):
-    from workbench.reports import docfacts
-    entry = docfacts.measured("figure3")
-    table = docfacts._figure3("cpu")
+    from tools import measured_facts
+    entry = measured_facts.measured("figure3")
+    table = measured_facts.figure3("cpu")
     assert "| `sp-en-fr` |" in table and "| `nmt-all` |" in table and "27 orderings:" in table
-    assert "| `sp-en-fr` |" in docfacts._figure3("gpu") and "6 orderings:" in docfacts._figure3("gpu")
+    assert "| `sp-en-fr` |" in measured_facts.figure3("gpu") and "6 orderings:" in measured_facts.figure3("gpu")
     retrained = [{**r, "fingerprints": r["fingerprints"].split()[0] + " " + "0" * 16} if r["model"] == "sp" else r
                  for r in entry["rows"]]
-    monkeypatch.setattr(docfacts, "measured", lambda name: {**entry, "rows": retrained})
+    monkeypatch.setattr(measured_facts, "measured", lambda name: {**entry, "rows": retrained})
     with pytest.raises(WorkbenchError, match="orderings of bgt-en-fr and sp-en-fr in measurements.json were measured"):
-        docfacts._figure3("cpu")
+        measured_facts.figure3("cpu")

@@ -1,4 +1,5 @@
 """Every notebook runs top to bottom (reduced sizes: WORKBENCH_QUICK=1) and fails the test on any error."""
+import re
 from pathlib import Path
 
 import nbformat
@@ -28,3 +29,27 @@ def test_notebook_executes(path, tmp_path, monkeypatch):
         last = book.cells[-1].outputs
         assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) or "text/html" in o.get("data", {})
                    for o in last)
+
+
+PUBLIC_MODULES = ("workbench", "workbench.reports", "workbench.reports.widgets")  # each lists its names in __all__
+
+
+def test_the_notebooks_use_only_public_names():
+    """The notebooks import from workbench's public modules only, each name in that module's ``__all__``, and use
+    only public ``wb.`` names: an internal move cannot break them, and what they show a reader is the documented
+    API."""
+    import importlib
+    public = {module: set(importlib.import_module(module).__all__) for module in PUBLIC_MODULES}
+    private = []
+    for path in NOTEBOOKS:
+        code = "\n".join(cell.source for cell in nbformat.read(path, as_version=4).cells if cell.cell_type == "code")
+        for module, wrapped, line in re.findall(r"^\s*from (workbench[\w.]*) import (?:\(([^)]*)\)|([^\n#]+))", code,
+                                                re.M):
+            for name in (n.strip() for n in (wrapped or line).replace("\n", " ").split(",") if n.strip()):
+                if name not in public.get(module, ()):
+                    private.append(f"{path.name}: from {module} import {name}")
+        private += [f"{path.name}: import {m}" for m in re.findall(r"^\s*import (workbench[\w.]*)(?! as wb\b)", code,
+                                                                     re.M)]
+        private += [f"{path.name}: wb.{name}" for name in set(re.findall(r"\bwb\.(\w+)", code))
+                    if name not in public["workbench"]]
+    assert not private, private

@@ -10,7 +10,8 @@ from workbench.checks import UnknownNameError, WorkbenchError
 from workbench.probing import build, builders
 from workbench.probing.classifiers import LogisticProbe
 from workbench.probing.control import control_labels, control_words, first_word_type
-from workbench.probing.probe import bootstrap_ci, probe
+from workbench.probing.probe import probe
+from workbench.probing.result import bootstrap_ci
 from workbench.probing.tasks import get_task, task_names, TaskCard
 
 SMALL = {"train": 1500, "valid": 300, "test": 300}
@@ -524,7 +525,7 @@ def test_the_text_baselines_of_conneau_et_al_behave_as_their_construction_says()
 
 
 def test_a_subset_accuracy_on_a_handful_of_sentences_is_not_shown_as_a_number():
-    from workbench.probing.probe import ProbeResult
+    from workbench.probing.result import ProbeResult
     result = ProbeResult(encoder="e", task="subj_num", classifier="logreg", accuracy=0.8, ci_low=0.7, ci_high=0.9,
                          majority=0.5, control_accuracy=None, n_train=100, n_test=200, hyperparameters="",
                          seen_accuracy=0.81, unseen_accuracy=0.0, n_seen=198)

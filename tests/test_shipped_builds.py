@@ -11,7 +11,7 @@ from workbench.probing import build
 from workbench.probing.build import build_task, shipped_manifest
 from workbench.probing.builders import BUILDERS, VERSIONS
 from workbench.probing.tasks import task_names
-from workbench.reports import docfacts
+from tools import docfacts
 from workbench.zoo.cards import CARD_SIZES
 
 REPO_BUILDS = build.SHIPPED_BUILDS

@@ -16,6 +16,7 @@
     wb.probe_layers(bgt.encoder("semantic"), ["length", "bigram_shift"])   # every layer: where does it live?
 """
 from .cache import cached
+from .data.corpora import load_splits
 from .checks import WorkbenchError
 from .encoders import Encoder, LayeredEncoder, untrained_encoder
 from .evaluation import compare_hard_sts, compare_sts, evaluate
@@ -23,16 +24,19 @@ from .models.folder import load, shipped
 from .models.runlog import learning_curve
 from .models.huggingface import hf_encoder, minilm
 from .probing.build import build_task
-from .probing.erase import erase
+from .probing.erase import erase, erasure_effects
 from .probing.layers import layer_profile, probe_layers
 from .probing.own import own_task
-from .probing.probe import ProbeResult, probe, probe_all
+from .probing.probe import probe, probe_all
+from .probing.result import ProbeResult
 from .probing.tasks import get_task, readable_tasks, task_names
 from .reports.pages import report
-from .style_transfer.evaluation import transfer_scores
-from .style_transfer.generation import transfer
+from .style_transfer.evaluation import form_origins, transfer_scores
+from .style_transfer.generation import latent_ablation, transfer, transfer_table
+from .zoo.cards import CARD_SIZES, card
 
 __all__ = ["WorkbenchError", "Encoder", "LayeredEncoder", "untrained_encoder", "evaluate", "compare_sts", "compare_hard_sts", "report",
            "build_task", "ProbeResult", "probe", "probe_all", "erase", "get_task", "task_names", "load", "learning_curve",
            "cached", "shipped", "transfer", "transfer_scores", "hf_encoder", "minilm", "probe_layers", "layer_profile",
-           "own_task", "readable_tasks"]
+           "own_task", "readable_tasks", "load_splits", "erasure_effects", "form_origins", "latent_ablation",
+           "transfer_table", "card", "CARD_SIZES"]

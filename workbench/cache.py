@@ -30,8 +30,8 @@ from safetensors import SafetensorError, safe_open
 from safetensors.numpy import save_file
 
 from .checks import WorkbenchError, check_sentences, whole
-from .encoders import Encoder, check_embeddings
-from .paths import atomic_write, home_dir
+from .encoders import Encoder, check_contract, check_embeddings
+from .paths import atomic_write, home_dir, trained_dir
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ class CachedEncoder:
     def __init__(self, encoder: Encoder, dtype: str = "float32", root: Path | None = None):
         if dtype not in ("float16", "float32"):
             raise WorkbenchError(f"cache dtype {dtype!r} is not valid; valid: float16, float32")
-        self.encoder, self.dtype, self.root = encoder, dtype, root
+        self.encoder, self.dtype, self.root = check_contract(encoder), dtype, root
         self.name, self.dim, self.fingerprint = encoder.name, encoder.dim, check_fingerprint(encoder)
         if not whole(self.dim):
             raise WorkbenchError(f"encoder {self.name!r} declares dim {self.dim!r}; an embedding needs a whole "
@@ -267,12 +267,20 @@ def clear_cache(encoder: str | None = None) -> int:
             encoder[:16])) for row in summary.itertuples()):
         raise WorkbenchError(f"nothing cached for encoder {encoder!r}; cached: "
                              f"{', '.join(sorted(set(summary['encoder']))) or 'nothing'} (`workbench cache ls`)")
+    kept = []
     for row in summary.itertuples():
         by_fingerprint = encoder is not None and len(encoder) >= 6 and row.fingerprint.startswith(encoder[:16])
         if encoder is None or encoder == row.encoder or by_fingerprint:
-            freed += row.bytes
-            shutil.rmtree(root / row.fingerprint, ignore_errors=True)
-            shutil.rmtree(results_dir() / row.fingerprint, ignore_errors=True)
+            for folder in (root / row.fingerprint, results_dir() / row.fingerprint):
+                shutil.rmtree(folder, ignore_errors=True)
+            if (root / row.fingerprint).exists():  # a read-only home: say so rather than count it as freed
+                kept.append(row.encoder)
+            else:
+                freed += row.bytes
+    if kept:
+        raise WorkbenchError(f"could not delete the cached embeddings of {', '.join(sorted(set(kept)))} in {root} "
+                             f"(freed {freed / 2 ** 20:.1f} MiB of the rest): is the folder read-only? "
+                             "Make it writable, or set WORKBENCH_HOME to a folder you can write")
     return freed
 
 
@@ -308,19 +316,25 @@ def _result_digest(result) -> str:
     return hashlib.sha256(json.dumps(result, sort_keys=True).encode()).hexdigest()
 
 
-TEMP_FILE = re.compile(r"\..+\.(\d+)\.tmp")  # what every atomic write of the workbench leaves while it runs
+TEMP_FILE = re.compile(r"\..+\.(\d+)\.(?:tmp|old)")  # what every atomic write or folder swap leaves while it runs
+LOCK_FILE = re.compile(r"\..+\.lock")  # a models writer's lock (paths.only_writer): its content is the writer's pid
 
 
-def stale_temp_files(root: Path | None = None) -> list[Path]:
-    """Temporary files under the workbench home (or ``root``) whose writing process is gone: what a writer
-    killed mid-write leaves behind."""
-    root = root or home_dir()
+def stale_temp_files(roots: Sequence[Path] | None = None) -> list[Path]:
+    """What writers killed mid-write left behind under the workbench home and the models folder (or ``roots``):
+    temporary files, the temporary folders an export or import builds a model in, and their locks, each only where
+    the process that wrote it is gone."""
     stale = []
-    for path in root.rglob(".*.tmp") if root.is_dir() else []:
-        match = TEMP_FILE.fullmatch(path.name)
-        if match and path.is_file() and not _alive(int(match.group(1))):
-            stale.append(path)
-    return sorted(stale)
+    for root in roots or (home_dir(), trained_dir()):
+        for path in root.rglob(".*") if root.is_dir() else []:
+            match = TEMP_FILE.fullmatch(path.name)
+            if match and not _alive(int(match.group(1))):
+                stale.append(path)
+            elif LOCK_FILE.fullmatch(path.name) and path.is_file():
+                holder = path.read_text().strip()
+                if holder.isdigit() and not _alive(int(holder)):
+                    stale.append(path)
+    return sorted(p for p in stale if not any(parent in stale for parent in p.parents))
 
 
 def _alive(pid: int) -> bool:
@@ -333,10 +347,14 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def clear_stale(root: Path | None = None) -> int:
-    """Delete :func:`stale_temp_files`; returns the bytes freed."""
+def clear_stale(roots: Sequence[Path] | None = None) -> int:
+    """Delete :func:`stale_temp_files` (folders with what they hold); returns the bytes freed."""
     freed = 0
-    for path in stale_temp_files(root):
-        freed += path.stat().st_size
-        path.unlink(missing_ok=True)
+    for path in stale_temp_files(roots):
+        if path.is_dir():
+            freed += sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            freed += path.stat().st_size
+            path.unlink(missing_ok=True)
     return freed

@@ -6,6 +6,7 @@ and evaluated. ``fingerprint`` changes whenever the weights or the tokenizer cha
 from __future__ import annotations
 
 import hashlib
+import inspect
 import logging
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
@@ -54,6 +55,33 @@ class LayeredEncoder(Encoder, Protocol):
 
     def encode_layers(self, sentences: Sequence[str], layers: Sequence[int], batch_size: int = 256,
                       show_progress: bool = False) -> dict[int, np.ndarray]: ...
+
+
+def check_contract(encoder: object) -> Encoder:
+    """``encoder`` if it keeps the :class:`Encoder` contract — a non-empty ``name``, a ``dim``, a ``fingerprint``
+    and an ``encode(sentences, batch_size=..., show_progress=...)`` — else one sentence saying what is missing
+    (a DataFrame or a task name passed as the encoder, an object without ``name``, an ``encode`` that takes no
+    ``batch_size``), before any work."""
+    what = type(encoder).__name__
+    missing = [attr for attr in ("name", "dim", "fingerprint", "encode") if not hasattr(encoder, attr)]
+    if missing:
+        raise WorkbenchError(f"a {what} is not an encoder: it lacks {', '.join(missing)} (an encoder has name, dim, "
+                             "fingerprint and encode(sentences, batch_size=256, show_progress=False); "
+                             "see workbench.Encoder)")
+    if not isinstance(encoder.name, str) or not encoder.name.strip():
+        raise WorkbenchError(f"encoder name {encoder.name!r}: give the encoder a non-empty name (it labels results)")
+    if not callable(encoder.encode):
+        raise WorkbenchError(f"encoder {encoder.name!r}: its encode is not callable")
+    try:
+        parameters = inspect.signature(encoder.encode).parameters
+    except (TypeError, ValueError):  # a builtin without a signature: trusted
+        return encoder
+    keywords = any(p.kind is p.VAR_KEYWORD for p in parameters.values())
+    lacking = [k for k in ("batch_size", "show_progress") if k not in parameters and not keywords]
+    if lacking:
+        raise WorkbenchError(f"encoder {encoder.name!r}: its encode() takes no {' or '.join(lacking)}; the workbench "
+                             "calls encode(sentences, batch_size=..., show_progress=...) (accept them, or **kwargs)")
+    return encoder
 
 
 def check_embeddings(encoder: Encoder, embeddings: object, n: int) -> np.ndarray:

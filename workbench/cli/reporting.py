@@ -10,8 +10,6 @@ from ..data.corpora import PAIRS
 from ..data.sts import STS_DATASETS
 from ..models.folder import load
 from ..reports.demo import first_run_line, run_demo
-from ..reports.docfacts import FACTS, documents, refresh
-from ..reports.measurements import MEASURES
 from ..reports.figures import read_results
 from ..reports.pages import report, spreadsheet_safe
 from ..reports.reproduction import reproduce
@@ -136,28 +134,3 @@ def _report(args) -> None:
 REPORT_COMMAND = Command(
     "report", "HTML report (+ CSV/JSON) from a results CSV",
     _report_arguments, _report, out="folder")
-
-
-def _docs_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--write", action="store_true", help="rewrite the numbers that drifted (default: only check)")
-    p.add_argument("--measure", choices=list(MEASURES),
-                   help="first run a recorded measurement again and record it in docs/measurements.json "
-                        "(text-baselines: Conneau et al.'s text-only baselines on every task; pair-contrasts: each "
-                        "pair's BGT against its English view and BILINGUALTRANS on STS12-16; minutes each)")
-
-
-def _docs(args) -> None:
-    if args.measure:
-        record = MEASURES[args.measure]()
-        print(f"recorded {args.measure} ({record['date']}) in docs/measurements.json")
-    drifted = refresh(write=args.write)
-    checked = f"{len(FACTS)} kinds of fact in {len(documents())} documents"
-    if drifted and not args.write:
-        raise WorkbenchError(f"these numbers in the docs drifted from what they state ({checked}): "
-                             f"{'; '.join(drifted)}. Rewrite them with: workbench docs --write")
-    print(f"rewrote {'; '.join(drifted)}" if drifted else f"the docs' numbers are current ({checked})")
-
-
-DOCS_COMMAND = Command(
-    "docs", "check (or --write) the numbers the README and docs state against their generators",
-    _docs_arguments, _docs)

@@ -26,7 +26,7 @@ def _models_arguments(p: argparse.ArgumentParser) -> None:
     msub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     q = msub.add_parser("list", help="the models in trained/ with their headline numbers")
     q.add_argument("--markdown", action="store_true", help="trained/README.md's table, from the cards "
-                                                           "(`workbench docs --write` puts it there)")
+                                                           "(`bash scripts/docs --write` puts it there)")
     q = msub.add_parser("export", help="copy a run into trained/NAME (fp16) and measure it for its card")
     q.add_argument("run", help="run directory or checkpoint folder")
     q.add_argument("--name", required=True, help="model name, e.g. bgt-en-fr (letters, digits, _ . -)")

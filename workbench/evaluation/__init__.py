@@ -13,7 +13,7 @@ from ..cache import cached, remember
 from ..checks import WorkbenchError, check_name
 from ..data import sha256_of
 from ..data.sts import STS17_TRACKS, STS_DATASETS, TATOEBA_CODES, load_sts, load_sts_hard, load_tatoeba
-from ..encoders import Encoder, check_embeddings, check_reads, unread
+from ..encoders import Encoder, check_contract, check_embeddings, check_reads, unread
 from ..paths import data_dir
 from .retrieval import mteb_scores, retrieval_errors
 from .significance import bootstrap_differences, summarise
@@ -176,6 +176,7 @@ def evaluate(encoder: Encoder, suite: str = "sts", show_progress: bool = False, 
     both). A suite in languages the encoder does not declare is refused, unless ``force_languages`` (then every
     part is run and each row's ``note`` says so)."""
     check_name("evaluation suite", suite, [*SUITES, "all"])
+    check_contract(encoder)
     unknown = sorted(set(options) - set(SUITES[suite].options if suite != "all" else ()))
     if unknown:
         takes = "; ".join(f"{name}: {', '.join(s.options)}" for name, s in SUITES.items() if s.options)

@@ -24,7 +24,7 @@ from ..checks import check_name
 from ..data.moses import tokenise_many
 from ..progress import progress_bar
 from .build import ProbingDataset, build_task
-from .probe import bootstrap_ci
+from .result import bootstrap_ci
 
 # Conneau et al. 2018, Table 2: test accuracy (%) on SentEval's data; columns are our task names.
 PUBLISHED = pd.read_csv(io.StringIO("""\

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..checks import check_name
 from .parse import parse
+from .trees import depth_below, finite_tense, parsed_sentences, recased, root_of, single_rooted, top_sequence
 
 # The paper's punctuation set (fn. 13): ASCII punctuation plus typographic quotes and dashes.
 PUNCTUATION = frozenset(string.punctuation) | frozenset("‘’‚‛“”„‟«»‹›–—―‐‑‒…")
@@ -144,23 +145,6 @@ def bigram_shift(sentences: Sequence[str], language: str, seed: int = 0) -> list
 
 # --- parse-based tasks ---------------------------------------------------------------------------------------
 
-def _single_root(docs) -> list:
-    return [doc for doc in docs if sum(t.head.i == t.i for t in doc) == 1]
-
-
-def _parsed(sentences: Sequence[str], language: str) -> list:
-    """Parses of the sentences the parser reads as one sentence (one root); the others are dropped."""
-    return _single_root(parse(sentences, language))
-
-
-def _root(doc):
-    return next(t for t in doc if t.head.i == t.i)
-
-
-def _depth(token) -> int:
-    return 1 + max((_depth(child) for child in token.children), default=0)
-
-
 @builder(parses=True)
 def dependency_depth(sentences: Sequence[str], language: str, min_depth: int, max_depth: int,
                      length_bin: int = 4, min_cell: int = 20) -> list[Candidate]:
@@ -169,9 +153,9 @@ def dependency_depth(sentences: Sequence[str], language: str, min_depth: int, ma
     SentEval did: within each band of ``length_bin`` tokens, every depth class with at least ``min_cell``
     sentences is cut to the size of the smallest, so length alone cannot tell the depth."""
     cells: dict[tuple[int, str], list[tuple[str, str]]] = defaultdict(list)
-    for doc in _parsed(sentences, language):
-        root = _root(doc)
-        depth = _depth(root)
+    for doc in parsed_sentences(sentences, language):
+        root = root_of(doc)
+        depth = depth_below(root)
         if depth >= min_depth:
             label = str(depth) if depth < max_depth else f"{max_depth}+"
             cells[(len(doc) // length_bin, label)].append((doc.text, root.text))
@@ -184,66 +168,14 @@ def dependency_depth(sentences: Sequence[str], language: str, min_depth: int, ma
     return out
 
 
-# Phrase types of the root's dependents that precede it (those that follow it sit inside the VP, as in PTB).
-_TOP_PHRASE = {"nsubj": "NP", "nsubjpass": "NP", "expl": "NP", "csubj": "SBAR", "npadvmod": "NP", "advmod": "ADVP",
-               "prep": "PP", "advcl": "SBAR", "mark": "SBAR", "cc": "CC", "intj": "INTJ", "ccomp": "S",
-               "parataxis": "S", "dobj": "NP", "attr": "NP"}
-_VERBAL = ("VERB", "AUX")
-
-
-def top_sequence(doc) -> str:
-    """The dependency analogue of SentEval's top constituents: the root's dependents in order, as phrases.
-
-    The root's dependents before it become the phrase each heads (subject NP, ADVP, PP, SBAR, CC, INTJ, a
-    fronted clause S); the root with its auxiliaries and everything from its first auxiliary on forms one VP
-    (objects, complements and modifiers sit inside the VP in Penn Treebank trees; an inverted question's
-    subject inside its SQ), except for coordination (CC and a coordinated clause S) and punctuation, which
-    appears as the mark itself. A non-verbal root gives its POS instead of VP.
-    """
-    root = _root(doc)
-    head = "VP" if root.pos_ in _VERBAL else root.pos_
-    start = min([c.i for c in root.children if c.dep_ in ("aux", "auxpass") and c.i < root.i], default=root.i)
-    items = []
-    for token in sorted([root, *root.children], key=lambda t: t.i):
-        if token.dep_ == "punct":
-            phrase = token.text
-        elif token.dep_ == "cc":
-            phrase = "CC"
-        elif token.dep_ == "conj":
-            phrase = "S" if token.pos_ in _VERBAL else "CONJ"
-        elif token.i >= start:
-            phrase = head
-        else:
-            phrase = _TOP_PHRASE.get(token.dep_, token.dep_.upper())
-        if not items or items[-1] != phrase or phrase != head:  # the root's own tokens merge into one phrase
-            items.append(phrase)
-    return "_".join(items)
-
-
 @builder(parses=True)
 def top_constituents(sentences: Sequence[str], language: str, n_classes: int) -> list[Candidate]:
     """TopConst (*dependency analogue*): :func:`top_sequence`; the ``n_classes - 1`` most frequent sequences
     are labels, every other sequence is ``OTHER``."""
-    docs = _parsed(sentences, language)
+    docs = parsed_sentences(sentences, language)
     sequences = [top_sequence(doc) for doc in docs]
     frequent = {seq for seq, _ in Counter(sequences).most_common(n_classes - 1)}
-    return [(seq if seq in frequent else "OTHER", doc.text, _root(doc).text) for seq, doc in zip(sequences, docs)]
-
-
-def _finite_tense(root) -> str | None:
-    if root.tag_ == "VBD":
-        return "PAST"
-    if root.tag_ in ("VBZ", "VBP"):
-        return "PRES"
-    if root.tag_ in ("VBN", "VBG", "VB"):
-        for aux in (c for c in root.children if c.dep_ in ("aux", "auxpass")):
-            if aux.tag_ == "MD":
-                return None
-            if aux.tag_ == "VBD":
-                return "PAST"
-            if aux.tag_ in ("VBZ", "VBP"):
-                return "PRES"
-    return None
+    return [(seq if seq in frequent else "OTHER", doc.text, root_of(doc).text) for seq, doc in zip(sequences, docs)]
 
 
 @builder(parses=True)
@@ -251,9 +183,9 @@ def main_tense(sentences: Sequence[str], language: str) -> list[Candidate]:
     """Tense: ``PAST`` when the main verb (the root, or its first finite auxiliary when the root is
     non-finite) is VBD, ``PRES`` for VBZ/VBP; modal, imperative and verbless sentences dropped."""
     out = []
-    for doc in _parsed(sentences, language):
-        root = _root(doc)
-        tense = _finite_tense(root)
+    for doc in parsed_sentences(sentences, language):
+        root = root_of(doc)
+        tense = finite_tense(root)
         if tense:
             out.append((tense, doc.text, root.text))
     return out
@@ -261,8 +193,8 @@ def main_tense(sentences: Sequence[str], language: str) -> list[Candidate]:
 
 def _argument_number(sentences, language, relations) -> list[Candidate]:
     out = []
-    for doc in _parsed(sentences, language):
-        root = _root(doc)
+    for doc in parsed_sentences(sentences, language):
+        root = root_of(doc)
         argument = next((c for c in root.children if c.dep_ in relations), None)
         if argument is not None and argument.tag_ in ("NN", "NNS"):
             out.append((argument.tag_, doc.text, argument.text))
@@ -281,14 +213,6 @@ def object_number(sentences: Sequence[str], language: str) -> list[Candidate]:
     return _argument_number(sentences, language, ("dobj",))
 
 
-def _recase(tokens: list[str], first: bool) -> list[str]:
-    """Capitalise a clause that moves to the front, lower-case one that moves inside (``I`` stays)."""
-    if not tokens or tokens[0] == "I":
-        return tokens
-    head = tokens[0][:1].upper() + tokens[0][1:] if first else tokens[0][:1].lower() + tokens[0][1:]
-    return [head, *tokens[1:]]
-
-
 @builder(parses=True)
 def coordination_inversion(sentences: Sequence[str], language: str, seed: int = 0) -> list[Candidate]:
     """CoordInv: sentences made of two coordinated clauses, each with its own subject ("clause1 cc clause2 .");
@@ -296,8 +220,8 @@ def coordination_inversion(sentences: Sequence[str], language: str, seed: int = 
     or dash before the conjunction stays before it, so punctuation does not tell the classes apart."""
     rng = np.random.default_rng(seed)
     out = []
-    for doc in _parsed(sentences, language):
-        root = _root(doc)
+    for doc in parsed_sentences(sentences, language):
+        root = root_of(doc)
         cc = next((c for c in root.children if c.dep_ == "cc"), None)
         conj = next((c for c in root.children if c.dep_ == "conj" and c.pos_ in ("VERB", "AUX")), None)
         if cc is None or conj is None or not any(c.dep_ in ("nsubj", "nsubjpass") for c in conj.children):
@@ -312,7 +236,7 @@ def coordination_inversion(sentences: Sequence[str], language: str, seed: int = 
         if len(first) < 2 or len(second) < 2:
             continue
         if rng.integers(2):
-            inverted = _recase(second, True) + joint + [tokens[cc.i]] + _recase(first, False) + tokens[end:]
+            inverted = recased(second, True) + joint + [tokens[cc.i]] + recased(first, False) + tokens[end:]
             out.append(("I", " ".join(inverted), root.text))
         else:
             out.append(("O", doc.text, root.text))
@@ -344,7 +268,7 @@ def odd_man_out(sentences: Sequence[str], language: str, tolerance: float = 0.1,
     for word, tags in tag_of.items():
         tag_words[tags.most_common(1)[0][0]].add(word)
     out = []
-    for doc in _single_root(docs):
+    for doc in single_rooted(docs):
         spots = [t for t in doc if t.pos_ in ("NOUN", "VERB") and t.text.isalpha() and 0 < t.i < len(doc) - 1]
         rng.shuffle(spots)
         change = None
@@ -396,7 +320,7 @@ def article_gender(sentences: Sequence[str], language: str, seed: int = 0) -> li
     swaps = ARTICLE_SWAPS[language]
     rng = np.random.default_rng(seed)
     out = []
-    for doc in _parsed(sentences, language):
+    for doc in parsed_sentences(sentences, language):
         articles = [t for t in doc if t.pos_ == "DET" and t.dep_ == "det" and t.text.lower() in swaps
                     and t.head.i > t.i and t.head.pos_ in ("NOUN", "PROPN", "ADJ", "NUM")]
         if not articles:

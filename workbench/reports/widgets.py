@@ -23,6 +23,8 @@ from ..zoo.cards import CARD_SIZES
 from .figures import ci_bars, layer_lines, majority_marks, tidy
 
 
+__all__ = ["notebook_sizes", "ProbeExplorer", "LayerExplorer", "GapExplorer", "StyleTransferApp"]
+
 def notebook_sizes() -> dict[str, int]:
     """Probing sizes for notebooks: the cards' sizes, or small ones when ``WORKBENCH_QUICK=1`` (CI)."""
     quick = os.environ.get("WORKBENCH_QUICK", "") not in ("", "0")

@@ -1,6 +1,6 @@
 """The measurements the docs state that take minutes to make, each recorded once in ``docs/measurements.json``
-with what ran, when and on what (``workbench docs --measure NAME``): the docs generator
-(:mod:`workbench.reports.docfacts`) writes tables and numbers from a record, and refuses one whose datasets or
+with what ran, when and on what (``bash scripts/docs --measure NAME``): the docs generator
+(:mod:`tools.docfacts`) writes tables and numbers from a record, and refuses one whose datasets or
 models are no longer the ones measured. Times (setup, demo, suite) are recorded by hand, with the machine and load.
 """
 from __future__ import annotations
@@ -9,17 +9,17 @@ import json
 from collections.abc import Callable
 from datetime import date
 
-from ..checks import WorkbenchError
-from ..models.folder import shipped
-from ..models.huggingface import minilm
-from ..paths import REPO_ROOT, atomic_write
-from ..probing.baselines import text_baselines
-from ..probing.build import build_task
-from ..probing.control import effective_types, training_word_counts
-from ..probing.layers import probe_layers
-from ..probing.tasks import task_names
-from ..zoo.cards import CARD_SIZES, card
-from .paper import FIGURE3_MODELS, GPU_FIGURE3_MODELS, figure3_differences, figure3_orderings, pair_contrasts
+from workbench.checks import WorkbenchError
+from workbench.models.folder import shipped
+from workbench.models.huggingface import minilm
+from workbench.paths import REPO_ROOT, atomic_write
+from workbench.probing.baselines import text_baselines
+from workbench.probing.build import build_task
+from workbench.probing.control import effective_types, training_word_counts
+from workbench.probing.layers import probe_layers
+from workbench.probing.tasks import task_names
+from workbench.zoo.cards import CARD_SIZES, card
+from workbench.reports.paper import FIGURE3_MODELS, GPU_FIGURE3_MODELS, figure3_differences, figure3_orderings, pair_contrasts
 
 MEASUREMENTS = REPO_ROOT / "docs" / "measurements.json"
 MINILM_LAYER_TASKS = ("word_content", "bigram_shift")  # one property lost with depth, one gained

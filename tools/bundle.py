@@ -12,9 +12,9 @@ import re
 import shutil
 from pathlib import Path
 
-from ..checks import WorkbenchError
-from ..data import sha256_of
-from ..paths import REPO_ROOT
+from workbench.checks import WorkbenchError
+from workbench.data import sha256_of
+from workbench.paths import REPO_ROOT
 
 BUNDLE = "bundle.json"
 BUNDLE_FORMAT = "bgt-workbench campaign bundle 1"
@@ -101,7 +101,7 @@ def unbundle(returns: list[str | Path], dest: str | Path, force: bool = False) -
 def _checked_bundle(path: Path) -> dict:
     """``bundle.json`` read and checked as a whole before anything is written: its format, parts named by plain
     file names with sha256 digests, and files (package, file, bytes, sha256) whose names are plain names."""
-    from .packaging import check_model_name
+    from workbench.zoo.packaging import check_model_name
     try:
         bundle = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:

@@ -34,10 +34,10 @@ import sys
 import time
 from pathlib import Path
 
-from ..checks import WorkbenchError, check_keys
-from ..data.corpora import PAIRS
-from ..paths import REPO_ROOT, data_dir
-from .bundle import BUNDLE, make_bundle, unbundle
+from workbench.checks import WorkbenchError, check_keys
+from workbench.data.corpora import PAIRS
+from workbench.paths import REPO_ROOT, data_dir
+from tools.bundle import BUNDLE, make_bundle, unbundle
 
 # Each step runs as its own short process on a device billed by the second (pack and fetch need neither torch nor
 # the models), so a step imports torch, the recipes and the packaging only inside the functions that use them.
@@ -113,7 +113,7 @@ def check_return(out: Path) -> dict:
 def job_config(job: str, seconds: float):
     """A job's TrainConfig: its recipe in ``recipes/`` (the dry run: the tiny preset) under the time budget,
     checkpoints rarer than on CPU (only ``best/`` is exported)."""
-    from ..training.recipes import TrainConfig
+    from workbench.training.recipes import TrainConfig
     model, pair = job.rsplit("-", 2)[0], "-".join(job.rsplit("-", 2)[1:])
     if _preset() == "recipes":
         cfg = TrainConfig.from_file(RECIPES / f"{job}.toml")
@@ -141,8 +141,8 @@ def _travelling_bytes() -> int:
 
 def pack(download_wheels: bool = True) -> None:
     """Build ``.campaign/`` (data, tokenizers, wheels) and say what a device call carries."""
-    from ..data.tokenizer import pair_tokenizer
-    from ..training.recipes import TrainConfig
+    from workbench.data.tokenizer import pair_tokenizer
+    from workbench.training.recipes import TrainConfig
     shutil.rmtree(PACK, ignore_errors=True)
     (PACK / "data" / "parallel").mkdir(parents=True)
     source = data_dir()
@@ -235,36 +235,14 @@ def train(seconds: float | None = None) -> None:
     """Train the jobs side by side, export their packages with decoders, bundle them and return what fits."""
     out, runs = _out(), _runs()
     seconds = seconds or float(os.environ.get("CAMPAIGN_SECONDS", DEFAULT_SECONDS))
-    jobs = _jobs()
-    configs = {job: job_config(job, seconds) for job in jobs}
-    from ..data.tokenizer import pair_tokenizer
+    configs = {job: job_config(job, seconds) for job in _jobs()}
+    from workbench.data.tokenizer import pair_tokenizer
+    from workbench.zoo.packaging import export_shards
     for cfg in configs.values():  # once, before several runs of a pair need it
         pair_tokenizer(cfg.pair, cfg.vocab_size)
     runs.mkdir(parents=True, exist_ok=True)
-    procs = {}
-    for job, cfg in configs.items():
-        run, recipe = runs / job, runs / f"{job}.json"
-        recipe.write_text(json.dumps(cfg.__dict__))
-        command = [sys.executable, "-m", "workbench.cli", "train", "--config", str(recipe), "--out", str(run),
-                   *(["--resume"] if (run / "latest").is_file() else [])]
-        log = open(runs / f"{job}.log", "a")
-        env = {**os.environ, "OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 2) // len(configs)))}
-        procs[job] = (run, subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=REPO_ROOT, env=env),
-                      log)
-        _say(f"{job}: {' '.join(command[3:])}")
-    started, deadline, stopping = time.perf_counter(), _call_deadline(), False
-    _say(f"the jobs are stopped at {time.strftime('%H:%M:%S', time.localtime(deadline))} at the latest, so that "
-         "this call's export and return fit its limit")
-    while any(proc.poll() is None for _, proc, _ in procs.values()):
-        time.sleep(max(0.5, min(20 if _preset() != "tiny" else 2, deadline - time.time())))
-        if time.time() >= deadline and not stopping:
-            stopping = True  # a clean stop: each job ends its update, saves, and keeps its best checkpoint
-            _say("the call's deadline: stopping the jobs (SIGINT)")
-            for _, proc, _ in procs.values():
-                if proc.poll() is None:
-                    proc.send_signal(signal.SIGINT)
-        _say(f"{time.perf_counter() - started:.0f} s: "
-             + "; ".join(f"{job} {_progress(run)}" for job, (run, _, _) in procs.items()))
+    procs = {job: _start_job(job, cfg, runs, len(configs)) for job, cfg in configs.items()}
+    stopping = _wait_for(procs)
     summary, finished = [], []
     for job, (run, proc, log) in procs.items():
         log.close()
@@ -276,7 +254,6 @@ def train(seconds: float | None = None) -> None:
             continue
         finished.append(job)
         summary.append(f"{job}: update {_progress(run)}")
-    from .packaging import export_shards
     staging = runs / "packages"
     shutil.rmtree(staging, ignore_errors=True)
     for job in finished:
@@ -285,6 +262,37 @@ def train(seconds: float | None = None) -> None:
     (out / "train.log").write_text("\n".join(summary) + "\n")
     make_bundle(staging, runs / "parts")
     _deliver(runs / "parts", out)
+
+
+def _start_job(job: str, cfg, runs: Path, n_jobs: int) -> tuple:
+    """Start one job's training (resuming its run where one is there): (run folder, process, log file)."""
+    run, recipe = runs / job, runs / f"{job}.json"
+    recipe.write_text(json.dumps(cfg.__dict__))
+    command = [sys.executable, "-m", "workbench.cli", "train", "--config", str(recipe), "--out", str(run),
+               *(["--resume"] if (run / "latest").is_file() else [])]
+    log = open(runs / f"{job}.log", "a")
+    env = {**os.environ, "OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 2) // n_jobs))}
+    _say(f"{job}: {' '.join(command[3:])}")
+    return run, subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=REPO_ROOT, env=env), log
+
+
+def _wait_for(procs: dict) -> bool:
+    """Wait for the jobs, saying how far each is; at the call's deadline stop them cleanly (SIGINT: each ends its
+    update and saves). Returns whether they were stopped."""
+    started, deadline, stopping = time.perf_counter(), _call_deadline(), False
+    _say(f"the jobs are stopped at {time.strftime('%H:%M:%S', time.localtime(deadline))} at the latest, so that "
+         "this call's export and return fit its limit")
+    while any(proc.poll() is None for _, proc, _ in procs.values()):
+        time.sleep(max(0.5, min(20 if _preset() != "tiny" else 2, deadline - time.time())))
+        if time.time() >= deadline and not stopping:
+            stopping = True
+            _say("the call's deadline: stopping the jobs (SIGINT)")
+            for _, proc, _ in procs.values():
+                if proc.poll() is None:
+                    proc.send_signal(signal.SIGINT)
+        _say(f"{time.perf_counter() - started:.0f} s: "
+             + "; ".join(f"{job} {_progress(run)}" for job, (run, _, _) in procs.items()))
+    return stopping
 
 
 def fetch() -> None:
