@@ -52,6 +52,24 @@ def test_tense_and_number_by_hand():
     assert objects[sentences[0]] == "NNS" and objects[sentences[1]] == "NNS" and objects[sentences[2]] == "NN"
 
 
+def test_french_and_spanish_number_by_hand_and_against_the_determiners():
+    """SubjNum/ObjNum in fr and es read the UD morphology of the main clause's subject or object noun; the number
+    agrees with what the noun's own determiner states by its form (an analyser-independent rule)."""
+    fr = ["le chat a mangé les souris .", "la fille a un cœur tendre ."]
+    es = ["los niños comen una manzana .", "el gato comió los ratones ."]
+    number = lambda sentences, lang, rel: {s: (label, word) for label, s, word in  # noqa: E731
+                                           builders.argument_number_ud(sentences, lang, rel)}
+    assert number(fr, "fr", "nsubj") == {fr[0]: ("Sing", "chat"), fr[1]: ("Sing", "fille")}
+    assert number(fr, "fr", "obj") == {fr[0]: ("Plur", "souris"), fr[1]: ("Sing", "cœur")}  # souris: by its det
+    assert number(es, "es", "nsubj") == {es[0]: ("Plur", "niños"), es[1]: ("Sing", "gato")}
+    assert number(es, "es", "obj") == {es[0]: ("Sing", "manzana"), es[1]: ("Plur", "ratones")}
+    for lang in ("fr", "es"):  # the check docs/probing.md#morphosyntax records, on a slice of the pool
+        docs = trees.single_rooted(parse(tok(*probe_pool(language=lang)[:1500]), lang, show_progress=False))
+        pairs = [(trees.ud_number(c), trees.determiner_number(c, lang)) for d in docs for c in d
+                 if c.pos_ == "NOUN" and trees.ud_number(c) and trees.determiner_number(c, lang)]
+        assert len(pairs) > 500 and sum(a == b for a, b in pairs) / len(pairs) > 0.98, lang
+
+
 def test_changing_builders_use_each_source_once_and_change_it_right():
     pool = tok(*(f"I have {n} ears but I only have one mouth." for n in ("two", "three", "four", "five", "six")))
     inverted = builders.coordination_inversion(pool, "en", seed=0)

@@ -174,9 +174,9 @@ def _probes_arguments(p: argparse.ArgumentParser) -> None:
                    help="write the probe pools' parses into workbench/probes/parses/ (what a fresh clone reads "
                         "instead of parsing; for maintainers, after a pool, pipeline or parse change)")
     q.add_argument("--ship-manifests", action="store_true",
-                   help="build every task at its card's sizes and at the model cards' probing sizes and record "
-                        "the manifests in workbench/probes/builds.json (what the docs state; for maintainers, "
-                        "after a card, pool or builder change)")
+                   help="build every task (or those of --tasks) at its card's sizes and at the model cards' "
+                        "probing sizes and record the manifests in workbench/probes/builds.json (what the docs "
+                        "state; for maintainers, after a card, pool or builder change)")
     size_args(q)
     q = psub.add_parser("baselines", help="Conneau et al. (2018)'s text-only baselines on our tasks, beside their "
                                           "published accuracies on SentEval's data (an external check)")
@@ -203,7 +203,8 @@ def _probes(args) -> None:
     if args.ship_parses:
         print(f"shipped parses: {ship_parses()}")
     if args.ship_manifests:
-        print(f"shipped manifests: {ship_manifests([None, CARD_SIZES])}")
+        named = args.tasks if args.tasks != task_names() else None  # --tasks: refresh only theirs
+        print(f"shipped manifests: {ship_manifests([None, CARD_SIZES], named)}")
     rows = []
     for task in progress_bar(args.tasks, desc="building tasks", unit="task"):
         manifest = build_task(task, sizes=probing_sizes(args), force=args.force).manifest

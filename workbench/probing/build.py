@@ -221,22 +221,29 @@ def shipped_manifest(task: str, sizes: dict[str, int] | None = None) -> dict | N
     return next((m for m in read_json(SHIPPED_BUILDS)["builds"] if m["task"] == task and m["spec"] == spec), None)
 
 
-def ship_manifests(size_sets: Sequence[dict[str, int] | None]) -> Path:
-    """Build every task afresh at each of ``size_sets`` (None: the card's sizes) and record the manifests in
-    ``workbench/probes/builds.json``, so the docs state sizes and digests without building every dataset (for
-    maintainers, after a card, pool or builder change). A task whose data differs from the shipped manifest of the
-    same spec is refused: its builder changed without a bump of its ``version`` (:func:`.builders.builder`), and
-    every stored build of it is stale. Returns the file."""
+def ship_manifests(size_sets: Sequence[dict[str, int] | None], tasks: Sequence[str] | None = None) -> Path:
+    """Build every task (or ``tasks``; the others' records are kept) afresh at each of ``size_sets`` (None: the
+    card's sizes) and record the manifests in ``workbench/probes/builds.json``, so the docs state sizes and digests
+    without building every dataset (for maintainers, after a card, pool or builder change). A task whose data
+    differs from the shipped manifest of the same spec is refused: its builder changed without a bump of its
+    ``version`` (:func:`.builders.builder`), and every stored build of it is stale. Returns the file."""
     _pool_candidates.cache_clear()  # afresh: candidates memoised in this process may be a builder's older output
+    chosen = list(tasks) if tasks is not None else task_names()
     builds = []
     for sizes in size_sets:
-        for task in progress_bar(task_names(), desc="building tasks", unit="task"):
+        for task in progress_bar(chosen, desc="building tasks", unit="task"):
             before, manifest = shipped_manifest(task, sizes), build_task(task, sizes=sizes, force=True).manifest
             if before is not None and before["sha256"] != manifest["sha256"]:
                 raise WorkbenchError(f"{task} built from the spec of its shipped manifest gives other data: its "
-                                     f"builder {get_task(task).builder} changed; bump its version (@builder(version=...)) and "
-                                     "ship again")
+                                     f"builder {get_task(task).builder} changed; bump its version "
+                                     "(@builder(version=...)) and ship again")
             builds.append(manifest)
+    if tasks is not None and SHIPPED_BUILDS.is_file():  # the other tasks' records stay as they are, in place
+        fresh = {(m["task"], json.dumps(m["requested_sizes"])): m for m in builds}
+        old = read_json(SHIPPED_BUILDS)["builds"]
+        builds = [fresh.pop((m["task"], json.dumps(m["requested_sizes"])), m) for m in old
+                  if m["task"] not in chosen or (m["task"], json.dumps(m["requested_sizes"])) in fresh]
+        builds += list(fresh.values())
     atomic_write(SHIPPED_BUILDS, json.dumps({"what": "the manifests of every probing task as `workbench probes build` "
                                                      "builds it (workbench probes build --ship-manifests)",
                                              "builds": builds}, indent=1, ensure_ascii=False) + "\n")

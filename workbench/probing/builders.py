@@ -23,7 +23,8 @@ import numpy as np
 
 from ..checks import check_name
 from .parse import parse
-from .trees import depth_below, finite_tense, parsed_sentences, recased, root_of, single_rooted, top_sequence
+from .trees import (depth_below, finite_tense, parsed_sentences, recased, root_of, single_rooted, top_sequence,
+                    ud_number)
 
 # The paper's punctuation set (fn. 13): ASCII punctuation plus typographic quotes and dashes.
 PUNCTUATION = frozenset(string.punctuation) | frozenset("‘’‚‛“”„‟«»‹›–—―‐‑‒…")
@@ -211,6 +212,19 @@ def subject_number(sentences: Sequence[str], language: str) -> list[Candidate]:
 def object_number(sentences: Sequence[str], language: str) -> list[Candidate]:
     """ObjNum: the tag (NN/NNS) of the main clause's direct object; pronoun and proper-noun objects dropped."""
     return _argument_number(sentences, language, ("dobj",))
+
+
+@builder(parses=True)
+def argument_number_ud(sentences: Sequence[str], language: str, relation: str) -> list[Candidate]:
+    """SubjNum/ObjNum for a language whose pipeline tags Universal Dependencies (fr, es): the number (``Sing`` /
+    ``Plur``, the pipeline's UD morphology) of the common noun that is the main clause's ``relation`` (``nsubj`` or
+    ``obj``); pronoun and proper-noun arguments dropped, as in English."""
+    out = []
+    for doc in parsed_sentences(sentences, language):
+        argument = next((c for c in root_of(doc).children if c.dep_ == relation), None)
+        if argument is not None and argument.pos_ == "NOUN" and ud_number(argument):
+            out.append((ud_number(argument), doc.text, argument.text))
+    return out
 
 
 @builder(parses=True)

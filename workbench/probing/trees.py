@@ -82,3 +82,28 @@ def recased(tokens: list[str], first: bool) -> list[str]:
         return tokens
     head = tokens[0][:1].upper() + tokens[0][1:] if first else tokens[0][:1].lower() + tokens[0][1:]
     return [head, *tokens[1:]]
+
+
+def ud_number(token) -> str | None:
+    """A noun's grammatical number as the pipeline's morphology gives it (UD ``Number``: ``Sing`` or ``Plur``)."""
+    values = token.morph.get("Number")
+    return values[0] if len(values) == 1 and values[0] in ("Sing", "Plur") else None
+
+
+# The number each closed-class determiner states by its form alone (Moses-lowercased): an analyser-independent
+# check of the number the tagger gives the noun it determines (docs/probing.md#morphosyntax).
+DETERMINER_NUMBER = {
+    "fr": {**dict.fromkeys(("le", "la", "l'", "un", "une", "ce", "cet", "cette", "mon", "ton", "son", "ma", "ta",
+                            "sa", "notre", "votre", "leur"), "Sing"),
+           **dict.fromkeys(("les", "des", "ces", "mes", "tes", "ses", "nos", "vos", "leurs"), "Plur")},
+    "es": {**dict.fromkeys(("el", "la", "un", "una", "este", "esta", "ese", "esa", "aquel", "aquella"), "Sing"),
+           **dict.fromkeys(("los", "las", "unos", "unas", "estos", "estas", "esos", "esas", "aquellos", "aquellas",
+                            "mis", "tus", "sus", "nuestros", "nuestras", "vuestros", "vuestras"), "Plur")},
+}
+
+
+def determiner_number(noun, language: str) -> str | None:
+    """The number the noun's own determiner states by its form (:data:`DETERMINER_NUMBER`), or None."""
+    forms = DETERMINER_NUMBER.get(language, {})
+    numbers = {forms[c.text.lower()] for c in noun.children if c.dep_ == "det" and c.text.lower() in forms}
+    return numbers.pop() if len(numbers) == 1 else None
