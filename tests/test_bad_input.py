@@ -169,7 +169,7 @@ def test_encode_refuses_non_finite_vectors_as_probe_does(run_copy, tmp_path, cap
     save_file(weights, str(folder / "model.safetensors"))
     config = json.loads((folder / "config.json").read_text())
     config["files_sha256"] = {**config["files_sha256"], **file_digests(folder, ("model.safetensors",))}
-    (folder / "config.json").write_text(json.dumps(config))  # a consistent folder whose weights are NaN
+    (folder / "config.json").write_text(sealed_config(config))  # a consistent, resealed folder whose weights are NaN
     (tmp_path / "in.txt").write_text("A man is playing a guitar.\nTom is here.\n")
     out = tmp_path / "x.npy"
     assert main(["encode", "--model", str(folder), "--encoder", "semantic", "--input", str(tmp_path / "in.txt"),

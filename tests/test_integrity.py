@@ -426,3 +426,16 @@ def test_config_json_records_its_format_and_older_formats_still_load(run_copy, t
     with pytest.raises(WorkbenchError, match=f"format {FORMAT + 1} is not one this workbench reads .1 to {FORMAT}.; "
                                              "a newer workbench wrote it"):
         load(old)
+
+
+def test_from_format_2_the_seal_covers_the_files_digests(run_copy):
+    """Another network's weights with only files_sha256 updated: a format-1 folder's seal left the digests out (its
+    files' bytes were checked against them, but they could be rewritten); a format-2 folder's seal covers them."""
+    folder = run_copy / "checkpoints" / "update-4"
+    meta = json.loads((folder / "config.json").read_text())
+    assert meta["format"] == FORMAT >= 2
+    (folder / "model.safetensors").write_bytes((run_copy / "checkpoints" / "update-2" / "model.safetensors").read_bytes())
+    swapped = {**meta, "files_sha256": {**meta["files_sha256"], "model.safetensors": sha256_of(folder / "model.safetensors")}}
+    (folder / "config.json").write_text(json.dumps(swapped))
+    with pytest.raises(WorkbenchError, match="config.json was edited after the folder was written"):
+        load(folder)

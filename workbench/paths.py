@@ -100,10 +100,12 @@ CONFIG_SEAL = "config_sha256"
 
 
 def config_digest(meta: dict) -> str:
-    """sha256 of a model folder's config.json content less its own seal and the file digests, in a canonical
-    form: config.json cannot list its own sha256, so it carries this instead (a model folder's identity is all
-    of its files, its config included)."""
-    body = {k: v for k, v in meta.items() if k not in (CONFIG_SEAL, "files_sha256")}
+    """sha256 of a model folder's config.json content less its own seal, in a canonical form: config.json cannot
+    list its own sha256, so it carries this instead (a model folder's identity is all of its files, its config
+    included). From format 2 the seal covers ``files_sha256`` too, so another file's bytes cannot be swapped in by
+    updating its digest alone; a format-1 folder's seal (written before) leaves the digests out, as it did."""
+    left_out = (CONFIG_SEAL,) if meta.get("format", 1) >= 2 else (CONFIG_SEAL, "files_sha256")
+    body = {k: v for k, v in meta.items() if k not in left_out}
     return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
@@ -114,8 +116,9 @@ FORMAT = 2
 
 def _from_format_1(meta: dict) -> dict:
     """Format 1: folders written before config.json recorded its ``format`` (until 2026-11-28). The fields mean
-    what they mean in format 2; what differs is on disk: the trainer state of the earliest checkpoints listed its
-    own files' digests (:func:`workbench.models.folder.verify_files` checks those as such)."""
+    what they mean in format 2; what differs is how they were sealed and checked: the seal leaves out
+    ``files_sha256`` (:func:`config_digest`), and the trainer state of the earliest checkpoints listed its own
+    files' digests (:func:`workbench.models.folder.verify_files` checks those as such)."""
     return {**meta, "format": 2}
 
 
