@@ -330,7 +330,7 @@ CLI_CASES = [  # (argv with {tmp} for the test's folder, a fragment of the one-l
     ("probe --encoder random-sp-average --task length --mdl --classifier mlp",
      "MDL probing is implemented for the logreg probe, not 'mlp'"),
     ("probe --encoder random-sp-average --pair en-xx --task length", "argument --pair: invalid choice: 'en-xx'"),
-    ("probe --encoder random-sp-average --task length --seeds 0", "--seeds must be a whole number ≥ 1 (got 0)"),
+    ("probe --encoder random-sp-average --task length --seeds 0", "--seeds must be a whole number from 1 to 100 (got 0)"),
     ("probe --model bgt-en-fr --encoder semantic --given en --task length --seeds 3",
      "--seeds averages plain probes of one encoder: drop --given / --layers, or --seeds"),
     # evaluate

@@ -441,7 +441,7 @@ def test_seeds_report_the_mean_the_spread_and_the_ci_of_the_mean(length_task):
     assert pooled.to_frame().set_index("metric").loc["seed_std", "value"] == pooled.seed_std
     logistic = probe(noisy, length_task, control=False, seeds=2)  # zero-initialised, full batch: no seed spread
     assert logistic.seed_std == 0 and logistic.accuracy == probe(noisy, length_task, control=False).accuracy
-    with pytest.raises(WorkbenchError, match=r"seeds must be a whole number ≥ 1 \(got 0\)"):
+    with pytest.raises(WorkbenchError, match=r"seeds must be a whole number from 1 to 100 \(got 0\)"):
         probe(noisy, length_task, seeds=0)
 
 

@@ -19,7 +19,7 @@ from ..probing.baselines import BASELINES, SENTEVAL_NAMES, text_baselines
 from ..probing.build import build_task, ship_manifests, ship_parses
 from ..probing.layers import layer_profile, probe_layers
 from ..probing.own import dataset_or_card, is_own, own_task
-from ..probing.probe import check_options, probe
+from ..probing.probe import MAX_SEEDS, check_options, probe
 from ..probing.tasks import get_task, readable_tasks, task_names
 from ..paths import atomic_write
 from ..progress import progress_bar
@@ -89,8 +89,8 @@ def _probe_arguments(p: argparse.ArgumentParser) -> None:
 def _probe(args) -> None:
 
     check_options(args.classifier, not args.no_control and args.control, args.mdl)  # before the encoder is built
-    if not whole(args.seeds):
-        raise WorkbenchError(f"--seeds must be a whole number ≥ 1 (got {args.seeds})")
+    if not whole(args.seeds, 1, MAX_SEEDS):
+        raise WorkbenchError(f"--seeds must be a whole number from 1 to {MAX_SEEDS} (got {args.seeds})")
     if args.seeds > 1 and (args.given or args.layers):
         raise WorkbenchError("--seeds averages plain probes of one encoder: drop --given / --layers, or --seeds")
     sizes = probing_sizes(args)
