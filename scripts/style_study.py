@@ -30,7 +30,8 @@ RUNS = ROOT / "runs" / "style"
 STUDY = RUNS / "study.csv"
 WORKBENCH = ROOT / ".venv" / "bin" / "workbench"
 STARTS = {"lang128-squeeze": "bgt-en-fr-lang128", "lang128-sample-all": "bgt-en-fr-lang128",
-          "lang32": None, "lang64": None, "ws-sample": None, "ws-mean": None}  # None: from scratch (a new
+          "lang32": None, "lang64": None, "ws-sample": None, "ws-mean": None,
+          "ws-mean-wd": str(RUNS / "ws-mean-4400" / "checkpoints" / "update-4400")}  # None: from scratch (a new
 # shape) or from the warm_start its recipe names
 FORM_TASKS = ("length", "punct_num", "punct_first")  # where the paper's language encoder beats the semantic one
 

@@ -198,6 +198,20 @@ def test_import_refuses_damaged_packages_and_unsafe_names(trained, tmp_path):
     (package / "manifest.json").write_text(json.dumps(huge))
     with pytest.raises(WorkbenchError, match="more than the 2 billion parameters the workbench builds"):
         import_shards(package, root=tmp_path / "trained")  # refused before any shard is read
+    untrained = {**manifest, "config": {k: v for k, v in manifest["config"].items() if k != "training"}}
+    for bad, message in (({**manifest, "curve": "a string"}, "'curve' must be a list of rows with update"),
+                         (untrained, "and its training record \\('training'\\)")):  # was: failed after measuring
+        (package / "manifest.json").write_text(json.dumps(bad))
+        with pytest.raises(WorkbenchError, match=message):
+            import_shards(package, root=tmp_path / "trained")
+    (package / "manifest.json").write_text(json.dumps(manifest))
+    damaged = shard.read_bytes()
+    shard.unlink()
+    shard.symlink_to(outside)  # a shard that is a link to a file elsewhere
+    with pytest.raises(WorkbenchError, match=f"{shard.name} is a link"):
+        import_shards(package, root=tmp_path / "trained")
+    shard.unlink()
+    shard.write_bytes(damaged)
     pickled = {**manifest, "files": {**manifest["files"], shard.name: hashlib.sha256(b"\x80\x04 pickle").hexdigest()}}
     shard.write_bytes(b"\x80\x04 pickle")  # its digest recorded: only the format can tell
     (package / "manifest.json").write_text(json.dumps(pickled))

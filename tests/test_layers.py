@@ -257,14 +257,26 @@ def test_a_folder_reads_nothing_outside_itself_and_each_tensor_once(broken_copy,
     (folder / "model.safetensors.index.json").write_text(json.dumps(index))
     with pytest.raises(WorkbenchError, match="naming shard '../../elsewhere.safetensors' resolves outside"):
         wb.hf_encoder(folder)
+    index["weight_map"] = ["model-00001-of-00002.safetensors"]  # malformed: a list, not a map
+    (folder / "model.safetensors.index.json").write_text(json.dumps(index))
+    with pytest.raises(WorkbenchError, match="weight_map is not an object of tensor name -> shard file name"):
+        wb.hf_encoder(folder)
+    (folder / "model.safetensors.index.json").unlink()
+    for modules in ([{"path": "1_Pooling"}], {"0": "Transformer"}, [{"type": 3, "path": ""}]):  # no type, not a list
+        (folder / "modules.json").write_text(json.dumps(modules))
+        with pytest.raises(WorkbenchError, match="modules.json is not a sentence-transformers module list"):
+            wb.hf_encoder(folder)
 
 
 def test_a_folder_without_a_tokenizer_or_with_a_huge_config_or_pickled_weights_is_refused(broken_copy):
     folder, set_config = broken_copy
-    set_config(num_hidden_layers=100_000)
-    with pytest.raises(WorkbenchError, match="declares about 177.0 billion parameters, more than the 2 billion"):
+    set_config(hidden_size=38_400)
+    with pytest.raises(WorkbenchError, match="declares about 107.3 billion parameters, more than the 2 billion"):
         wb.hf_encoder(folder)  # refused before anything is allocated
-    set_config(num_hidden_layers=6)
+    set_config(num_hidden_layers=100_000, hidden_size=8)
+    with pytest.raises(WorkbenchError, match="declares 100000 layers; the workbench loads encoders of at most 512"):
+        wb.hf_encoder(folder)  # under the parameter bound, yet minutes of building: refused first
+    set_config(num_hidden_layers=6, hidden_size=384)
     weights = (folder / "model.safetensors").read_bytes()
     (folder / "model.safetensors").write_bytes(b"\x80\x04\x95 a pickle, not safetensors")
     with pytest.raises(WorkbenchError, match="cannot load a Hugging Face encoder from"):

@@ -94,11 +94,15 @@ def _check_files_inside(folder: Path) -> None:
     for path in folder.rglob("*"):
         inside(path, f"{path.relative_to(folder)}")
     for index in folder.glob("*.safetensors.index.json"):
-        for shard in set((read_json(index).get("weight_map") or {}).values()):
+        content = read_json(index)
+        weight_map = content.get("weight_map") if isinstance(content, dict) else None
+        if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
+            raise WorkbenchError(f"{index}: its weight_map is not an object of tensor name -> shard file name")
+        for shard in set(weight_map.values()):
             inside(folder / str(shard), f"{index.name} naming shard {shard!r}")
     if (folder / "modules.json").is_file():
-        for module in read_json(folder / "modules.json"):
-            inside(folder / str(module.get("path", "")), f"modules.json naming {module.get('path')!r}")
+        for module in _modules(folder):
+            inside(folder / module["path"], f"modules.json naming {module['path']!r}")
     seen: dict[str, str] = {}
     for shard in sorted(p for p in folder.glob("*.safetensors")):
         try:
@@ -130,11 +134,20 @@ def _declared_languages(folder: Path) -> tuple[str, ...] | None:
     return tuple(dict.fromkeys(codes)) or None
 
 
+def _modules(folder: Path) -> list[dict]:
+    """``modules.json`` checked as a whole: a list of modules, each with a ``type`` and a ``path`` (strings)."""
+    modules = read_json(folder / "modules.json")
+    if not isinstance(modules, list) or not all(isinstance(m, dict) and isinstance(m.get("type"), str)
+                                                and isinstance(m.get("path", ""), str) for m in modules):
+        raise WorkbenchError(f"{folder / 'modules.json'} is not a sentence-transformers module list (a JSON list "
+                             'of {"type": ..., "path": ...} objects, as sentence-transformers writes it)')
+    return [{**m, "path": m.get("path", "")} for m in modules]
+
+
 def _sentence_transformers_head(folder: Path) -> tuple[str, bool, int | None]:
     """(pooling, normalise, max_seq_length) of a sentence-transformers folder, from its own configs."""
-    modules = read_json(folder / "modules.json")
     pooling, normalise = "mean", False
-    for module in modules:
+    for module in _modules(folder):
         kind = module["type"].rsplit(".", 1)[-1]
         if kind == "Pooling":
             config = read_json(folder / module["path"] / "config.json")
@@ -170,6 +183,9 @@ def _refuse_foreign_code(folder: Path) -> None:
                                  "has built in")
 
 
+MAX_LAYERS = 512
+
+
 def _declared_size(config) -> int:
     """About how many parameters ``config`` declares (blocks of 12·d² each, and the embeddings), counted before
     anything is allocated."""
@@ -178,6 +194,9 @@ def _declared_size(config) -> int:
         raise WorkbenchError(f"the model's config.json gives num_hidden_layers, hidden_size and vocab_size as "
                              f"{values}; each must be a whole number ≥ 1")
     layers, hidden, vocab = values
+    if layers > MAX_LAYERS:  # small blocks pass the parameter bound, yet building them takes minutes
+        raise WorkbenchError(f"the model's config.json declares {layers} layers; the workbench loads encoders of "
+                             f"at most {MAX_LAYERS} (the deepest published ones have under 100)")
     return layers * 12 * hidden ** 2 + vocab * hidden
 
 

@@ -27,7 +27,7 @@ from ..models import checked_config, fitted
 from ..models.checkpoint import checkpoint_update
 from ..models.folder import ModelFolder, file_digests, latest_checkpoint, read_weights, shipped
 from ..models.pins import pin
-from ..models.runlog import learning_curve, metrics_curve, read_metrics
+from ..models.runlog import CURVE_COLUMNS, learning_curve, metrics_curve, read_metrics
 from ..paths import only_writer, read_json, sealed_config, swap_folder, temp_sibling, trained_dir
 from ..training import train
 from ..training.recipes import TrainConfig
@@ -236,8 +236,13 @@ def _checked_manifest(package: Path) -> dict:
         problems.append("'files' names no .safetensors weights")
     if not isinstance(split, dict) or not all(whole(n, 1, 10_000) for n in split.values()):
         problems.append("'split' must map tensor names to part counts (1 to 10,000)")
-    if not isinstance(manifest.get("config"), dict) or not isinstance(manifest["config"].get("model"), dict):
-        problems.append("'config' must hold the model's config ('model')")
+    if not isinstance(manifest.get("config"), dict) or not all(isinstance(manifest["config"].get(k), dict)
+                                                               for k in ("model", "training")):
+        problems.append("'config' must hold the model's config ('model') and its training record ('training')")
+    curve = manifest.get("curve")
+    if curve is not None and not (isinstance(curve, list) and all(
+            isinstance(row, dict) and set(CURVE_COLUMNS) - {"run"} <= set(row) for row in curve)):
+        problems.append(f"'curve' must be a list of rows with {', '.join(CURVE_COLUMNS[1:])}")
     if not isinstance(manifest.get("name"), str):
         problems.append("'name' must be the model's name")
     if problems:
@@ -260,6 +265,9 @@ def import_shards(package: str | Path, name: str | None = None, root: str | Path
     for file, digest in manifest["files"].items():
         if not (package / file).is_file():
             raise WorkbenchError(f"{package} lacks {file}; copy the whole package again")
+        if (package / file).is_symlink() or not (package / file).resolve().is_relative_to(package.resolve()):
+            raise WorkbenchError(f"{package / file} is a link ({(package / file).resolve()}); a package holds its "
+                                 "own files: copy the file itself in")
         if sha256_of(package / file) != digest:
             raise WorkbenchError(f"{package / file} does not match its sha256 in manifest.json (damaged in "
                                  "transfer?); copy it again")
