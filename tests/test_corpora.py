@@ -27,6 +27,14 @@ def test_read_pairs_rejects_bad_lines_with_file_and_line(tmp_path, content, mess
     assert info.value.line == bad_line and str(path) in str(info.value)
 
 
+def test_a_damaged_or_cut_gzip_file_is_named_with_the_line_it_broke_at(tmp_path):
+    whole = gzip.compress(b"".join(b"sentence %d\tphrase %d\n" % (i, i) for i in range(20_000)))
+    for name, data in (("cut.tsv.gz", whole[: len(whole) // 2]), ("plain.tsv.gz", b"not gzip at all\n")):
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(DataFormatError, match=f"{name}:\\d+: not readable as gzip .*download it again"):
+            corpora.read_pairs(tmp_path / name)
+
+
 def test_unknown_pair_lists_valid_ones():
     with pytest.raises(UnknownNameError, match="en-fr, en-ja, en-tr"):
         corpora.corpus_path("en-de")

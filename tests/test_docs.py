@@ -44,6 +44,14 @@ def test_docs_write_refuses_malformed_markers_and_changes_no_file(bad, message, 
     assert good.read_text() == stale and broken.read_text() == bad  # neither file touched
 
 
+def test_docs_names_a_document_that_is_not_utf8_and_changes_nothing(tmp_path):
+    doc = tmp_path / "latin1.md"
+    doc.write_bytes("Modèle <!-- fact: shipped-count -->1<!-- /fact -->\n".encode("latin-1"))
+    with pytest.raises(WorkbenchError, match=r"latin1.md is not UTF-8 text \(byte 3: invalid continuation byte\)"):
+        refresh([doc], write=True)
+    assert doc.read_bytes() == "Modèle <!-- fact: shipped-count -->1<!-- /fact -->\n".encode("latin-1")
+
+
 def test_the_documents_checked_include_the_readmes_and_every_doc():
     names = {p.relative_to(REPO_ROOT).as_posix() for p in documents()}
     assert {"README.md", "docs/method.md", "docs/probing.md"} <= names
@@ -61,6 +69,20 @@ def test_recorded_text_baselines_are_refused_once_a_dataset_changes(monkeypatch)
     monkeypatch.setattr(measured_facts, "measured", lambda name: changed)
     with pytest.raises(WorkbenchError, match="measured on other datasets of tense than these builds"):
         measured_facts.text_baselines()
+
+
+@pytest.mark.parametrize("content,named", [("[1, 2]", r"\(the file is not a JSON object\)"),
+                                           ('{"demo": {"seconds": 5}}', "demo not a record"),
+                                           ("{broken", "line 1, column 2: cannot parse it as JSON")])
+def test_a_damaged_measurements_file_is_named_with_what_is_wrong(content, named, monkeypatch, tmp_path):
+    from tools import measurements
+    monkeypatch.setattr(measurements, "MEASUREMENTS", tmp_path / "measurements.json")
+    (tmp_path / "measurements.json").write_text(content)
+    with pytest.raises(WorkbenchError, match=f"measurements.json.*{named}"):
+        measurements.measured("demo")
+    with pytest.raises(WorkbenchError, match=f"measurements.json.*{named}"):
+        measurements.record("demo", {"what": "x", "date": "today"})
+    assert (tmp_path / "measurements.json").read_text() == content
 
 
 def test_recorded_pair_contrasts_are_refused_once_a_model_changes(monkeypatch):

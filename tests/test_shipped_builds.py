@@ -60,3 +60,16 @@ def test_shipping_again_refuses_a_builder_changed_without_a_version_bump(monkeyp
             build.ship_manifests([None])
     finally:
         build._pool_candidates.cache_clear()  # nothing the changed builder gave outlives the test
+
+
+@pytest.mark.parametrize("damage,message", [
+    (lambda d: {"builds": "none"}, "it holds no list of 'builds'"),
+    (lambda d: {"builds": [{k: v for k, v in d["builds"][0].items() if k != "spec"}]}, "record 0 lacks task, spec"),
+    (lambda d: {"builds": [{**d["builds"][0], "sizes": {**d["builds"][0]["sizes"], "te": 7}}]},
+     r"record 0 \(bigram_shift\): its sizes .* are not its label counts' sums"),  # an edited size: the docs read it
+], ids=["not a list", "no spec", "edited size"])
+def test_a_damaged_builds_file_is_refused_by_name_before_any_record_is_used(damage, message, monkeypatch, tmp_path):
+    monkeypatch.setattr(build, "SHIPPED_BUILDS", tmp_path / "builds.json")
+    (tmp_path / "builds.json").write_text(json.dumps(damage(json.loads(REPO_BUILDS.read_text()))))
+    with pytest.raises(WorkbenchError, match=f"builds.json is damaged: {message}.*--ship-manifests"):
+        shipped_manifest("length")

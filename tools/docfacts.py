@@ -221,7 +221,11 @@ def refresh(paths: list[Path] | None = None, write: bool = False) -> list[str]:
     as ``file: NAME``; with ``write``, rewrite them. An unknown NAME is an error (it would never be checked)."""
     drifted, cache, rewritten = [], {}, {}
     for path in paths if paths is not None else documents():
-        text = path.read_text(encoding="utf-8")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as err:
+            raise WorkbenchError(f"{path} is not UTF-8 text (byte {err.start}: {err.reason}); no file was "
+                                 "changed") from None
         check_markers(path, text)
 
         def fresh(match: re.Match) -> str:

@@ -12,7 +12,7 @@ from datetime import date
 from workbench.checks import WorkbenchError
 from workbench.models.folder import shipped
 from workbench.models.huggingface import minilm
-from workbench.paths import REPO_ROOT, atomic_write
+from workbench.paths import REPO_ROOT, atomic_write, read_json
 from workbench.probing.baselines import text_baselines
 from workbench.probing.build import build_task
 from workbench.probing.control import effective_types, training_word_counts
@@ -25,10 +25,22 @@ MEASUREMENTS = REPO_ROOT / "docs" / "measurements.json"
 MINILM_LAYER_TASKS = ("word_content", "bigram_shift")  # one property lost with depth, one gained
 
 
+def _records() -> dict:
+    """:data:`MEASUREMENTS` checked as a whole: a JSON object of named records, each saying what and when."""
+    records = read_json(MEASUREMENTS)
+    bad = [str(k) for k, v in records.items() if not (isinstance(v, dict) and isinstance(v.get("what"), str)
+                                                       and isinstance(v.get("date"), str))] \
+        if isinstance(records, dict) else ["(the file is not a JSON object)"]
+    if bad:
+        raise WorkbenchError(f"{MEASUREMENTS} is damaged: {', '.join(bad[:5])} not a record with 'what' and 'date'; "
+                             "restore it from git")
+    return records
+
+
 def measured(name: str) -> dict:
     """One recorded measurement of :data:`MEASUREMENTS`: a time (``seconds``, ``date``, ``machine``, ``load``,
     ``what``) or a measured table (``date``, ``what``, ``rows`` and what they were measured on)."""
-    records = json.loads(MEASUREMENTS.read_text(encoding="utf-8"))
+    records = _records()
     if name not in records:
         raise WorkbenchError(f"no measurement {name!r} in {MEASUREMENTS}; recorded: {', '.join(sorted(records))}")
     return records[name]
@@ -36,7 +48,7 @@ def measured(name: str) -> dict:
 
 def record(name: str, entry: dict) -> dict:
     """Store ``entry`` as measurement ``name`` (replacing the one before) and return it."""
-    records = json.loads(MEASUREMENTS.read_text(encoding="utf-8"))
+    records = _records()
     atomic_write(MEASUREMENTS, json.dumps({**records, name: entry}, indent=1, ensure_ascii=False) + "\n")
     return entry
 

@@ -212,13 +212,34 @@ def build_spec(task: str, sizes: dict[str, int] | None = None, config: SplitConf
     return _spec_and_folder(card, check_sizes(sizes or card.sizes), None, 0, config)[0]
 
 
+def shipped_builds() -> list[dict]:
+    """The records of ``workbench/probes/builds.json``, checked as a whole: each names its task, spec and
+    requested sizes, and its sizes are its label counts' sums (an edited size shows), so no caller meets a
+    half-formed record."""
+    if not SHIPPED_BUILDS.is_file():
+        return []
+    content = read_json(SHIPPED_BUILDS)
+    builds = content.get("builds") if isinstance(content, dict) else None
+    problems = [] if isinstance(builds, list) else ["it holds no list of 'builds'"]
+    for i, m in enumerate(builds if isinstance(builds, list) else []):
+        if not (isinstance(m, dict) and isinstance(m.get("task"), str) and all(
+                isinstance(m.get(k), dict) for k in ("spec", "requested_sizes", "sizes", "label_counts"))):
+            problems.append(f"record {i} lacks task, spec, requested_sizes, sizes or label_counts")
+        elif not (m["sizes"].keys() == m["label_counts"].keys() and all(
+                isinstance(counts, dict) and sum(counts.values()) == m["sizes"][split]
+                for split, counts in m["label_counts"].items())):
+            problems.append(f"record {i} ({m['task']}): its sizes {m['sizes']} are not its label counts' sums")
+    if problems:
+        raise WorkbenchError(f"{SHIPPED_BUILDS} is damaged: {'; '.join(problems[:3])}; restore it from the "
+                             "repository (git checkout) or rebuild it with workbench probes build --ship-manifests")
+    return builds
+
+
 def shipped_manifest(task: str, sizes: dict[str, int] | None = None) -> dict | None:
     """The manifest (sizes, label counts, sha256) of ``task`` built at ``sizes`` that the repository ships in
     ``workbench/probes/builds.json``, or None where it holds none built from what a build would read now."""
-    if not SHIPPED_BUILDS.is_file():
-        return None
     spec = build_spec(task, sizes)
-    return next((m for m in read_json(SHIPPED_BUILDS)["builds"] if m["task"] == task and m["spec"] == spec), None)
+    return next((m for m in shipped_builds() if m["task"] == task and m["spec"] == spec), None)
 
 
 def ship_manifests(size_sets: Sequence[dict[str, int] | None], tasks: Sequence[str] | None = None) -> Path:
@@ -238,9 +259,9 @@ def ship_manifests(size_sets: Sequence[dict[str, int] | None], tasks: Sequence[s
                                      f"builder {get_task(task).builder} changed; bump its version "
                                      "(@builder(version=...)) and ship again")
             builds.append(manifest)
-    if tasks is not None and SHIPPED_BUILDS.is_file():  # the other tasks' records stay as they are, in place
+    if tasks is not None:  # the other tasks' records stay as they are, in place
         fresh = {(m["task"], json.dumps(m["requested_sizes"])): m for m in builds}
-        old = read_json(SHIPPED_BUILDS)["builds"]
+        old = shipped_builds()
         builds = [fresh.pop((m["task"], json.dumps(m["requested_sizes"])), m) for m in old
                   if m["task"] not in chosen or (m["task"], json.dumps(m["requested_sizes"])) in fresh]
         builds += list(fresh.values())
