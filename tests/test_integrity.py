@@ -1,6 +1,7 @@
 """Nothing the workbench reads is trusted unchecked: model folders, checkpoints, cards, run pointers and the model
 settings inside a config are verified before use, and a refusal names the file and leaves nothing behind."""
 import json
+import os
 import shutil
 
 import numpy as np
@@ -439,3 +440,52 @@ def test_from_format_2_the_seal_covers_the_files_digests(run_copy):
     (folder / "config.json").write_text(json.dumps(swapped))
     with pytest.raises(WorkbenchError, match="config.json was edited after the folder was written"):
         load(folder)
+
+
+# Each writer killed (SIGKILL, in a child process) at the moment it would put its work in place, or while it is
+# writing: the destination must be the old content or the new one, whole.
+_KILL = "import os, signal\ndef die(*args, **kwargs):\n    os.kill(os.getpid(), signal.SIGKILL)\n"
+_KILLED_WRITES = {
+    "encode --out, while writing": "import workbench.cli.measuring as m\n"
+                                   "def partial(handle, array):\n    handle.write(b'\\x93NUMPY partial'); die()\n"
+                                   "m.np.save = partial\n"
+                                   "m_main = __import__('workbench.cli', fromlist=['main']).main\n"
+                                   "m_main(['encode', '--encoder', 'random-sp-average', '--input', 'in.txt', "
+                                   "'--out', 'old', '--force'])",
+    "encode --out, at the rename": "os.replace = die\nfrom workbench.cli import main\n"
+                                   "main(['encode', '--encoder', 'random-sp-average', '--input', 'in.txt', '--out', "
+                                   "'old', '--force'])",
+    "docs --write, at the rename": "os.replace = die\nfrom pathlib import Path\nfrom tools.docfacts import refresh\n"
+                                   "refresh([Path('old')], write=True)",
+    "folder swap, before": "import workbench.paths as p\np._exchange = die\n"
+                           "p.swap_folder(__import__('pathlib').Path('new'), __import__('pathlib').Path('old'))",
+    "folder swap, after": "import shutil, workbench.paths as p\nshutil.rmtree = die\n"
+                          "p.swap_folder(__import__('pathlib').Path('new'), __import__('pathlib').Path('old'))",
+}
+
+
+@pytest.mark.parametrize("case", list(_KILLED_WRITES))
+def test_a_writer_killed_mid_write_leaves_the_old_content_or_the_new_never_a_mix(case, tmp_path):
+    import subprocess
+    import sys
+    from workbench.paths import REPO_ROOT
+    (tmp_path / "in.txt").write_text("a man is playing a guitar .\nthe cat sat .\n")
+    if case.startswith("folder"):  # a model, package or best/ folder of two files, replaced by another
+        for name, text in (("old", "before"), ("new", "after")):
+            (tmp_path / name).mkdir()
+            for file in ("model.safetensors", "config.json"):
+                (tmp_path / name / file).write_text(f"{text} {file}")
+    elif case.startswith("docs"):
+        (tmp_path / "old").write_text("<!-- fact: shipped-count -->0<!-- /fact -->\n")
+    else:
+        np.save(tmp_path / "old.npy", np.ones((1, 3), dtype=np.float32))
+        (tmp_path / "old.npy").rename(tmp_path / "old")
+    def contents(path):
+        return {p.name: p.read_text() for p in path.iterdir()} if path.is_dir() else path.read_bytes()
+
+    before = contents(tmp_path / "old")
+    child = subprocess.run([sys.executable, "-c", _KILL + _KILLED_WRITES[case]], cwd=tmp_path, capture_output=True,
+                           env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, timeout=300)
+    assert child.returncode == -9, child.stderr.decode()[-2000:]
+    new = {f: f"after {f}" for f in ("model.safetensors", "config.json")}
+    assert contents(tmp_path / "old") == (new if case == "folder swap, after" else before)  # the exchange is one step

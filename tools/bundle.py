@@ -14,7 +14,7 @@ from pathlib import Path
 
 from workbench.checks import WorkbenchError
 from workbench.data import sha256_of
-from workbench.paths import REPO_ROOT
+from workbench.paths import REPO_ROOT, swap_folder
 
 BUNDLE = "bundle.json"
 BUNDLE_FORMAT = "bgt-workbench campaign bundle 1"
@@ -86,10 +86,8 @@ def unbundle(returns: list[str | Path], dest: str | Path, force: bool = False) -
     staging = dest / f".unbundle.{os.getpid()}.tmp"
     try:
         _join(found, bundle, staging)
-        for name in names:  # every file checked: now move each package in whole
-            if (dest / name).exists():
-                shutil.rmtree(dest / name)
-            os.replace(staging / name, dest / name)
+        for name in names:  # every file checked: now put each package in whole, old or new even under kill -9
+            swap_folder(staging / name, dest / name)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     packages = [dest / name for name in names]

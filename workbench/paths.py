@@ -11,6 +11,7 @@
 """
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import json
 import os
@@ -191,9 +192,26 @@ def _running(pid: int) -> bool:
     return True
 
 
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths in one step (Linux ``renameat2`` with ``RENAME_EXCHANGE``); False where the system or the
+    file system cannot."""
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    at_cwd, exchange = -100, 2
+    return renameat2(at_cwd, os.fsencode(a), at_cwd, os.fsencode(b), exchange) == 0
+
+
 def swap_folder(tmp: Path, folder: Path) -> None:
     """Put the complete folder ``tmp`` in the place of ``folder`` (the old one is removed only afterwards): the one
-    way a model, checkpoint or package folder is replaced, so a reader finds the old folder or the new one."""
+    way a model, checkpoint or package folder is replaced, so a reader finds the old folder or the new one. The
+    two are exchanged in one step where the system can (Linux), so even a kill -9 leaves one of them in place;
+    elsewhere the old folder is renamed aside first, and a kill between the two renames leaves it as
+    ``.NAME.PID.old`` (``workbench cache ls`` reports it)."""
+    if folder.exists() and _exchange(tmp, folder):
+        shutil.rmtree(tmp, ignore_errors=True)  # it holds the old folder now
+        return
     old = folder.with_name(f".{folder.name}.{os.getpid()}.old")
     shutil.rmtree(old, ignore_errors=True)
     if folder.exists():
