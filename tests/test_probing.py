@@ -356,6 +356,28 @@ def test_a_probe_trained_on_english_transfers_to_the_translations():
     assert get_task("tense").transfers and not get_task("top_const").transfers
 
 
+def test_a_probe_trained_on_one_languages_task_is_tested_on_the_others():
+    from workbench.models.folder import load
+    from workbench.probing.across import probe_across
+    semantic = load("bgt-en-fr").encoder("semantic")
+    number = probe_across(semantic, "subj_num", "subj_num_fr", sizes=SMALL).set_index("metric")
+    assert number.loc["transfer_accuracy", "labels"] == "Plur Sing"  # NN/NNS read as UD's Sing/Plur
+    assert number.loc["transfer_accuracy", "ci_low"] > number.loc["majority", "value"] + 0.1  # number is shared
+    assert number.loc["transfer_accuracy", "n"] == number.loc["target_accuracy", "n"] <= 300
+    length = probe_across(semantic, "length", "length_fr", sizes=SMALL).set_index("metric")
+    assert length.loc["target_accuracy", "ci_low"] > length.loc["transfer_accuracy", "ci_high"]  # bins do not carry
+    ratio = (length.loc["transfer_accuracy", "value"] - length.loc["majority", "value"]) / (
+        length.loc["target_accuracy", "value"] - length.loc["majority", "value"])
+    assert length.loc["transfer_ratio", "value"] == pytest.approx(ratio) and set(length["task"]) == {
+        "length→length_fr"}
+    with pytest.raises(WorkbenchError, match="word_content and word_content_fr share 0 label"):
+        probe_across(semantic, "word_content", "word_content_fr", sizes=SMALL)
+    with pytest.raises(WorkbenchError, match="task 'length_fr' is in 'fr' but encoder 'bgt-en-fr:en' reads en"):
+        probe_across(load("bgt-en-fr").encoder("en"), "length", "length_fr")  # refused before any build
+    with pytest.raises(WorkbenchError, match="source and target are both 'length'"):
+        probe_across(semantic, "length", "length")
+
+
 def test_language_identity_separates_surface_from_meaning():
     """A random-init shared encoder tells the languages apart by their pieces; shuffled labels and an encoder
     that gives a sentence and its translation one vector both sit near 50%."""

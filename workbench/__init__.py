@@ -23,6 +23,7 @@ from .evaluation import compare_hard_sts, compare_sts, evaluate
 from .models.folder import load, shipped
 from .models.runlog import learning_curve
 from .models.huggingface import hf_encoder, minilm
+from .probing.across import probe_across
 from .probing.build import build_task
 from .probing.erase import erase, erasure_effects
 from .probing.layers import layer_profile, probe_layers
@@ -36,7 +37,7 @@ from .style_transfer.generation import latent_ablation, transfer, transfer_table
 from .zoo.cards import CARD_SIZES, card
 
 __all__ = ["WorkbenchError", "Encoder", "LayeredEncoder", "untrained_encoder", "evaluate", "compare_sts", "compare_hard_sts", "report",
-           "build_task", "ProbeResult", "probe", "probe_all", "erase", "get_task", "task_names", "load", "learning_curve",
+           "build_task", "ProbeResult", "probe", "probe_all", "probe_across", "erase", "get_task", "task_names", "load", "learning_curve",
            "cached", "shipped", "transfer", "transfer_scores", "hf_encoder", "minilm", "probe_layers", "layer_profile",
            "own_task", "readable_tasks", "load_splits", "erasure_effects", "form_origins", "latent_ablation",
            "transfer_table", "card", "CARD_SIZES"]

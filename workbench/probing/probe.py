@@ -58,7 +58,7 @@ def probe(encoder: Encoder, task: str | Path | pd.DataFrame | ProbingDataset, cl
     """
     control = check_options(classifier, control, mdl)
     dataset, card = _checked_request(encoder, task, given, transfer, seeds, build_options)
-    splits = _checked_splits(card, dataset)
+    splits = checked_splits(card, dataset)
     if cache:
         encoder, given = cached(encoder), given if given is None else cached(given)
     job = _ProbeJob(card, dataset, splits, Features(dataset, splits), classifier, cache, refit)
@@ -122,7 +122,7 @@ class _ProbeJob:
         return ProbeResult(**{**stored, "encoder": reader.name})  # the name asked for, not the first one stored
 
 
-def _checked_splits(card, dataset: ProbingDataset) -> dict[str, pd.DataFrame]:
+def checked_splits(card, dataset: ProbingDataset) -> dict[str, pd.DataFrame]:
     """The dataset's train/valid/test frames, refused with what to change when one is empty or the training
     split holds one class."""
     splits = {tag: dataset.split(tag) for tag in ("tr", "va", "te")}
@@ -193,7 +193,7 @@ def check_options(classifier: str, control: bool | str, mdl: bool) -> str | bool
     return control if control is False else check_name("control", control, CONTROLS)
 
 
-def _classifier(name: str, seed: int, **params):
+def new_classifier(name: str, seed: int, **params):
     return CLASSIFIERS[name](seed=seed, **params) if name == "mlp" else CLASSIFIERS[name](**params)
 
 
@@ -233,7 +233,7 @@ def _transfer(clf, encoder, frame: pd.DataFrame, X: np.ndarray, language: str) -
 def _run_probe(encoder, features, dataset, splits, classifier, seed, control, mdl, transfer=None) -> ProbeResult:
     X = features(encoder)
     y = {tag: frame["label"].to_numpy() for tag, frame in splits.items()}
-    clf = _classifier(classifier, seed).fit(X["tr"], y["tr"], X["va"], y["va"])
+    clf = new_classifier(classifier, seed).fit(X["tr"], y["tr"], X["va"], y["va"])
     correct = (clf.predict(X["te"]) == y["te"]).astype(float)
     majority_label = pd.Series(y["tr"]).value_counts().idxmax()
     low, high = bootstrap_ci(correct, seed=seed)
@@ -255,14 +255,14 @@ def _run_probe(encoder, features, dataset, splits, classifier, seed, control, md
         fake = {tag: fake[(dataset.data["split"] == tag).to_numpy()] for tag in ("tr", "va", "te")}
         chosen_grid = {"l2_grid": (clf.l2_,), **({"hidden_grid": (clf.hidden_,), "dropout_grid": (clf.dropout_,)}
                                                  if classifier == "mlp" else {})}
-        control_clf = _classifier(classifier, seed, **chosen_grid).fit(X["tr"], fake["tr"], X["va"], fake["va"])
+        control_clf = new_classifier(classifier, seed, **chosen_grid).fit(X["tr"], fake["tr"], X["va"], fake["va"])
         result.control_accuracy = float((control_clf.predict(X["te"]) == fake["te"]).mean())
         result.control_caveat = uninformative(dataset.data, control)
     if transfer:
         for key, value in _transfer(clf, encoder, splits["te"], X["te"], transfer).items():
             setattr(result, key, value)
     if mdl:  # the online code reuses the regularisation chosen on the full training set
-        codes = online_codelength(lambda: _classifier("logreg", seed, l2_grid=(clf.l2_,)), X["tr"], y["tr"],
+        codes = online_codelength(lambda: new_classifier("logreg", seed, l2_grid=(clf.l2_,)), X["tr"], y["tr"],
                                   seed=seed)
         result.mdl_bits, result.compression = codes["online_bits"], codes["compression"]
     return result

@@ -1,0 +1,83 @@
+"""Cross-lingual probe transfer: a probe trained on one language's version of a task (``bigram_shift``) and tested
+on another language's version (``bigram_shift_fr``), both read by one encoder that reads the two languages (BGT's
+semantic view, a multilingual model).
+
+It asks whether the property sits in the same directions of the space whatever the language: the transferred
+accuracy is read against the probe trained on the target language itself (what the space holds there, the
+ceiling) and the target's majority class (the floor). Only the labels both versions share are tested (a task whose
+labels are language-specific, such as WordContent's words, is refused); a label means the same thing in both only
+as far as the cards say so (Length's bins are each language's own sextiles of length).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..cache import cached
+from ..checks import WorkbenchError
+from ..encoders import Encoder, check_contract
+from .build import build_task
+from .probe import Features, check_options, checked_splits, new_classifier
+from .result import MIN_SUBSET, bootstrap_ci
+from .tasks import get_task
+
+
+# Labels that name one property in two tag sets: the English tagger's noun tags and UD's Number.
+SAME_LABEL = {"NN": "Sing", "NNS": "Plur"}
+
+
+def probe_across(encoder: Encoder, source: str, target: str, classifier: str = "logreg", seed: int = 0,
+                 sizes: dict[str, int] | None = None, cache: bool = True) -> pd.DataFrame:
+    """Train ``classifier`` on task ``source`` and test it on task ``target``'s test sentences (those whose label
+    ``source`` has, or names otherwise: :data:`SAME_LABEL`), with ``encoder`` reading both. Tidy rows (encoder,
+    task ``source→target``, metric, value, CI, n): ``transfer_accuracy``; the same test sentences under the probe
+    trained on ``target`` (``target_accuracy``); their ``majority`` class share; ``transfer_ratio``, how much of
+    the in-language probe's lead over the majority the transferred probe keeps (only where the in-language
+    probe's CI is above the majority); and ``source_accuracy`` on ``source``'s own test split. ``sizes`` as for
+    :func:`.build.build_task` (default: each card's)."""
+    check_contract(encoder)
+    check_options(classifier, False, False)
+    cards = [get_task(source), get_task(target)]
+    if cards[0].name == cards[1].name:
+        raise WorkbenchError(f"source and target are both {source!r}: give another language's version of it")
+    for card in cards:
+        card.check_encoder(encoder)  # before anything is built
+    encoder = cached(encoder) if cache else encoder
+    fitted = [_fitted(encoder, card, classifier, seed, sizes) for card in cards]
+    (source_clf, source_test), (target_clf, target_test) = fitted
+    named = {label: label if label in set(target_test[1]) else SAME_LABEL.get(label, label)
+             for label in source_clf.classes_}  # a source label as the target's cards name it
+    shared = sorted(set(named.values()) & set(target_test[1]))
+    keep = np.isin(target_test[1], shared)
+    if len(shared) < 2 or keep.sum() < MIN_SUBSET:
+        raise WorkbenchError(f"{source} and {target} share {len(shared)} label(s) ({', '.join(shared) or 'none'}) "
+                             f"over {int(keep.sum())} test sentences of {target}: transfer needs two labels and "
+                             f"{MIN_SUBSET} sentences")
+    X, y = target_test[0][keep], target_test[1][keep]
+    transferred = np.array([named[label] for label in source_clf.predict(X)])
+    correct = {"transfer_accuracy": transferred == y, "target_accuracy": target_clf.predict(X) == y,
+               "source_accuracy": source_clf.predict(source_test[0]) == source_test[1]}
+    majority = float(pd.Series(y).value_counts(normalize=True).iloc[0])
+    rows = [_row(metric, hits.astype(float), seed) for metric, hits in correct.items()]
+    above = rows[1]["ci_low"] > majority  # a ratio of two differences from the floor means nothing at the floor
+    ratio = (rows[0]["value"] - majority) / (rows[1]["value"] - majority) if above else np.nan
+    rows += [{"metric": "majority", "value": majority, "n": len(y), "note": ""},
+             {"metric": "transfer_ratio", "value": ratio, "n": len(y),
+              "note": "" if above else f"the {target} probe is not above its majority class (95% CI): no ratio"}]
+    frame = pd.DataFrame(rows).assign(encoder=encoder.name, task=f"{source}→{target}", classifier=classifier,
+                                      labels=" ".join(shared))
+    return frame[["encoder", "task", "classifier", "metric", "value", "ci_low", "ci_high", "n", "labels", "note"]]
+
+
+def _fitted(encoder, card, classifier: str, seed: int, sizes) -> tuple:
+    """The probe trained (and tuned on the validation split) on ``card``'s task, and its test (X, y)."""
+    dataset = build_task(card, sizes=sizes)
+    splits = checked_splits(card, dataset)
+    X = Features(dataset, splits)(encoder)
+    y = {tag: frame["label"].to_numpy() for tag, frame in splits.items()}
+    return new_classifier(classifier, seed).fit(X["tr"], y["tr"], X["va"], y["va"]), (X["te"], y["te"])
+
+
+def _row(metric: str, hits: np.ndarray, seed: int) -> dict:
+    low, high = bootstrap_ci(hits, seed=seed)
+    return {"metric": metric, "value": float(hits.mean()), "ci_low": low, "ci_high": high, "n": len(hits), "note": ""}
