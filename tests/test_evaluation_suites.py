@@ -177,6 +177,10 @@ def test_evaluate_reuses_cached_embeddings_and_results(small_tokenizer):
 MTEB_MINILM_STS16 = 78.99
 MTEB_MINILM_STSB_TEST = 82.03
 MTEB_MINILM_STS17_EN_EN = 87.59
+# ... and its STS17 tracks (MTEB runs an English model on all of them: force_languages here; our en-es is track 4a,
+# MTEB's es-en; MTEB 1.12.75)
+MTEB_MINILM_STS17 = {"en-en": 87.588, "es-es": 76.116, "ar-ar": 50.893, "en-es": 16.313, "en-tr": 4.497,
+                     "en-ar": -4.276}
 # ... and its Tatoeba accuracy and main score, F1 (× 100; the same results repository, MTEB 1.12.75): an English
 # model, so the numbers are low, which is the finding MTEB's cross-lingual rows show.
 MTEB_MINILM_TATOEBA = {"fr": (8.6, 8.1724), "es": (6.1, 5.6269), "ar": (0.3, 0.0048), "tr": (4.6, 3.5888),
@@ -201,6 +205,9 @@ def test_minilm_reference_row_and_mtebs_number():
     assert main == {"STS-B": pytest.approx(MTEB_MINILM_STSB_TEST, abs=0.05),
                     "STS17": pytest.approx(MTEB_MINILM_STS17_EN_EN, abs=0.05)}
     assert set(sts17["dataset"]) == {"en-en"}
+    every = evaluate(enc, "sts17", force_languages=True).query("metric == 'spearman'").set_index("dataset")
+    assert every["value"].drop("en-es-wmt").to_dict() == pytest.approx(MTEB_MINILM_STS17, abs=0.05)
+    assert every.loc["en-en", "note"] == "" and every.loc["es-es", "note"].startswith("outside its declared")
     written = json.loads(json.dumps(mteb_results(pd.concat([sts16, stsb, sts17]))))  # MTEB's results layout
     assert set(written) == {"STS16", "STSBenchmark", "STS17"}
     assert written["STS16"]["scores"]["test"][0]["main_score"] == pytest.approx(MTEB_MINILM_STS16 / 100, abs=5e-4)

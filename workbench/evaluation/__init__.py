@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -157,6 +158,12 @@ def suite_data_digest(suite: Suite) -> str:
     return _DIGESTS[stamp]
 
 
+def _row_languages(dataset: str) -> tuple[str, ...]:
+    """The languages a result row was read in: a track or pair named ``xx-yy`` (STS17, Tatoeba), else English."""
+    named = re.match(r"([a-z]{2})-([a-z]{2})(?:-|$)", str(dataset))
+    return tuple(dict.fromkeys(named.groups())) if named else ("en",)
+
+
 class AnyLanguage:
     """``encoder`` with its declared languages set aside (``force_languages``): every track is read, as MTEB
     runs an English-only model on its cross-lingual tasks (the low numbers are the finding)."""
@@ -185,7 +192,9 @@ def evaluate(encoder: Encoder, suite: str = "sts", show_progress: bool = False, 
     if force_languages and getattr(encoder, "languages", None) is not None:
         declared = ", ".join(encoder.languages)
         frame = evaluate(AnyLanguage(encoder), suite, show_progress, cache, **options)
-        return frame.assign(note=f"outside its declared languages ({declared}): asked for with force_languages")
+        outside = [bool(unread(encoder, _row_languages(dataset))) for dataset in frame["dataset"]]
+        return frame.assign(note=np.where(outside, f"outside its declared languages ({declared}): asked for with "
+                                                   "force_languages", ""))
     names = _suites_for(encoder, suite)
     if not cache:
         return pd.concat([SUITES[name].run(encoder, show_progress=show_progress, **options) for name in names],
