@@ -523,6 +523,14 @@ def _api_cases():
         (lambda: check_model_name(""), "'' is not a valid model name"),
         (lambda: tidy(pd.DataFrame({"encoder": ["a"], "task": ["b"]})), "result frame lacks columns ['metric',"),
         (lambda: read_results(Path(__file__)), "not a results CSV"),
+        (lambda: wb.load(""), "an empty model name (''): give a run directory"),
+        (lambda: wb.load("  "), "an empty model name"),
+        (lambda: _bgt("semantic").encode(["a"], batch_size=0), "batch_size must be a whole number ≥ 1 (got 0)"),
+        (lambda: wb.untrained_encoder("random-sp-average", pair="en-fr").encode(["a"], batch_size=-2),
+         "batch_size must be a whole number ≥ 1"),
+        (lambda: wb.report(pd.DataFrame({"encoder": ["a"], "task": ["length"], "metric": ["accuracy"],
+                                         "value": [0.5]}), Path(__file__).parent), "(a folder): e.g. "),
+        (lambda: wb.report(pd.DataFrame(), "out.csv"), "the report goes to an .html file"),
     ]
 
 

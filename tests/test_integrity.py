@@ -489,3 +489,20 @@ def test_a_writer_killed_mid_write_leaves_the_old_content_or_the_new_never_a_mix
     assert child.returncode == -9, child.stderr.decode()[-2000:]
     new = {f: f"after {f}" for f in ("model.safetensors", "config.json")}
     assert contents(tmp_path / "old") == (new if case == "folder swap, after" else before)  # the exchange is one step
+
+
+@pytest.mark.parametrize("file,content,message", [
+    ("config.json", lambda c: json.dumps({**c, "files_sha256": ["model.safetensors"]}),
+     "files_sha256 must map the folder's own file names to sha256 digests"),
+    ("config.json", lambda c: json.dumps({**c, "files_sha256": {**c["files_sha256"], "../../etc/hostname": "0" * 64}}),
+     "files_sha256 must map the folder's own file names"),  # a digest list is data, never a path to read elsewhere
+    ("config.json", lambda c: "[" * 100_000 + "]" * 100_000, "cannot parse the file \\(RecursionError"),
+    ("curve.csv", lambda c: "hello\n", "curve.csv lacks the curve's columns update"),
+], ids=["digests as a list", "digest of a path outside", "nested 100,000 deep", "curve without its columns"])
+def test_a_malformed_file_of_a_model_folder_is_refused_by_name(file, content, message, tmp_path):
+    from workbench.models.runlog import learning_curve
+    folder = tmp_path / "bgt-copy"
+    shutil.copytree(trained_dir() / "bgt-en-fr", folder)
+    (folder / file).write_text(content(json.loads((folder / "config.json").read_text())))
+    with pytest.raises(WorkbenchError, match=message):
+        learning_curve(folder) if file == "curve.csv" else load(folder, trust_unverified=True)

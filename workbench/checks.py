@@ -54,6 +54,13 @@ def check_keys(given: Iterable[str], valid: Iterable[str], where: str, kind: str
         raise WorkbenchError(f"{where}: unknown {kind} {', '.join(unknown)}; valid: {', '.join(valid) or 'none'}")
 
 
+def check_batch_size(batch_size: object) -> int:
+    """``batch_size`` if it is a whole number ≥ 1 (before any sentence is encoded)."""
+    if not whole(batch_size):
+        raise WorkbenchError(f"batch_size must be a whole number ≥ 1 (got {batch_size!r})")
+    return batch_size
+
+
 def check_sentences(sentences: object) -> list[str]:
     """The sentences as a list; a bare string is refused (iterating it would encode one row per character)."""
     if isinstance(sentences, (str, bytes)):

@@ -14,7 +14,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import torch
 
-from .checks import WorkbenchError, check_name, check_sentences
+from .checks import WorkbenchError, check_batch_size, check_name, check_sentences
 from .data.tokenizer import Tokenizer, pair_tokenizer
 from .models.base import NamedEncoder, NetworkEncoder
 from .models.huggingface import hf_encoder, minilm
@@ -149,7 +149,7 @@ class RandomEmbeddingAverage(NamedEncoder):
         self.fingerprint = hashlib.sha256(self.table.tobytes() + tokenizer.digest.encode()).hexdigest()
 
     def encode(self, sentences: Sequence[str], batch_size: int = 256, show_progress: bool = False) -> np.ndarray:
-        sentences = check_sentences(sentences)
+        sentences, batch_size = check_sentences(sentences), check_batch_size(batch_size)
         out = np.empty((len(sentences), self.dim), dtype=np.float32)
         for start in progress_bar(range(0, len(sentences), batch_size), desc=f"encode {self.name}",
                           disable=not show_progress, unit="batch"):

@@ -95,6 +95,9 @@ def read_json(path: Path) -> object:
     except json.JSONDecodeError as err:
         raise WorkbenchError(f"{path}, line {err.lineno}, column {err.colno}: cannot parse it as JSON ({err.msg})"
                              ) from None
+    except RecursionError:
+        raise WorkbenchError(f"{path} nests its JSON deeper than Python's parser goes: not a file the workbench "
+                             "wrote") from None
 
 
 CONFIG_SEAL = "config_sha256"

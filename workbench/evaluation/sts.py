@@ -128,6 +128,7 @@ def evaluate_sts17(encoder: Encoder, tracks: Sequence[str] | None = None,
     named explicitly that the encoder cannot read raises an error.
     """
     rows = []
+    tracks = [tracks] if isinstance(tracks, str) else tracks  # one track named alone
     for track in tracks or STS17_TRACKS:
         frame, lang1, lang2 = load_sts17(track)
         if not check_reads(encoder, (lang1, lang2), f"STS17 track {track!r}", strict=tracks is not None):

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..checks import WorkbenchError, check_name, check_sentences, number, whole
+from ..checks import WorkbenchError, check_batch_size, check_name, check_sentences, number, whole
 from ..data.tokenizer import Tokenizer
 from ..progress import progress_bar
 
@@ -150,6 +150,7 @@ def _check_layer(module: torch.nn.Module, layer: int, name: str) -> int:
 
 
 def _length_sorted_batches(lengths: Sequence[int], batch_size: int) -> list[np.ndarray]:
+    batch_size = check_batch_size(batch_size)
     order = np.argsort(lengths, kind="stable")
     return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
 

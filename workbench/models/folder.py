@@ -68,11 +68,17 @@ def read_config(folder: Path, data: bytes | None = None) -> dict:
         meta = json.loads(data.decode("utf-8") if data is not None else path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise WorkbenchError(f"{path} is missing: {folder} is not a model or checkpoint folder") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise WorkbenchError(f"{path}: cannot parse the file ({type(err).__name__}: {err})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as err:
+        raise WorkbenchError(f"{path}: cannot parse the file ({type(err).__name__}: {str(err)[:200]})") from None
     if not (isinstance(meta, dict) and isinstance(meta.get("model"), dict)
             and isinstance(meta["model"].get("setting"), str)):
         raise WorkbenchError(f"{path}: not a model config (a JSON object whose 'model' object names its 'setting')")
+    digests = meta.get("files_sha256")
+    if digests is not None and not (isinstance(digests, dict) and all(
+            isinstance(name, str) and "/" not in name and "\\" not in name and name not in ("", ".", "..")
+            and isinstance(digest, str) and re.fullmatch(r"[0-9a-f]{64}", digest) for name, digest in digests.items())):
+        raise WorkbenchError(f"{path}: files_sha256 must map the folder's own file names to sha256 digests (64 hex "
+                             "digits); restore the file, or re-export the folder")
     return meta
 
 
@@ -177,6 +183,9 @@ class ModelFolder:
     ``ModelFolder("bgt-en-fr").model()`` is what :func:`load` returns."""
 
     def __init__(self, path_or_name: str | Path, trust_unverified: bool = False):
+        if not isinstance(path_or_name, Path) and not str(path_or_name).strip():
+            raise WorkbenchError(f"an empty model name ({path_or_name!r}): give a run directory, a checkpoint "
+                                 f"folder, or a name in {trained_dir()} ({', '.join(shipped()) or _NONE_SHIPPED})")
         path = model_path(path_or_name)
         if not path.exists():
             raise WorkbenchError(f"no model at {path_or_name!r}: give a run directory, a checkpoint folder, or a "

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from safetensors import SafetensorError, safe_open
 
-from ..checks import WorkbenchError, check_name, check_sentences, whole
+from ..checks import WorkbenchError, check_batch_size, check_name, check_sentences, whole
 from ..paths import read_json
 from ..progress import progress_bar
 from . import MAX_PARAMETERS
@@ -315,7 +315,7 @@ class HFEncoder(NamedEncoder):
     def encode_layers(self, sentences: Sequence[str], layers: Sequence[int], batch_size: int = 64,
                       show_progress: bool = False) -> dict[int, np.ndarray]:
         """Every layer of ``layers`` pooled from one forward pass per batch: ``{layer: (n, dim) float32}``."""
-        sentences = check_sentences(sentences)
+        sentences, batch_size = check_sentences(sentences), check_batch_size(batch_size)
         layers = [self._number(layer) for layer in layers]
         out = {layer: np.empty((len(sentences), self.dim), dtype=np.float32) for layer in layers}
         order = np.argsort([len(s) for s in sentences], kind="stable")

@@ -21,7 +21,15 @@ def learning_curve(path: str | Path) -> pd.DataFrame:
     model's folder or name (its ``curve.csv``, written by ``models export``)."""
     path = model_path(path)
     if (path / "curve.csv").is_file():  # labelled with the model's name, not the run it was exported from
-        return pd.read_csv(path / "curve.csv").assign(run=folder_name(path))
+        try:
+            curve = pd.read_csv(path / "curve.csv")
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
+            raise WorkbenchError(f"{path / 'curve.csv'} cannot be read as a CSV table ({err})") from None
+        lacking = [c for c in CURVE_COLUMNS if c != "run" and c not in curve.columns]
+        if lacking:
+            raise WorkbenchError(f"{path / 'curve.csv'} lacks the curve's columns {', '.join(lacking)} (damaged?); "
+                                 "restore it from the model's repository")
+        return curve.assign(run=folder_name(path))
     if not (path / "metrics.jsonl").is_file():
         raise WorkbenchError(f"{path} has no metrics.jsonl (a training run) or curve.csv (a shipped model)")
     return metrics_curve(read_metrics(path), path.name)

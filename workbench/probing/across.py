@@ -43,20 +43,20 @@ def probe_across(encoder: Encoder, source: str, target: str, classifier: str = "
     for card in cards:
         card.check_encoder(encoder)  # before anything is built
     encoder = cached(encoder) if cache else encoder
-    fitted = [_fitted(encoder, card, classifier, seed, sizes) for card in cards]
-    (source_clf, source_test), (target_clf, target_test) = fitted
-    named = {label: label if label in set(target_test[1]) else SAME_LABEL.get(label, label)
-             for label in source_clf.classes_}  # a source label as the target's cards name it
-    shared = sorted(set(named.values()) & set(target_test[1]))
-    keep = np.isin(target_test[1], shared)
-    if len(shared) < 2 or keep.sum() < MIN_SUBSET:
+    source_data, target_data = (_read(encoder, card, sizes) for card in cards)
+    named = {label: label if label in set(target_data[1]["te"]) else SAME_LABEL.get(label, label)
+             for label in np.unique(source_data[1]["tr"])}  # a source label as the target's cards name it
+    shared = sorted(set(named.values()) & set(target_data[1]["te"]))
+    keep = np.isin(target_data[1]["te"], shared)
+    if len(shared) < 2 or keep.sum() < MIN_SUBSET:  # before any probe is fitted
         raise WorkbenchError(f"{source} and {target} share {len(shared)} label(s) ({', '.join(shared) or 'none'}) "
                              f"over {int(keep.sum())} test sentences of {target}: transfer needs two labels and "
                              f"{MIN_SUBSET} sentences")
-    X, y = target_test[0][keep], target_test[1][keep]
+    source_clf, target_clf = (_fitted(X, y, classifier, seed) for X, y in (source_data, target_data))
+    X, y = target_data[0]["te"][keep], target_data[1]["te"][keep]
     transferred = np.array([named[label] for label in source_clf.predict(X)])
     correct = {"transfer_accuracy": transferred == y, "target_accuracy": target_clf.predict(X) == y,
-               "source_accuracy": source_clf.predict(source_test[0]) == source_test[1]}
+               "source_accuracy": source_clf.predict(source_data[0]["te"]) == source_data[1]["te"]}
     majority = float(pd.Series(y).value_counts(normalize=True).iloc[0])
     rows = [_row(metric, hits.astype(float), seed) for metric, hits in correct.items()]
     above = rows[1]["ci_low"] > majority  # a ratio of two differences from the floor means nothing at the floor
@@ -69,13 +69,16 @@ def probe_across(encoder: Encoder, source: str, target: str, classifier: str = "
     return frame[["encoder", "task", "classifier", "metric", "value", "ci_low", "ci_high", "n", "labels", "note"]]
 
 
-def _fitted(encoder, card, classifier: str, seed: int, sizes) -> tuple:
-    """The probe trained (and tuned on the validation split) on ``card``'s task, and its test (X, y)."""
+def _read(encoder, card, sizes) -> tuple[dict, dict]:
+    """``card``'s task built at ``sizes``: its embeddings and labels per split (``tr``, ``va``, ``te``)."""
     dataset = build_task(card, sizes=sizes)
     splits = checked_splits(card, dataset)
-    X = Features(dataset, splits)(encoder)
-    y = {tag: frame["label"].to_numpy() for tag, frame in splits.items()}
-    return new_classifier(classifier, seed).fit(X["tr"], y["tr"], X["va"], y["va"]), (X["te"], y["te"])
+    return Features(dataset, splits)(encoder), {tag: frame["label"].to_numpy() for tag, frame in splits.items()}
+
+
+def _fitted(X: dict, y: dict, classifier: str, seed: int):
+    """A probe trained on the training split, its hyper-parameters chosen on the validation split."""
+    return new_classifier(classifier, seed).fit(X["tr"], y["tr"], X["va"], y["va"])
 
 
 def _row(metric: str, hits: np.ndarray, seed: int) -> dict:

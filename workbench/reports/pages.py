@@ -122,6 +122,10 @@ def report(df: pd.DataFrame, path: str | Path, title: str = "BGT workbench repor
     Chromium) PNG and PDF. Returns the HTML path. ``notes`` is plain text (escaped); ``notes_html`` is inserted
     as it is, for HTML the caller built and trusts."""
     path = Path(path)
+    if path.is_dir() or path.suffix.lower() not in (".html", ".htm"):
+        example = path / "report.html" if path.is_dir() else path.with_suffix(".html")
+        raise WorkbenchError(f"the report goes to an .html file (its CSV, JSON and figures beside it), not "
+                             f"{path}{' (a folder)' if path.is_dir() else ''}: e.g. {example}")
     path.parent.mkdir(parents=True, exist_ok=True)
     df = tidy(df)
     df = df.assign(unit=df["metric"].map(unit_of)) if "unit" not in df else df  # one column, several units
