@@ -12,7 +12,7 @@ import re
 import shutil
 from pathlib import Path
 
-from workbench.checks import WorkbenchError
+from workbench.checks import WorkbenchError, sha256_hex
 from workbench.data import sha256_of
 from workbench.paths import REPO_ROOT, swap_folder
 
@@ -108,13 +108,12 @@ def _checked_bundle(path: Path) -> dict:
         raise WorkbenchError(f"{path}: not a campaign bundle (format "
                              f"{bundle.get('format') if isinstance(bundle, dict) else None!r})")
     parts, files = bundle.get("parts"), bundle.get("files")
-    digest = re.compile(r"[0-9a-f]{64}")
     if not isinstance(parts, dict) or not parts or not all(
-            isinstance(v, str) and digest.fullmatch(v) and re.fullmatch(r"part-[\w.-]+", k) for k, v in parts.items()):
+            sha256_hex(v) and re.fullmatch(r"part-[\w.-]+", k) for k, v in parts.items()):
         raise WorkbenchError(f"{path}: 'parts' must map part-NAME file names to sha256 digests")
     if not isinstance(files, list) or not files or not all(
             isinstance(e, dict) and isinstance(e.get("bytes"), int) and e["bytes"] >= 0
-            and isinstance(e.get("sha256"), str) and digest.fullmatch(e["sha256"])
+            and sha256_hex(e.get("sha256"))
             and isinstance(e.get("package"), str) and isinstance(e.get("file"), str) for e in files):
         raise WorkbenchError(f"{path}: 'files' must list package, file, bytes (≥ 0) and sha256 for each file")
     for entry in files:

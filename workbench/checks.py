@@ -9,6 +9,7 @@ where a count belongs is a mistake.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -75,6 +76,19 @@ def check_sentences(sentences: object) -> list[str]:
 
 
 SPLITS = ("train", "valid", "test")
+
+
+PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # a file or model name that stays inside its folder
+
+
+def plain_name(value: object) -> bool:
+    """Is ``value`` a name of one file or folder, with no path in it (letters, digits, ``_ . -``)?"""
+    return isinstance(value, str) and PLAIN_NAME.fullmatch(value) is not None and value not in (".", "..")
+
+
+def sha256_hex(value: object) -> bool:
+    """Is ``value`` a sha256 digest as the workbench writes it (64 lowercase hex digits)?"""
+    return isinstance(value, str) and re.fullmatch(r"[0-9a-f]{64}", value) is not None
 
 
 def whole(value, low: int = 1, high: float = math.inf) -> bool:

@@ -29,7 +29,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from ..checks import WorkbenchError
+from ..checks import WorkbenchError, plain_name, sha256_hex
 from ..data import sha256_of
 from ..data.tokenizer import Tokenizer
 from ..paths import CONFIG_SEAL, config_digest, current_format, sealed_config, trained_dir
@@ -75,8 +75,7 @@ def read_config(folder: Path, data: bytes | None = None) -> dict:
         raise WorkbenchError(f"{path}: not a model config (a JSON object whose 'model' object names its 'setting')")
     digests = meta.get("files_sha256")
     if digests is not None and not (isinstance(digests, dict) and all(
-            isinstance(name, str) and "/" not in name and "\\" not in name and name not in ("", ".", "..")
-            and isinstance(digest, str) and re.fullmatch(r"[0-9a-f]{64}", digest) for name, digest in digests.items())):
+            plain_name(name) and sha256_hex(digest) for name, digest in digests.items())):
         raise WorkbenchError(f"{path}: files_sha256 must map the folder's own file names to sha256 digests (64 hex "
                              "digits); restore the file, or re-export the folder")
     return meta

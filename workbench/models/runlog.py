@@ -25,7 +25,7 @@ def learning_curve(path: str | Path) -> pd.DataFrame:
             curve = pd.read_csv(path / "curve.csv")
         except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
             raise WorkbenchError(f"{path / 'curve.csv'} cannot be read as a CSV table ({err})") from None
-        lacking = [c for c in CURVE_COLUMNS if c != "run" and c not in curve.columns]
+        lacking = lacking_curve_columns(curve.columns)
         if lacking:
             raise WorkbenchError(f"{path / 'curve.csv'} lacks the curve's columns {', '.join(lacking)} (damaged?); "
                                  "restore it from the model's repository")
@@ -33,6 +33,11 @@ def learning_curve(path: str | Path) -> pd.DataFrame:
     if not (path / "metrics.jsonl").is_file():
         raise WorkbenchError(f"{path} has no metrics.jsonl (a training run) or curve.csv (a shipped model)")
     return metrics_curve(read_metrics(path), path.name)
+
+
+def lacking_curve_columns(columns) -> list[str]:
+    """The curve's columns (all but ``run``, which a reader sets to the model's name) that ``columns`` lacks."""
+    return [c for c in CURVE_COLUMNS if c != "run" and c not in columns]
 
 
 def metrics_curve(lines: list[dict], run: str) -> pd.DataFrame:

@@ -13,7 +13,6 @@ an export that keeps them (``keep_decoders=True``) can be trained on with ``work
 from __future__ import annotations
 
 import json
-import re
 import shutil
 from pathlib import Path
 
@@ -21,13 +20,13 @@ import pandas as pd
 import torch
 from safetensors.torch import save_file
 
-from ..checks import WorkbenchError, check_keys, check_name, whole
+from ..checks import WorkbenchError, check_keys, check_name, plain_name, sha256_hex, whole
 from ..data import sha256_of
 from ..models import checked_config, fitted
 from ..models.checkpoint import checkpoint_update
 from ..models.folder import ModelFolder, file_digests, latest_checkpoint, read_weights, shipped
 from ..models.pins import pin
-from ..models.runlog import CURVE_COLUMNS, learning_curve, metrics_curve, read_metrics
+from ..models.runlog import CURVE_COLUMNS, lacking_curve_columns, learning_curve, metrics_curve, read_metrics
 from ..paths import only_writer, read_json, sealed_config, swap_folder, temp_sibling, trained_dir
 from ..training import train
 from ..training.recipes import TrainConfig
@@ -36,7 +35,6 @@ from .cards import CARD_SIZES, write_card
 
 WITH_DECODERS = ("bgt-en-fr",)  # the style-transfer model (paper §5.3 uses the en–fr model)
 SHARDS_FORMAT = "bgt-workbench model package 1"
-SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
 def _training_record(run: Path, lines: list[dict], update: int | None = None) -> dict:
@@ -69,7 +67,7 @@ def _training_record(run: Path, lines: list[dict], update: int | None = None) ->
 
 def check_model_name(name: str) -> str:
     """``name`` if it can be a model folder's name (letters, digits, ``_ . -``; not ``.``/``..``)."""
-    if not SAFE_NAME.fullmatch(name or ""):
+    if not plain_name(name):
         raise WorkbenchError(f"{name!r} is not a valid model name: use letters, digits, '_', '.' and '-' "
                              "(e.g. bgt-en-fr), starting with a letter or digit")
     return name
@@ -226,9 +224,9 @@ def _checked_manifest(package: Path) -> dict:
         problems.append("'files' must map file names to sha256 digests")
         files = {}
     for file, digest in files.items():
-        if not isinstance(file, str) or not SAFE_NAME.fullmatch(file) or file in (".", ".."):
+        if not plain_name(file):
             problems.append(f"file {file!r} is not a plain file name inside the package")
-        if not (isinstance(digest, str) and re.fullmatch(r"[0-9a-f]{64}", digest)):
+        if not sha256_hex(digest):
             problems.append(f"the sha256 of {file!r} is not 64 hex digits")
     if "spm.model" not in files:
         problems.append("'files' lacks spm.model")
@@ -241,7 +239,7 @@ def _checked_manifest(package: Path) -> dict:
         problems.append("'config' must hold the model's config ('model') and its training record ('training')")
     curve = manifest.get("curve")
     if curve is not None and not (isinstance(curve, list) and all(
-            isinstance(row, dict) and set(CURVE_COLUMNS) - {"run"} <= set(row) for row in curve)):
+            isinstance(row, dict) and not lacking_curve_columns(row) for row in curve)):
         problems.append(f"'curve' must be a list of rows with {', '.join(CURVE_COLUMNS[1:])}")
     if not isinstance(manifest.get("name"), str):
         problems.append("'name' must be the model's name")
