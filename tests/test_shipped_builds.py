@@ -25,7 +25,7 @@ def test_every_task_has_its_manifest_shipped_at_its_cards_and_the_model_cards_si
 
 @pytest.mark.parametrize("task,sizes", [("length", None), ("word_content", CARD_SIZES), ("gender_fr", CARD_SIZES),
                                         ("language_id_en_ja", None), ("length_ja", None), ("punct_first_ar", None),
-                                        ("subj_num_es", None)],
+                                        ("subj_num_es", None), ("tense_ja", None), ("person_tr", None)],
                          ids=lambda v: str(v))
 def test_a_shipped_manifest_is_what_a_fresh_build_gives(task, sizes):
     # one task read from no parse at full size, one lexical split, one parsed (French) and one pair's task

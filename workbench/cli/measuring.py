@@ -102,7 +102,12 @@ def _probe(args) -> None:
         encoder, given = model.encoder(args.encoder or "semantic"), model.encoder(args.given)
     else:
         encoder, given = chosen_encoder(args), None
-    tasks = tasks or readable_tasks(encoder)
+    if not tasks:
+        tasks = [name for name in readable_tasks(encoder) if not get_task(name).unavailable]
+        left_out = [name for name in readable_tasks(encoder) if get_task(name).unavailable]
+        if left_out:
+            print(f"left out, their analysers are not installed: {', '.join(left_out)} (`workbench probes list` "
+                  "says what to install)", flush=True)
     if sizes is None and any(isinstance(task, str) for task in tasks):
         sizes = CARD_SIZES
         print(f"probing at the model cards' sizes, {sizes['train']}/{sizes['valid']}/{sizes['test']} sentences per "
@@ -194,8 +199,10 @@ def _probes(args) -> None:
     if args.action == "list":
         cards = [get_task(name) for name in task_names()]
         print(pd.DataFrame([{"task": c.name, "title": c.title, "language": c.language, "builder": c.builder,
-                             "classes": len(c.labels) or "derived", "analogue": c.analogue}
-                            for c in cards]).to_string(index=False, max_colwidth=70))
+                             "classes": len(c.labels) or "derived", "available": "no" if c.unavailable else "yes",
+                             "analogue": c.analogue} for c in cards]).to_string(index=False, max_colwidth=60))
+        for why in sorted({c.unavailable for c in cards if c.unavailable}):
+            print(f"not available: {', '.join(c.name for c in cards if c.unavailable == why)} — {why}")
         return
     if args.action == "baselines":
         _baselines(args)

@@ -22,6 +22,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..checks import check_name
+from ..data.tokenizer import detokenise
+from .morphology import FEATURES, japanese_predicate, japanese_words, turkish_predicates
 from .parse import parse
 from .trees import (depth_below, finite_tense, parsed_sentences, recased, root_of, single_rooted, top_sequence,
                     ud_number)
@@ -62,6 +64,17 @@ def builder(fn: Builder | None = None, *, parses: bool = False, version: int = 8
 
 def _is_punct(token: str, marks: frozenset[str] = PUNCTUATION) -> bool:
     return all(ch in marks for ch in token)
+
+
+SEGMENTED = {"word_content", "bigram_shift"}  # builders that read words: Japanese ones need Sudachi to find them
+
+
+def _in_words(sentences: Sequence[str], language: str) -> list[str]:
+    """The sentences as space-separated words: as they are, except Japanese (written without spaces; Moses leaves
+    runs of kana whole and splits kanji one by one), which Sudachi segments into words."""
+    if language != "ja":
+        return list(sentences)
+    return [" ".join(japanese_words(detokenise(s))) for s in sentences]
 
 
 # --- surface tasks -------------------------------------------------------------------------------------------
@@ -110,6 +123,7 @@ def punct_first(sentences: Sequence[str], language: str, marks: Sequence[str]) -
 def word_content(sentences: Sequence[str], language: str, first_rank: int, n_words: int) -> list[Candidate]:
     """WordContent: target words are the ``n_words`` alphabetic words from frequency rank ``first_rank`` on;
     a sentence qualifies when it holds exactly one occurrence of exactly one target; the label is that word."""
+    sentences = _in_words(sentences, language)
     counts = Counter(t for s in sentences for t in s.lower().split() if t.isalpha())
     ranked = [w for w, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
     targets = set(ranked[first_rank:first_rank + n_words])
@@ -128,7 +142,7 @@ def bigram_shift(sentences: Sequence[str], language: str, seed: int = 0) -> list
     possible swap are left out of both classes, so the classes differ in the swap alone."""
     rng, marks = np.random.default_rng(seed), punctuation(language)
     out = []
-    for s in sentences:
+    for s in _in_words(sentences, language):
         tokens = s.split()
         spots = [i for i in range(len(tokens) - 1)
                  if not _is_punct(tokens[i], marks) and not _is_punct(tokens[i + 1], marks)
@@ -305,6 +319,33 @@ def odd_man_out(sentences: Sequence[str], language: str, tolerance: float = 0.1,
             out.append(("C", " ".join(tokens), change[1]))
         else:
             out.append(("O", doc.text, doc[change[0]].text))
+    return out
+
+
+@builder
+def final_predicate(sentences: Sequence[str], language: str, feature: str, values: Sequence[str] = ()
+                    ) -> list[Candidate]:
+    """Tense (ja, tr), Person (tr) or Politeness (ja) of a head-final language's main clause, read from its final
+    predicate by the language's morphological analyser (:mod:`.morphology`): ``PAST``/``PRES``, the subject's person
+    ``1``/``2``/``3`` as the verb agrees, ``polite`` (です/ます) or ``plain``. Sentences whose predicate has no such
+    value (a fragment, a future, an imperative) or that the analyser reads two ways are dropped. The label word is
+    the predicate's lemma, so a lexical split puts every form of a verb in one split. ``values``: only these
+    labels (e.g. leaving out a person too rare to balance); empty: all."""
+    check_name("morphological feature", feature, FEATURES)
+    if language not in ("ja", "tr"):
+        raise ValueError(f"final_predicate reads Japanese or Turkish, not {language!r}")
+    if language == "ja":
+        predicates = [japanese_predicate(detokenise(s)) for s in sentences]
+    else:
+        finals = [next((t for t in reversed(s.split()) if any(ch.isalpha() for ch in t)), "") for s in sentences]
+        words = sorted(set(finals) - {""})
+        read = dict(zip(words, turkish_predicates(words)))
+        predicates = [read.get(word) for word in finals]
+    out = []
+    for s, predicate in zip(sentences, predicates):
+        label = FEATURES[feature](predicate) if predicate is not None else None
+        if label is not None and (not values or label in values):
+            out.append((label, s, predicate.lemma))
     return out
 
 

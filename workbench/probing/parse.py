@@ -9,6 +9,7 @@ clone parses nothing: they are a deterministic function of the pinned pipelines 
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import shutil
@@ -43,6 +44,15 @@ def pipeline(language: str):
     except (ImportError, OSError) as err:
         raise WorkbenchError(f"parsing {language} needs spaCy and the {PIPELINES[language]} pipeline "
                              f"({err}); install them with: {INSTALL}") from None
+
+
+def missing(language: str) -> str | None:
+    """Why ``language`` cannot be parsed here (with the install line), or ``None`` when spaCy and its pipeline
+    are installed (looked up, not loaded)."""
+    if language not in PIPELINES:
+        return f"no parser for {language}"
+    absent = [name for name in ("spacy", PIPELINES[language]) if importlib.util.find_spec(name) is None]
+    return f"needs spaCy and {PIPELINES[language]}: {INSTALL}" if absent else None
 
 
 SHIPPED = PROBES_DIR / "parses"

@@ -11,6 +11,9 @@ from pathlib import Path
 from ..checks import SPLITS, UnknownNameError, WorkbenchError, check_keys, whole
 from ..encoders import check_reads, unread
 from ..paths import PROBES_DIR
+from .builders import PARSING, SEGMENTED
+from .morphology import missing as missing_morphology
+from .parse import missing as missing_parser
 
 CARDS_DIR = PROBES_DIR
 log = logging.getLogger(__name__)
@@ -38,6 +41,16 @@ class TaskCard:
     def languages(self) -> tuple[str, ...]:
         """The languages of the task's sentences: one, or both sides of a pair (``language = "en-fr"``)."""
         return tuple(self.language.split("-"))
+
+    @property
+    def unavailable(self) -> str | None:
+        """Why the task cannot be built here (an optional analyser it needs is missing, with the install line),
+        or ``None``."""
+        if self.builder in PARSING:
+            return missing_parser(self.language)
+        if self.builder == "final_predicate" or (self.builder in SEGMENTED and self.language == "ja"):
+            return missing_morphology(self.language)
+        return None
 
     def check_encoder(self, encoder) -> None:
         """Refuse, before any work, an encoder that cannot read every language of the task."""
