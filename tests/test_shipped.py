@@ -136,3 +136,24 @@ def test_every_shipped_model_records_the_recipe_the_retraining_script_runs(capsy
     assert "workbench models retrain --force" in script
     assert cli.main(["models", "retrain", "--dry-run", "--only", "sp-en-fr", "sp-en-fr"]) == 0
     assert capsys.readouterr().out.count("sp-en-fr ") == 1  # a name given twice is planned once
+
+
+def test_every_bgt_card_shows_both_views_on_its_own_languages_tasks():
+    """Every BGT with language variables carries its semantic and language encoder on each task of the pair's
+    other language (with CI and selectivity), and one of them is recomputed from the weights."""
+    from workbench.zoo.cards import own_language_tasks
+
+    with_language_views = [name for name in SHIPPED if card(name)["model"] in ("bgt", "bgt_no_prior")]
+    assert len(with_language_views) >= 9
+    for name in with_language_views:
+        section = card(name)["languages"]
+        language = section["language"]
+        assert list(section["tasks"]) == own_language_tasks(language), name
+        for entry in section["tasks"].values():
+            for view in ("semantic", language):
+                accuracy, low, high, _ = entry[view]
+                assert low <= accuracy <= high and 0 <= entry["majority"] < 100
+    stated = card("bgt-en-ja")["languages"]["tasks"]["tense_ja"]["ja"]
+    result = wb.probe(wb.load("bgt-en-ja").encoder("ja"), "tense_ja", sizes=wb.CARD_SIZES).to_frame()
+    accuracy = result.set_index("metric").loc[["accuracy", "selectivity"], "value"]
+    assert [round(100 * v, 1) for v in accuracy] == [stated[0], stated[3]]

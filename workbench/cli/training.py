@@ -14,10 +14,11 @@ from ..models import KINDS
 from ..models.folder import latest_checkpoint, read_config, shipped
 from ..models.runlog import learning_curve
 from ..paths import data_dir, trained_dir
+from ..progress import progress_bar
 from ..reports.pages import curve_report
 from ..training import train
 from ..training.recipes import PRESETS, TrainConfig
-from ..zoo.cards import card, remeasure_transfer, summary_markdown
+from ..zoo.cards import card, remeasure_languages, remeasure_transfer, summary_markdown
 from ..zoo.packaging import export, import_shards, retrain, retrain_plan
 from .common import Command
 
@@ -36,9 +37,12 @@ def _models_arguments(p: argparse.ArgumentParser) -> None:
                    help="keep the decoders (default: only for bgt-en-fr, the style-transfer model)")
     q.add_argument("--checkpoint", choices=("best", "latest"), default="best",
                    help="best: the run's best semantic STS-B dev (best/), where it has one; latest: its last")
-    q = msub.add_parser("card", help="measure shipped models' cards again: only their style-transfer section "
-                                     "(after its evaluation changed); the other numbers stay as measured")
-    q.add_argument("names", nargs="+", metavar="NAME", help="shipped BGTs with decoders")
+    q = msub.add_parser("card", help="measure one section of shipped models' cards again (after its evaluation "
+                                     "or its tasks changed); the other numbers stay as measured")
+    q.add_argument("names", nargs="+", metavar="NAME", help="shipped BGTs")
+    q.add_argument("--section", choices=("style_transfer", "languages"), default="style_transfer",
+                   help="style_transfer (BGTs with decoders) or languages (each view on the pair's other "
+                        "language's own tasks)")
     q = msub.add_parser("retrain", help="train shipped models again from scratch with their recorded recipes "
                                         "(config.json) and export them (scripts/train_shipped)")
     q.add_argument("--only", nargs="+", metavar="NAME", help="these shipped models (default: all)")
@@ -65,10 +69,14 @@ def _models(args) -> None:
                 print(f"shipped: {path.resolve()}")
         return
     if args.action == "card":
-        for name in args.names:
-            form = remeasure_transfer(name)["style_transfer"]["form_follows_style"]
-            print(f"{name}: style transfer measured again (form follows the style {form[0]}%): "
-                  f"{(trained_dir() / name / 'card.md').resolve()}")
+        for name in progress_bar(args.names, desc="cards", unit="model", disable=len(args.names) == 1):
+            if args.section == "languages":
+                tasks = remeasure_languages(name)["languages"]["tasks"]
+                print(f"{name}: {len(tasks)} own-language tasks measured again", end="")
+            else:
+                form = remeasure_transfer(name)["style_transfer"]["form_follows_style"]
+                print(f"{name}: style transfer measured again (form follows the style {form[0]}%)", end="")
+            print(f": {(trained_dir() / name / 'card.md').resolve()}")
         return
     if args.action in ("export", "import"):
         path = (export(args.run, name=args.name, keep_decoders=args.keep_decoders, checkpoint=args.checkpoint,

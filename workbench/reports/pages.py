@@ -95,6 +95,16 @@ def export_figures(figures: dict[str, tuple[go.Figure, pd.DataFrame]], folder: s
             "the HTML and the CSV/JSON are complete without it."]
 
 
+def html_table(df: pd.DataFrame) -> str:
+    """A report table: numbers to one decimal, missing values as a dash."""
+    return df.to_html(index=False, float_format=lambda v: f"{v:.1f}", na_rep="–", border=0)
+
+
+def html_check(ok: bool, text: str) -> str:
+    """One line of a report's checklist: ✔ or ✘ and what was checked."""
+    return f'<li class="{"ok" if ok else "miss"}">{"✔" if ok else "✘"} {html.escape(text)}</li>'
+
+
 def page(title: str, body: str) -> str:
     """A self-contained HTML page around ``body``."""
     return f"""<!DOCTYPE html>

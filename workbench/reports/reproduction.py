@@ -30,19 +30,12 @@ from ..style_transfer.generation import latent_ablation, transfer_table
 from ..zoo.cards import CARD_SIZES, TABLE3_MODELS, card, measure, summarise_views
 from .distance import METRIC, gap_correlations, language_distances, missing_features
 from .figures import gap_figure, pair_figure, table3_figure
-from .pages import export_figures, figure_html, page, spreadsheet_safe
+from .languages import own_language_section
+from .pages import export_figures, figure_html, html_check, html_table, page, spreadsheet_safe
 from .paper import (
     FIGURE3_MODELS, GPU_FIGURE3_MODELS, LANGUAGES, ROLES, TRACK_PAIR, figure3_differences, figure3_orderings,
     language_gaps, our_table3, paper_table, side_by_side, sts_rows, table2_expected, table3_cells, tatoeba_table,
     training_budgets, unequal_budgets, verdict, vocabulary_overlap)
-
-
-def _table(df: pd.DataFrame) -> str:
-    return df.to_html(index=False, float_format=lambda v: f"{v:.1f}", na_rep="–", border=0)
-
-
-def _check(ok: bool, text: str) -> str:
-    return f'<li class="{"ok" if ok else "miss"}">{"✔" if ok else "✘"} {html.escape(text)}</li>'
 
 
 def _uriel_section(gaps: pd.DataFrame, paper_gaps: pd.DataFrame, figures: dict, data: dict) -> str:
@@ -122,10 +115,10 @@ def _table2_section(bgt, cards: dict, data: dict, n_boot: int, years: tuple[int,
     label = years_task(years)
     data["table2"] = side_by_side(table2.drop(columns=["STS12-16"]), paper_table("table2"), ["encoder"])
     sem, en, rnd = (table2.set_index("encoder").loc[e, label] for e in ("semantic", "en", "random"))
-    parts.append("<h2>Table 2 — STS by encoder of BGT (en–fr)</h2>" + _table(data["table2"]) + "<ul>"
-                 + _check(sem > en, f"semantic encoder above the English language encoder on {label} "
+    parts.append("<h2>Table 2 — STS by encoder of BGT (en–fr)</h2>" + html_table(data["table2"]) + "<ul>"
+                 + html_check(sem > en, f"semantic encoder above the English language encoder on {label} "
                                     f"({sem:.1f} vs {en:.1f}; paper on STS12–16: 73.1 vs 52.8)")
-                 + _check(sem > rnd, f"semantic encoder above a random-init encoder on {label} ({sem:.1f} vs "
+                 + html_check(sem > rnd, f"semantic encoder above a random-init encoder on {label} ({sem:.1f} vs "
                                      f"{rnd:.1f}; paper on STS12–16: 73.1 vs 48.1)") + "</ul>")
     orderings = data["table2_orderings"] = _table2_orderings(cards, n_boot, years)
     counts = orderings["verdict"].value_counts()
@@ -172,7 +165,7 @@ def _table3_section(cards: dict, figures: dict, data: dict) -> tuple[str, pd.Dat
                  "A cell is one (language, task); its winner is the encoder with the highest number among those "
                  f"the paper reports for it. {int(cells['tie'].sum())} of our probing winners lead by less than the "
                  "noise of two accuracies on the test set (<i>tie</i>: a 95% interval, conservative), so their "
-                 "order is not a finding.</p>" + _table(side_by_side(ours, paper_table("table3"), ["lang", "role"]))
+                 "order is not a finding.</p>" + html_table(side_by_side(ours, paper_table("table3"), ["lang", "role"]))
                  + "<h3>Cell by cell</h3>" + cells.to_html(index=False, border=0,
                                                            formatters={"match": lambda m: "✔" if m else "✘",
                                                                        "tie": lambda t: "tie" if t else ""}))
@@ -204,16 +197,17 @@ def _distance_section(ours: pd.DataFrame, cards: dict, figures: dict, data: dict
                  f"English and the other language use (closest first): {html.escape(order)}. The paper ties "
                  "WordContent to shared vocabulary: the semantic encoder's WordContent advantage over the "
                  "language encoder should shrink (turn negative) as the languages share fewer pieces.</p><ul>"
-                 + _check(np.sign(trend) == np.sign(paper_trend),
+                 + html_check(np.sign(trend) == np.sign(paper_trend),
                           f"WordContent gap vs overlap: Pearson {trend:+.2f} ours, {paper_trend:+.2f} with the "
                           "paper's numbers on our distance order")
-                 + _check(not unequal, "every pair's models ran the same number of updates on the same hardware "
+                 + html_check(not unequal, "every pair's models ran the same number of updates on the same hardware "
                           "(each shipped at its best STS-B dev checkpoint)" if not unequal else
                           "the pairs' models ran different numbers of updates or on different hardware, so "
                           "differences between pairs are partly training, not distance: "
                           + "; ".join(f"{m} {u}" for m, u in unequal.items()))
                  + "</ul>")
     parts.append(_uriel_section(gaps, paper_gaps, figures, data))
+    parts.append(own_language_section(cards, figures, data))
     return "".join(parts)
 
 
@@ -231,8 +225,8 @@ def _figure3_section(cards: dict, data: dict, n_boot: int, years: tuple[int, ...
     return ("<h2>Figure 3 — STS and Hard STS, en–fr models</h2><p>The row <i>nmt / LASER</i> is our "
             "multilingual NMT encoder (all five pairs) beside the paper's LASER, its much larger descendant. "
             "Updates per model: " + html.escape(", ".join(f"{k} {v}" for k, v in budgets.items())) + ".</p>"
-            + _table(data["figure3"])
-            + "<ul>" + _check(rank > 0.5, f"rank agreement of the models' STS averages with the paper: Spearman "
+            + html_table(data["figure3"])
+            + "<ul>" + html_check(rank > 0.5, f"rank agreement of the models' STS averages with the paper: Spearman "
                               f"{rank:.2f} over {len(both)} models") + "</ul>"
             + "<h3>The paper's orderings, tested</h3><p>BGT minus each model (× 100) with a paired bootstrap 95% CI "
             f"({n_boot} resamples of the same sentence pairs for both encoders; STS over {years_task(years)}), beside "
@@ -257,7 +251,7 @@ def _figure3_gpu_section(cards: dict, data: dict, n_boot: int, years: tuple[int,
     return ("<h3>At GPU scale</h3><p>BGT and BILINGUALTRANS at the <i>small</i> preset (d = 512, 3 layers), "
             "trained for minutes on one GPU, beside the CPU's SP: " + html.escape(
                 "; ".join(f"{label} ({GPU_FIGURE3_MODELS[label]}): {text}" for label, text in hardware.items()))
-            + ".</p>" + _table(data["figure3_gpu"])
+            + ".</p>" + html_table(data["figure3_gpu"])
             + orderings.to_html(index=False, border=0, float_format=lambda v: f"{v:.1f}"))
 
 
@@ -272,7 +266,7 @@ def _tatoeba_section(cards: dict, data: dict) -> str:
                      "models read their own pair. Schwenk &amp; Douze (2017) report 0.9–1.2% average error for "
                      "their BiLSTM-max NMT encoder on the UN dev set (4,000 sentences, 6 languages, ~8M "
                      "training sentences per language) — another corpus, so a reference point, not a target. "
-                     "Our training pairs exclude every LASER Tatoeba test sentence.</p>" + _table(data["tatoeba"]))
+                     "Our training pairs exclude every LASER Tatoeba test sentence.</p>" + html_table(data["tatoeba"]))
     return "".join(parts)
 
 
@@ -295,8 +289,8 @@ def _figure4_section(cards: dict, data: dict) -> str:
     wins = [t for t in TRACK_PAIR if t in fig4 and fig4.loc["bgt", t] >= fig4.loc["bilingual_trans", t]]
     parts.append("<h2>Figure 4 — SemEval 2017 (semantic encoder of the track's pair; the NMT's one encoder "
                  "reads all)</h2>"
-                 + _table(data["figure4"]) + "<ul>"
-                 + _check(len(wins) > fig4.shape[1] / 2, f"BGT ≥ BILINGUALTRANS on {len(wins)} of "
+                 + html_table(data["figure4"]) + "<ul>"
+                 + html_check(len(wins) > fig4.shape[1] / 2, f"BGT ≥ BILINGUALTRANS on {len(wins)} of "
                           f"{fig4.shape[1]} tracks ({', '.join(wins)}; paper: all 5)") + "</ul>")
     return "".join(parts)
 
@@ -322,7 +316,7 @@ def _table4_section(bgt, cards: dict, transfer_examples: int, data: dict) -> str
     kept, borrowed = table4["from_source"].str.len().gt(0).sum(), table4["from_style"].str.len().gt(0).sum()
     parts.append("<h2>Table 4 — style transfer (meaning from Source via z_sem, style via z_en, beam 5)</h2>"
                  + table4.to_html(index=False, border=0) + "<ul>"
-                 + _check(kept > len(table4) / 2, f"{kept} of {len(table4)} outputs keep a content word of "
+                 + html_check(kept > len(table4) / 2, f"{kept} of {len(table4)} outputs keep a content word of "
                                                   f"the source ({borrowed} take one from the style sentence)")
                  + "</ul>")
     scores = cards["bgt-en-fr"].get("style_transfer")
@@ -333,9 +327,9 @@ def _table4_section(bgt, cards: dict, transfer_examples: int, data: dict) -> str
         parts.append("<h3>The transfer evaluation: 200 fixed held-out pairs, beam 5 (% of pairs, bootstrap 95% "
                      "CI; from the model cards, <code>workbench transfer --eval</code>), for every shipped BGT "
                      "with decoders</h3>" + evaluation.to_html(index=False, border=0, na_rep="–") + "<ul>"
-                     + _check(closer >= 60, f"bgt-en-fr's outputs closer in meaning to the source than to the "
+                     + html_check(closer >= 60, f"bgt-en-fr's outputs closer in meaning to the source than to the "
                                             f"style sentence: {closer}% (target ≥ 60%)")
-                     + _check(scores["form_follows_style"][0] >= 60, f"their form (length bin, punctuation, first "
+                     + html_check(scores["form_follows_style"][0] >= 60, f"their form (length bin, punctuation, first "
                               f"word, sentence type, negation, person) follows the style sentence: {scores['form_follows_style'][0]}% (≥ 60%)")
                      + "</ul>")
     # Why it works or not: which latent carries each source's content (the prior mean stands in for the other).
@@ -345,7 +339,7 @@ def _table4_section(bgt, cards: dict, transfer_examples: int, data: dict) -> str
     parts.append("<h3>Which latent carries the content? Each source decoded from its own latents, one of them "
                  "set to the prior mean (zero)</h3>"
                  + ablation.to_html(index=False, border=0) + "<ul>"
-                 + _check(keeps["semantic only"] > keeps["language only"],
+                 + html_check(keeps["semantic only"] > keeps["language only"],
                           f"z_sem alone keeps a content word of the sentence in {keeps['semantic only']} of "
                           f"{len(sources)}, z_en alone in {keeps['language only']} (style transfer needs the "
                           "content in z_sem, not in z_en)")

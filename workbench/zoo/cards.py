@@ -21,7 +21,7 @@ from ..models.folder import file_digests, load, shipped
 from ..models.pins import pin
 from ..paths import atomic_write, read_json, sealed_config, trained_dir
 from ..probing.probe import probe
-from ..probing.tasks import get_task, readable_tasks
+from ..probing.tasks import get_task, readable_tasks, task_names
 from ..style_transfer.evaluation import transfer_pairs, transfer_scores
 
 # Table 3's tasks (Gender is added for encoders that read French or Spanish).
@@ -66,6 +66,41 @@ def measure(model, sizes: dict[str, int] = CARD_SIZES, show_progress: bool = Fal
     return pd.concat(frames, ignore_index=True)
 
 
+def own_language_tasks(language: str) -> list[str]:
+    """The tasks on ``language``'s own sentences (``length_fr``, ``tense_ja``, …; not a pair's tasks)."""
+    return [name for name in task_names() if get_task(name).languages == (language,)]
+
+
+def language_view(model) -> str | None:
+    """The view of ``model`` that encodes the pair's other language alone (a BGT's z_fr, …), or ``None``."""
+    own = [view for view in model.views if view not in ("semantic", "en")]
+    return own[0] if len(own) == 1 else None
+
+
+def measure_languages(model, sizes: dict[str, int] = CARD_SIZES) -> dict:
+    """A BGT's semantic encoder and its language encoder on the tasks of the pair's other language, with control
+    tasks: per task the majority share and, per view, [accuracy, 95% CI low, high, selectivity] × 100."""
+    language = language_view(model)
+    if language is None:
+        raise WorkbenchError(f"{model.name} has no language encoder (views: {', '.join(model.views)}); only BGTs "
+                             "with language variables are measured on their own language")
+    tasks = own_language_tasks(language)
+    missing = {get_task(task).unavailable for task in tasks} - {None}
+    if missing:
+        raise WorkbenchError(f"measuring {language}'s tasks for a card needs every analyser: {'; '.join(missing)}")
+    out = {}
+    for task in tasks:
+        entry = {}
+        for view in ("semantic", language):
+            frame = probe(model.encoder(view), task, control=True, sizes=sizes).to_frame().set_index("metric")
+            acc = frame.loc["accuracy"]
+            entry[view] = [round(100 * float(v), 1) for v in (acc["value"], acc["ci_low"], acc["ci_high"],
+                                                               frame.loc["selectivity", "value"])]
+            entry["majority"] = round(100 * float(frame.loc["majority", "value"]), 1)
+        out[task] = entry
+    return {"language": language, "tasks": out}
+
+
 def summarise_views(df: pd.DataFrame) -> dict:
     """Per view: fingerprint, STS per year + average, Hard STS, Tatoeba error rates (%), probe accuracies
     (× 100)."""
@@ -90,13 +125,15 @@ def write_card(name: str, root: str | Path | None = None, sizes: dict[str, int] 
     views = summarise_views(measure(model, sizes=sizes, show_progress=show_progress))
     transfer = (_transfer_summary(model, transfer_pairs) if config.get("decoders") and config["model"]["setting"] == "bgt"
                 else None)
+    languages = measure_languages(model, sizes) if language_view(model) else None
     train, record = config.get("train", {}), config["training"]
     size = sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
     info = {"name": name, "model": config["model"]["setting"], "pair": train.get("pair", "-".join(
                 config["model"]["languages"])), "preset": train.get("preset", record.get("preset")), "training": record,
             "decoders": config.get("decoders", False), "megabytes": round(size / 2 ** 20, 1),
             "curve": (folder / "curve.csv").is_file(),
-            "probing_sizes": sizes, "views": views, **({"style_transfer": transfer} if transfer else {})}
+            "probing_sizes": sizes, "views": views, **({"style_transfer": transfer} if transfer else {}),
+            **({"languages": languages} if languages else {})}
     return _save(folder, info, config)
 
 
@@ -108,6 +145,15 @@ def remeasure_transfer(name: str, root: str | Path | None = None, transfer_pairs
     if "style_transfer" not in info:
         raise WorkbenchError(f"{name} has no style-transfer section (only BGTs shipped with decoders have one)")
     info["style_transfer"] = _transfer_summary(load(folder), transfer_pairs)
+    return _save(folder, info, config)
+
+
+def remeasure_languages(name: str, root: str | Path | None = None, sizes: dict[str, int] = CARD_SIZES) -> dict:
+    """Measure only the own-language section of a shipped BGT's card (after tasks were added; the other numbers
+    stay as measured)."""
+    folder = (Path(root) if root else trained_dir()) / name
+    info, config = card(name, root), read_json(folder / "config.json")
+    info["languages"] = measure_languages(load(folder), sizes)
     return _save(folder, info, config)
 
 
@@ -170,6 +216,8 @@ def _card_markdown(info: dict, config: dict) -> str:
         lines += [f"| {metric} | {value if not isinstance(value, list) else f'{value[0]} ({value[1]}–{value[2]})'} |"
                   for metric, value in info["style_transfer"].items()]
         lines.append("")
+    if info.get("languages"):
+        lines += _languages_markdown(info["languages"])
     for view, entry in info["views"].items():
         lines += [f"## view `{view}`", "", f"fingerprint `{entry['fingerprint'][:16]}`", ""]
         if "sts" in entry:
@@ -189,6 +237,18 @@ def _card_markdown(info: dict, config: dict) -> str:
                       "|" + "---|" * len(entry["probing"]),
                       "| " + " | ".join(f"{v:.1f}" for v in entry["probing"].values()) + " |", ""]
     return "\n".join(lines)
+
+
+def _languages_markdown(section: dict) -> list[str]:
+    language = section["language"]
+    lines = [f"## {language}'s own tasks", "", f"The semantic encoder and the {language} encoder on tasks built from "
+             f"held-out {language} sentences (`workbench probes list`): test accuracy × 100 [95% CI], selectivity "
+             "over a control task in brackets.", "",
+             f"| task | majority | semantic | {language} encoder |", "|---|---:|---:|---:|"]
+    for task, entry in section["tasks"].items():
+        cells = [f"{v[0]:.1f} [{v[1]:.1f}, {v[2]:.1f}] ({v[3]:+.1f})" for v in (entry["semantic"], entry[language])]
+        lines.append(f"| {get_task(task).title} | {entry['majority']:.1f} | {cells[0]} | {cells[1]} |")
+    return lines + [""]
 
 
 SUMMARY_PROBES = {"subj_num": "SubjNum", "word_content": "WordContent", "length": "Length", "punct_num": "PunctNum"}

@@ -1,0 +1,71 @@
+"""What each language encoder knows about its own language, against the language's distance from English.
+
+Every BGT's card carries its semantic encoder and its language encoder (z_fr … z_ja) on the tasks built from the
+pair's other language (docs/probing.md#languages); these read the five pairs' cards side by side, as
+:func:`.paper.language_gaps` does for the English tasks: the gap is semantic − language encoder, so a form task the
+language encoder wins, as the paper expects, has a negative gap.
+"""
+from __future__ import annotations
+
+import html
+
+import pandas as pd
+
+from ..models.folder import shipped
+from ..probing.tasks import get_task
+from ..zoo.cards import card
+from .distance import gap_correlations, language_distances
+from .figures import gap_figure
+from .pages import html_table
+from .paper import LANGUAGES
+
+
+def own_language_results(cards: dict[str, dict] | None = None) -> pd.DataFrame:
+    """Each pair's BGT (``bgt-en-xx``) on its other language's own tasks, from the cards: one row per language,
+    task and view (``semantic`` or ``language``) with ``accuracy``, ``ci_low``, ``ci_high``, ``selectivity`` and
+    ``majority`` (× 100); ``task`` is the title without its language (``Length``, ``Tense``, …) so that the five
+    languages' versions of a task share a name."""
+    cards = cards if cards is not None else {name: card(name) for name in shipped()}
+    rows = []
+    for lang in LANGUAGES:
+        section = cards.get(f"bgt-en-{lang}", {}).get("languages")
+        for task, entry in (section or {}).get("tasks", {}).items():
+            title = get_task(task).title.removesuffix(f" ({lang})")
+            for view, key in (("semantic", "semantic"), ("language", lang)):
+                accuracy, low, high, selectivity = entry[key]
+                rows.append({"language": lang, "task": title, "view": view, "accuracy": accuracy, "ci_low": low,
+                             "ci_high": high, "selectivity": selectivity, "majority": entry["majority"]})
+    return pd.DataFrame(rows, columns=["language", "task", "view", "accuracy", "ci_low", "ci_high", "selectivity",
+                                       "majority"])
+
+
+def own_language_gaps(results: pd.DataFrame) -> pd.DataFrame:
+    """``language, task, gap`` rows (semantic − language encoder accuracy, × 100) of :func:`own_language_results`,
+    as :func:`.figures.gap_figure` and :func:`.distance.gap_correlations` read them."""
+    wide = results.pivot_table(index=["language", "task"], columns="view", values="accuracy", sort=False)
+    return (wide["semantic"] - wide["language"]).rename("gap").reset_index()
+
+
+def own_language_section(cards: dict, figures: dict, data: dict) -> str:
+    """The reproduction's section on the language encoders' own languages: the table, the gaps against URIEL+
+    syntactic distance and their rank correlations."""
+    results = own_language_results(cards)
+    if results.empty:
+        return ""
+    gaps = own_language_gaps(results)
+    distances = language_distances(list(dict.fromkeys(gaps["language"])))
+    syntactic = distances[distances["kind"] == "syntactic"].set_index("language")["distance"]
+    figures["own_language_gap"] = (gap_figure(gaps.assign(distance=gaps["language"].map(syntactic)),
+                                              "Each language's own tasks: semantic − language encoder, against "
+                                              "URIEL+ syntactic distance", x="distance"), gaps)
+    data["own_language"] = results
+    table = results.pivot_table(index=["task", "language"], columns="view", values="accuracy", sort=False)
+    won = gaps[gaps["gap"] < 0]
+    return ("<h3>What each language encoder knows about its own language</h3><p>From the cards: each pair's "
+            "semantic and language encoder on tasks built from the other language's held-out sentences (accuracy "
+            "× 100; CIs and selectivity in the cards and in <code>own_language</code>). The language encoder wins "
+            f"{len(won)} of {len(gaps)} (language, task) cells"
+            + (f" ({html.escape(', '.join(f'{r.task} {r.language}' for r in won.itertuples()))})" if len(won) else "")
+            + ". Spearman's rho of each gap with each distance (five languages at most: descriptions, not "
+              "findings):</p>" + html_table(table.round(1).reset_index())
+            + gap_correlations(gaps, distances).to_html(index=False, float_format=lambda v: f"{v:.3f}", border=0))
