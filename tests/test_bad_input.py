@@ -335,6 +335,7 @@ CLI_CASES = [  # (argv with {tmp} for the test's folder, a fragment of the one-l
      "--seeds averages plain probes of one encoder: drop --given / --layers, or --seeds"),
     # evaluate
     ("evaluate --encoder random-sp-average --suite nosuch", "argument --suite: invalid choice: 'nosuch'"),
+    ("evaluate --encoder random-sp-average --suite sts17 --tracks en-en,xx-yy", "unknown STS17 track 'xx-yy'"),
     ("evaluate --model bgt-en-fr --encoder fr --suite sts",
      "STS12-16 holds en, and encoder 'bgt-en-fr:fr' declares fr: evaluate it anyway with force_languages"),
     ("evaluate --model bgt-en-fr --encoder fr --suite hard_sts", "Hard STS holds en, and encoder 'bgt-en-fr:fr' declares fr"),

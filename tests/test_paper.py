@@ -111,6 +111,23 @@ def test_retrieval_by_language_is_each_pairs_bgt_tatoeba_error_in_the_rows_of_a_
     assert retrieval_by_language({"sp-en-fr": cards["sp-en-fr"]}).empty  # BGT's only
 
 
+def test_own_language_results_are_each_pairs_bgt_from_its_card_and_gaps_read_semantic_minus_language():
+    from workbench.reports import own_language_gaps, own_language_results
+
+    cards = {name: card(name) for name in shipped()}
+    results = own_language_results(cards)
+    assert set(results["language"]) == {"fr", "es", "ar", "tr", "ja"} and set(results["view"]) == {
+        "semantic", "language encoder"}
+    stated = cards["bgt-en-tr"]["languages"]["tasks"]["person_tr"]
+    row = results.set_index(["language", "task", "view"]).loc[("tr", "Person", "language encoder")]
+    assert [row.accuracy, row.ci_low, row.ci_high, row.selectivity] == stated["tr"]
+    assert {"Tense", "Politeness", "Length", "WordContent"} <= set(results[results.language == "ja"]["task"])
+    gaps = own_language_gaps(results).set_index(["language", "task"])["gap"]
+    assert gaps[("tr", "Person")] == pytest.approx(stated["semantic"][0] - stated["tr"][0])
+    assert len(gaps) == len(results) // 2
+    assert own_language_results({"sp-en-fr": cards["sp-en-fr"]}).empty  # BGTs' cards only
+
+
 def test_training_budgets_say_which_pairs_had_shorter_runs():
     cards = {name: card(name) for name in shipped()}
     budgets = training_budgets(cards)
@@ -172,6 +189,9 @@ def test_reproduce_writes_the_report(tmp_path):
     budgets = pd.read_csv(tmp_path / "reproduction-training_budgets.csv")
     assert len(budgets) == 10 and ("ran the same number of updates" in text) != bool(unequal_budgets(budgets))
     assert "Measured distance (URIEL+)" in text and 'id="fig-language_gap_syntactic"' in text
+    own = pd.read_csv(tmp_path / "reproduction-own_language.csv")  # every pair's language encoder, own tasks
+    assert set(own["language"]) == {"fr", "es", "ar", "tr", "ja"} and 'id="fig-own_language_gap"' in text
+    assert "What each language encoder knows about its own language" in text
     rho = pd.read_csv(tmp_path / "reproduction-gap_correlations.csv")
     assert set(rho["kind"]) == {"syntactic", "genetic", "featural"} and (rho["n"] == 5).all()
     assert rho[["p_value", "p_value_paper"]].stack().between(1 / 60 - 1e-9, 1).all()

@@ -284,7 +284,8 @@ def _evaluate_arguments(p: argparse.ArgumentParser) -> None:
                         "--out also written to OUT-comparison.csv")
     p.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples (2000)")
     p.add_argument("--tracks", nargs="+", metavar="TRACK",
-                   help=f"the STS17 tracks to run (--suite sts17; default every one the encoder reads): "
+                   help=f"the STS17 tracks to run, separated by spaces or commas (--suite sts17; default every one "
+                        f"the encoder reads): "
                         f"{', '.join(STS17_TRACKS)}")
     p.add_argument("--mteb", metavar="DIR",
                    help="also write the results in MTEB's results layout (TASK.json per MTEB task) into DIR")
@@ -304,7 +305,8 @@ def _evaluate(args) -> None:
     if args.tracks:
         if args.suite != "sts17":
             raise WorkbenchError(f"--tracks chooses STS17 tracks; give --suite sts17 (not {args.suite})")
-        options["tracks"] = [check_name("STS17 track", track, STS17_TRACKS) for track in args.tracks]
+        options["tracks"] = [check_name("STS17 track", track, STS17_TRACKS)  # "a,b" or "a b"
+                             for given in args.tracks for track in given.split(",") if track]
     encoder = chosen_encoder(args)
     df = evaluate(encoder, args.suite, show_progress=True, force_languages=args.force_languages, **options)
     shown = df[df["metric"].isin(["pearson", "spearman", "error xx->en", "error en->xx", "f1 xx->en"])

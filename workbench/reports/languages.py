@@ -22,7 +22,7 @@ from .paper import LANGUAGES
 
 def own_language_results(cards: dict[str, dict] | None = None) -> pd.DataFrame:
     """Each pair's BGT (``bgt-en-xx``) on its other language's own tasks, from the cards: one row per language,
-    task and view (``semantic`` or ``language``) with ``accuracy``, ``ci_low``, ``ci_high``, ``selectivity`` and
+    task and view (``semantic`` or ``language encoder``) with ``accuracy``, ``ci_low``, ``ci_high``, ``selectivity`` and
     ``majority`` (× 100); ``task`` is the title without its language (``Length``, ``Tense``, …) so that the five
     languages' versions of a task share a name."""
     cards = cards if cards is not None else {name: card(name) for name in shipped()}
@@ -31,7 +31,7 @@ def own_language_results(cards: dict[str, dict] | None = None) -> pd.DataFrame:
         section = cards.get(f"bgt-en-{lang}", {}).get("languages")
         for task, entry in (section or {}).get("tasks", {}).items():
             title = get_task(task).title.removesuffix(f" ({lang})")
-            for view, key in (("semantic", "semantic"), ("language", lang)):
+            for view, key in (("semantic", "semantic"), ("language encoder", lang)):
                 accuracy, low, high, selectivity = entry[key]
                 rows.append({"language": lang, "task": title, "view": view, "accuracy": accuracy, "ci_low": low,
                              "ci_high": high, "selectivity": selectivity, "majority": entry["majority"]})
@@ -43,7 +43,7 @@ def own_language_gaps(results: pd.DataFrame) -> pd.DataFrame:
     """``language, task, gap`` rows (semantic − language encoder accuracy, × 100) of :func:`own_language_results`,
     as :func:`.figures.gap_figure` and :func:`.distance.gap_correlations` read them."""
     wide = results.pivot_table(index=["language", "task"], columns="view", values="accuracy", sort=False)
-    return (wide["semantic"] - wide["language"]).rename("gap").reset_index()
+    return (wide["semantic"] - wide["language encoder"]).rename("gap").reset_index()
 
 
 def own_language_section(cards: dict, figures: dict, data: dict) -> str:

@@ -210,12 +210,7 @@ def _card_markdown(info: dict, config: dict) -> str:
              f"{info['probing_sizes']['train']}/{info['probing_sizes']['valid']}/{info['probing_sizes']['test']} "
              "sentences). Recomputed by the tests from these weights.", ""]
     if info.get("style_transfer"):
-        lines += ["## style transfer", "", "`workbench transfer --eval` on its fixed held-out pairs (200 for shipped "
-                  "models; beam 5): share of pairs, % with bootstrap 95% CI; KL in nats per sentence.", "",
-                  "| metric | value |", "|---|---|"]
-        lines += [f"| {metric} | {value if not isinstance(value, list) else f'{value[0]} ({value[1]}–{value[2]})'} |"
-                  for metric, value in info["style_transfer"].items()]
-        lines.append("")
+        lines += _transfer_markdown(info["style_transfer"])
     if info.get("languages"):
         lines += _languages_markdown(info["languages"])
     for view, entry in info["views"].items():
@@ -237,6 +232,15 @@ def _card_markdown(info: dict, config: dict) -> str:
                       "|" + "---|" * len(entry["probing"]),
                       "| " + " | ".join(f"{v:.1f}" for v in entry["probing"].values()) + " |", ""]
     return "\n".join(lines)
+
+
+def _transfer_markdown(section: dict) -> list[str]:
+    lines = ["## style transfer", "", "`workbench transfer --eval` on its fixed held-out pairs (200 for shipped "
+             "models; beam 5): share of pairs, % with bootstrap 95% CI; KL in nats per sentence.", "",
+             "| metric | value |", "|---|---|"]
+    lines += [f"| {metric} | {value if not isinstance(value, list) else f'{value[0]} ({value[1]}–{value[2]})'} |"
+              for metric, value in section.items()]
+    return lines + [""]
 
 
 def _languages_markdown(section: dict) -> list[str]:
