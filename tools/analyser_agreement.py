@@ -1,4 +1,6 @@
-"""How far the Japanese and Turkish analysers behind the morphosyntactic tasks can be trusted (docs/probing.md#morphosyntax).
+"""How far the Japanese and Turkish analysers behind the morphosyntactic tasks can be trusted.
+
+(docs/probing.md#morphosyntax records what it printed.)
 
 Japanese: Sudachi's labels (the tasks') against a second analyser, MeCab with the UniDic-lite dictionary (``pip
 install fugashi unidic-lite``; not a dependency of the workbench), with the same reading of the final predicate.
@@ -16,7 +18,7 @@ import re
 from workbench.data.corpora import SplitConfig
 from workbench.data.tokenizer import detokenise
 from workbench.probing.build import _tokenised_pool
-from workbench.probing.morphology import japanese_predicate, turkish_predicates
+from workbench.probing.morphology import FEATURES, japanese_predicate, turkish_predicates
 
 
 def mecab_predicate(tagger, sentence: str) -> tuple[str, bool] | None:
@@ -34,7 +36,7 @@ def mecab_predicate(tagger, sentence: str) -> tuple[str, bool] | None:
             any(w.feature.cType in ("助動詞-マス", "助動詞-デス") for w in run))
 
 
-_PERSON = "(?:m|n|k|ız|iz|uz|üz|sın|sin|sun|sün|sınız|siniz|sunuz|sünüz|nız|niz|nuz|nüz|lar|ler)?"
+_PERSON = "(?:m|n|k|ım|im|um|üm|ın|in|un|ün|ız|iz|uz|üz|sın|sin|sun|sün|sınız|siniz|sunuz|sünüz|nız|niz|nuz|nüz|lar|ler)?"
 _PAST = re.compile(rf"[dt][ıiuü]{_PERSON}$")
 _PRESENT = re.compile(rf"(?:yor|mAktA|[aeıiuü]r|r){_PERSON}$".replace("mAktA", "makta|mekte"))
 
@@ -43,9 +45,10 @@ def suffix_rule(word: str) -> tuple[str | None, str | None]:
     """(tense, person) of a Turkish finite verb from its last letters alone."""
     w = word.lower()
     tense = "PAST" if _PAST.search(w) else "PRES" if _PRESENT.search(w) else None
-    if re.search(r"(?:[ıiuü]?m|[ıiuü]z|k)$", w) and not re.search(r"(?:sınız|siniz|sunuz|sünüz|nız|niz|nuz|nüz)$", w):
+    second = r"(?:n|sın|sin|sun|sün|sınız|siniz|sunuz|sünüz|nız|niz|nuz|nüz)$"
+    if re.search(r"(?:[ıiuü]?m|[ıiuü]z|k)$", w) and not re.search(second.replace("n|", "", 1), w):
         person = "1"
-    elif re.search(r"(?:n|sın|sin|sun|sün|sınız|siniz|sunuz|sünüz|nız|niz|nuz|nüz)$", w):
+    elif re.search(second, w):
         person = "2"
     else:
         person = "3"
@@ -82,7 +85,7 @@ def main() -> None:
     print("tr person, zeyrek vs suffix rule:",
           _agreement([(p.person, r[1]) for p, r in zip(read, rule) if p is not None and p.person in ("1", "3")]))
     for name, items in (("ja tense", [(p.tense, s) for p, s in zip(ours, japanese) if p]),
-                        ("ja politeness", [("polite" if p.polite else "plain", s) for p, s in zip(ours, japanese) if p]),
+                        ("ja politeness", [(FEATURES["politeness"](p), s) for p, s in zip(ours, japanese) if p]),
                         ("tr tense", [(p.tense, s) for p, s in zip(read, turkish) if p and p.tense]),
                         ("tr person", [(p.person, s) for p, s in zip(read, turkish) if p and p.person in ("1", "3")])):
         for label, sentence in rng.sample(items, min(args.sample, len(items))):

