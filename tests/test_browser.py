@@ -46,3 +46,41 @@ def test_static_png_and_pdf_exports_are_valid(exported):
             assert np.asarray(image.convert("L"), dtype=float).std() > 5
         assert (exported.parent / f"report-{name}.pdf").read_bytes()[:5] == b"%PDF-"
         assert len(pd.read_csv(exported.parent / f"report-{name}.csv")) > 0
+
+
+def test_layer_figures_as_drawn_give_each_band_its_lines_colour_and_keep_buttons_off_the_title(tmp_path):
+    """What a reader sees in the browser, not the figure object: every CI band is filled in the colour its line is
+    stroked in, no two lines share one, and the heat map's metric buttons do not overlap its title."""
+    playwright = pytest.importorskip("playwright.sync_api", reason="needs the playwright package (test extra)")
+    enc = wb.untrained_encoder("random-transformer", pair="en-fr")
+    df = wb.probe_layers(enc, ["length", "punct_num", "bigram_shift"], [0, 2], show_progress=False,
+                         sizes={"train": 200, "valid": 40, "test": 80})
+    path = wb.report(df, tmp_path / "layers.html", static=False)
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu",
+                                                                    "--disable-background-networking"])
+        page = browser.new_page(viewport={"width": 1300, "height": 900})
+        page.goto(path.resolve().as_uri())
+        page.wait_for_selector(".main-svg", timeout=30_000)
+        drawn = page.evaluate("""() => [...document.querySelectorAll('.js-plotly-plot')].map(plot => ({
+            bands: [...plot.querySelectorAll('.scatterlayer .trace')].map(t => t.querySelector('.js-fill'))
+                   .filter(f => f).map(f => getComputedStyle(f).fill),
+            lines: [...plot.querySelectorAll('.scatterlayer .trace')].filter(t => !t.querySelector('.js-fill'))
+                   .map(t => t.querySelector('.js-line')).filter(l => l).map(l => getComputedStyle(l).stroke),
+            title: plot.querySelector('.gtitle')?.getBoundingClientRect().toJSON(),
+            buttons: [...plot.querySelectorAll('.updatemenu-button')].map(b => b.getBoundingClientRect().toJSON())
+        }))""")
+        browser.close()
+    with_bands = [fig for fig in drawn if fig["bands"]]
+    assert with_bands, "no figure with CI bands was drawn"
+    for fig in with_bands:
+        assert len(fig["bands"]) == 3 and len(set(fig["lines"])) == len(fig["lines"]) == 3  # one colour per task
+        assert sorted(fig["bands"]) == sorted(fig["lines"])  # each band in its line's colour
+    with_buttons = [fig for fig in drawn if fig["buttons"]]
+    assert with_buttons, "no heat map with metric buttons was drawn"
+    for fig in with_buttons:
+        title = fig["title"]
+        for button in fig["buttons"]:
+            apart = (button["left"] >= title["right"] or button["right"] <= title["left"]
+                     or button["top"] >= title["bottom"] or button["bottom"] <= title["top"])
+            assert apart, (title, button)
