@@ -16,7 +16,7 @@ from workbench.cli import main
 from workbench.checks import WorkbenchError
 from workbench.encoders import RandomEmbeddingAverage
 from workbench.models.folder import load, model_path
-from workbench.paths import sealed_config
+from workbench.paths import config_digest, sealed_config
 from workbench.training.recipes import TrainConfig
 from workbench.training.trainer import Trainer
 
@@ -86,7 +86,8 @@ def test_a_shipped_model_with_another_pairs_sentencepiece_model_is_refused(tmp_p
     assert "spm.model" in meta["files_sha256"]  # today's exports record every file's sha256
     with pytest.raises(WorkbenchError, match="spm.model is missing or does not match the sha256 recorded"):
         load(folder)
-    del meta["files_sha256"]  # no digests, even trusted by hand: the tokenizer's sha256 still catches it
+    del meta["files_sha256"]  # no digests, even resealed by hand: the tokenizer's sha256 still catches it
+    meta["config_sha256"] = config_digest(meta)
     (folder / "config.json").write_text(json.dumps(meta))
     for trusted in (False, True):
         with pytest.raises(WorkbenchError, match="spm.model is .*not the sentencepiece model"):
@@ -336,6 +337,9 @@ CLI_CASES = [  # (argv with {tmp} for the test's folder, a fragment of the one-l
     # evaluate
     ("evaluate --encoder random-sp-average --suite nosuch", "argument --suite: invalid choice: 'nosuch'"),
     ("evaluate --encoder random-sp-average --suite sts17 --tracks en-en,xx-yy", "unknown STS17 track 'xx-yy'"),
+    ("encode --encoder random-sp-average --input '{tmp}/a\x00b' --out {tmp}/x.npy", "holds a NUL character"),
+    ("transfer --model bgt-en-fr --source 'A man.' --style 'She left.' --beam 99999999999999999999",
+     "beam must be a whole number from 1 (greedy) to 64"),
     ("evaluate --model bgt-en-fr --encoder fr --suite sts",
      "STS12-16 holds en, and encoder 'bgt-en-fr:fr' declares fr: evaluate it anyway with force_languages"),
     ("evaluate --model bgt-en-fr --encoder fr --suite hard_sts", "Hard STS holds en, and encoder 'bgt-en-fr:fr' declares fr"),
@@ -368,7 +372,7 @@ CLI_CASES = [  # (argv with {tmp} for the test's folder, a fragment of the one-l
     ("transfer --model bilingual_trans-en-fr --source A --style B", "style transfer needs a BGT model"),
     ("transfer --max-len -5 --source A --style B", "max_len must be a whole number ≥ 1 of pieces"),
     ("transfer --max-len 0 --source A --style B", "max_len must be a whole number ≥ 1 of pieces"),
-    ("transfer --beam 0 --source A --style B", "beam must be a whole number ≥ 1 (1 = greedy), got 0"),
+    ("transfer --beam 0 --source A --style B", "beam must be a whole number from 1 (greedy) to 64, got 0"),
     ("transfer --beam many --source A --style B", "argument --beam: invalid int value: 'many'"),
     ("transfer --pairs {tmp}/missing.csv", "{tmp}/missing.csv: no such file"),
     ("transfer --pairs {tmp}/badpairs.csv", "the pairs table lacks columns ['source', 'style']"),
@@ -487,6 +491,14 @@ def _api_cases():
         (lambda: wb.probe(Constant(), "length", control="last_word"), "unknown control 'last_word'; valid:"),
         (lambda: wb.probe(Constant(), "sentence_len"), "unknown probing task 'sentence_len'; valid:"),
         (lambda: wb.probe(Constant(), "length", sizes={"train": 10}), "probing sizes must give train, valid, test"),
+        # the hostile sweep (tools/hostile_sweep.py): a falsy size meant the card's full size; a list as a task,
+        # an empty task list and a file name as results failed inside pandas or hashing
+        (lambda: wb.probe(Constant(), "length", sizes={}), "probing sizes must give train, valid, test"),
+        (lambda: wb.probe(Constant(), "length", sizes=0), "probing sizes must give train, valid, test"),
+        (lambda: wb.probe(Constant(), ["length"]), "a task is a name (`workbench probes list`), a file or"),
+        (lambda: wb.probe_all([Constant()], []), "probe_all takes a non-empty list of tasks"),
+        (lambda: wb.probe_all([Constant()], "length"), "probe_all takes a non-empty list of tasks"),
+        (lambda: wb.report("results.csv", "r.html"), "results must be a pandas DataFrame"),
         (lambda: wb.probe(Constant(), "length", sizes={"train": 10, "valid": 0, "test": 5}), "whole numbers ≥ 1"),
         (lambda: wb.probe(Constant(), "length", sizes={"train": True, "valid": 5, "test": 5}), "whole numbers ≥ 1"),
         (lambda: wb.probe(Constant(), "length", mdl=True, classifier="mlp"), "MDL probing is implemented for"),
@@ -509,7 +521,7 @@ def _api_cases():
         (lambda: wb.cached(Constant(fingerprint="a/b")), "fingerprints name cache folders"),
         (lambda: transfer(load("bgt-en-fr"), ["A man."], ["B.", "C."]), "got 1 source sentences but 2 style"),
         (lambda: transfer(load("bgt-en-fr"), [""], ["B."]), "source and style sentences must be non-empty"),
-        (lambda: transfer(load("bgt-en-fr"), ["A."], ["B."], beam=0), "beam must be a whole number ≥ 1"),
+        (lambda: transfer(load("bgt-en-fr"), ["A."], ["B."], beam=0), "beam must be a whole number from 1"),
         (lambda: transfer(load("sp-en-fr"), ["A."], ["B."]), "style transfer needs a BGT model"),
         (lambda: transfer_table(load("bgt-en-fr"), pd.DataFrame({"src": ["a"]})), "lacks columns ['source', 'st"),
         (lambda: compare_sts(Constant(), Constant("other", fingerprint="other-v1"), n_boot=50), "n_boot must be"),

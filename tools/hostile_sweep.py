@@ -11,7 +11,9 @@ command), ``python-error`` (the API raised a Python error from inside: to be rea
 a valid value or a silent failure) or ``timeout`` (it started work). Afterwards the sweep checks that no tracked
 file of the checkout changed and that the foreign code never ran.
 
-    WORKBENCH_HOME=$(mktemp -d) python tools/hostile_sweep.py OUT.csv   (on a throwaway clone: it runs commands)
+    WORKBENCH_HOME=$(mktemp -d) python tools/hostile_sweep.py OUT.csv [--only api] [--limit 8]
+
+(on a throwaway clone, with PYTHONPATH set to it: it runs commands that write).
 """
 from __future__ import annotations
 
@@ -151,8 +153,7 @@ def _start(case, tmp: Path) -> tuple[int, int]:
                 rc = main(what)
             else:
                 import workbench as wb
-                namespace = {"wb": wb, "S": {"train": 40, "valid": 10, "test": 10}, "TMP": tmp,
-                             "enc": wb.untrained_encoder("random-sp-average", pair="en-fr"),
+                namespace = {"wb": wb, "S": {"train": 40, "valid": 10, "test": 10}, "TMP": tmp, "enc": ENCODER,
                              "R": pd.DataFrame({"encoder": ["x"], "task": ["length"], "metric": ["accuracy"],
                                                 "value": [0.5]})}
                 exec(what, namespace)
@@ -207,13 +208,23 @@ def _exited(pid: int) -> bool:
         return True
 
 
+ENCODER = None  # made once, before the children fork (each would take seconds to make its own)
+
+
 def main() -> None:
-    out = Path(sys.argv[1])
+    global ENCODER, LIMIT
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", help="the cases' outcomes as CSV")
+    parser.add_argument("--only", choices=("cli", "api"), help="only the CLI or only the API cases")
+    parser.add_argument("--limit", type=float, default=LIMIT, help=f"seconds a case may run ({LIMIT})")
+    args = parser.parse_args()
+    out, LIMIT = Path(args.out), args.limit
     tmp = Path(tempfile.mkdtemp(prefix="sweep-"))
     fixtures(tmp)
-    import workbench  # noqa: F401 — once, before the children fork
+    import workbench as wb  # once, before the children fork
+    ENCODER = wb.untrained_encoder("random-sp-average", pair="en-fr")
     tracked = subprocess.run(["git", "ls-files", "-s"], capture_output=True, text=True).stdout
-    cases = cli_cases(tmp) + api_cases(tmp)
+    cases = ([] if args.only == "api" else cli_cases(tmp)) + ([] if args.only == "cli" else api_cases(tmp))
     df = pd.DataFrame(sweep(cases, tmp))
     df.to_csv(out, index=False)
     changed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,

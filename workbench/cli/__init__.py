@@ -44,6 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     for chatty in ("kaleido", "choreographer", "logistro"):  # the static-export browser's own bookkeeping
         logging.getLogger(chatty).setLevel(logging.WARNING)
     try:
+        _check_text(args)
         _check_output(args)
         args.command_record.run(args)
     except USER_ERRORS as err:
@@ -52,6 +53,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"workbench {args.command}: error: {_describe(err)}", file=sys.stderr)
         return 2
     return 0
+
+
+def _check_text(args) -> None:
+    """Refuse an argument holding a NUL character (no file name or text can): it would fail deep inside."""
+    for name, value in vars(args).items():
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str) and "\0" in item:
+                raise WorkbenchError(f"--{name.replace('_', '-')} {item!r} holds a NUL character; no file name or "
+                                     "text can")
 
 
 def _check_output(args) -> None:

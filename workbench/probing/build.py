@@ -191,8 +191,9 @@ def pending(tasks: Sequence[str], sizes: dict[str, int] | None = None, config: S
     """What building ``tasks`` (from the probe pool, seed 0) still has to do: the tasks not yet built, and per
     language the number of pool sentences still to be parsed for them."""
     cards = [get_task(task) for task in tasks]
-    missing = [card for card in cards if not (_spec_and_folder(card, check_sizes(sizes or card.sizes), None, 0,
-                                                                 config)[1] / "manifest.json").is_file()]
+    folders = [_spec_and_folder(card, check_sizes(card.sizes if sizes is None else sizes), None, 0, config)[1]
+               for card in cards]
+    missing = [card for card, folder in zip(cards, folders) if not (folder / "manifest.json").is_file()]
     to_parse: dict[str, int] = {}
     for card in missing:
         if card.builder in PARSING and card.language not in to_parse:
@@ -209,7 +210,7 @@ def build_spec(task: str, sizes: dict[str, int] | None = None, config: SplitConf
     """What building ``task`` from the probe pool (seed 0) at ``sizes`` (default: the card's) reads: the card,
     the sizes, the pool's inputs and the builders' version — a build's cache key."""
     card = get_task(task)
-    return _spec_and_folder(card, check_sizes(sizes or card.sizes), None, 0, config)[0]
+    return _spec_and_folder(card, check_sizes(card.sizes if sizes is None else sizes), None, 0, config)[0]
 
 
 def shipped_builds() -> list[dict]:
@@ -313,7 +314,7 @@ def build_task(task: str | TaskCard, sizes: dict[str, int] | None = None, pool: 
     call starts that task again.
     """
     card = get_task(task) if isinstance(task, str) else task
-    sizes = check_sizes(sizes or card.sizes)
+    sizes = check_sizes(card.sizes if sizes is None else sizes)
     if card.builder not in BUILDERS:
         raise WorkbenchError(f"task {card.name!r} names builder {card.builder!r}; known: {', '.join(BUILDERS)}")
     spec, folder = _spec_and_folder(card, sizes, pool, seed, config)

@@ -92,6 +92,9 @@ def dataset_or_card(task, **build_options) -> tuple[ProbingDataset | None, TaskC
             raise WorkbenchError(f"an own task takes sizes= only, not {', '.join(sorted(unknown))}")
         dataset = own_task(task, **build_options)
         return dataset, dataset.card
+    if not isinstance(task, str):
+        raise WorkbenchError(f"a task is a name (`workbench probes list`), a file or DataFrame of your own labelled "
+                             f"sentences, or a built dataset; got {type(task).__name__} {task!r}")
     try:
         return None, get_task(task)
     except UnknownNameError as err:

@@ -279,5 +279,10 @@ def _seen_word(splits: dict[str, pd.DataFrame]) -> np.ndarray | None:
 
 def probe_all(encoders: Sequence[Encoder], tasks: Sequence[str], **options) -> pd.DataFrame:
     """Tidy DataFrame: one row per encoder × task × metric (options as for :func:`probe`)."""
+    if isinstance(tasks, (str, Path, pd.DataFrame)) or not isinstance(tasks, Sequence) or not len(tasks):
+        raise WorkbenchError(f"probe_all takes a non-empty list of tasks (names, files or DataFrames), got {tasks!r}; "
+                             "`workbench probes list` names them")
+    if not isinstance(encoders, Sequence) or not len(encoders):
+        raise WorkbenchError(f"probe_all takes a non-empty list of encoders, got {encoders!r}")
     frames = [probe(encoder, task, **options).to_frame() for task in tasks for encoder in encoders]
     return pd.concat(frames, ignore_index=True)

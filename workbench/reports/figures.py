@@ -32,6 +32,9 @@ def unit_of(metric: str) -> str:
 
 def tidy(df: pd.DataFrame) -> pd.DataFrame:
     """Add the optional result columns that are missing; standard columns first, any others after."""
+    if not isinstance(df, pd.DataFrame):
+        raise WorkbenchError(f"results must be a pandas DataFrame (rows of encoder, task, metric, value: what probe_all "
+                             f"and evaluate return; pd.read_csv reads a saved one), got {type(df).__name__}")
     missing = {"encoder", "task", "metric", "value"} - set(df.columns)
     if missing:
         raise WorkbenchError(f"result frame lacks columns {sorted(missing)}; needs at least encoder, task, metric, "

@@ -22,6 +22,9 @@ def _latents(model, view: str, sentences: Sequence[str]) -> torch.Tensor:
     return torch.as_tensor(model.encoder(view).encode(list(sentences)))
 
 
+MAX_BEAM = 64  # wider beams cost memory in proportion and find nothing a sentence-length search needs
+
+
 def _check_search(model, beam: int, max_len: int | None) -> None:
     if getattr(model, "cfg", None) is None or getattr(model.cfg, "setting", None) not in ("bgt", "bgt_no_prior"):
         raise WorkbenchError("style transfer needs a BGT model (semantic + language encoders and generative "
@@ -30,8 +33,8 @@ def _check_search(model, beam: int, max_len: int | None) -> None:
         raise WorkbenchError(f"{getattr(model, 'name', 'this model')} holds encoders only (its decoders were not "
                              "kept), so it cannot generate; style transfer needs a BGT with decoders, such as the "
                              "shipped bgt-en-fr or a training run")
-    if not whole(beam):
-        raise WorkbenchError(f"beam must be a whole number ≥ 1 (1 = greedy), got {beam!r}")
+    if not whole(beam) or beam > MAX_BEAM:
+        raise WorkbenchError(f"beam must be a whole number from 1 (greedy) to {MAX_BEAM}, got {beam!r}")
     if max_len is not None and not whole(max_len):
         raise WorkbenchError(f"max_len must be a whole number ≥ 1 of pieces (default: the model's maximum), "
                              f"got {max_len!r}")
