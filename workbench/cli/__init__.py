@@ -69,6 +69,8 @@ def _check_output(args) -> None:
     out, kind = getattr(args, "out", None), args.command_record.out
     if out is None or kind is None:
         return
+    if not out.strip():
+        raise WorkbenchError(f"--out {out!r} is empty; give a {'folder' if kind == 'folder' else 'file name'}")
     path = Path(out)
     folder = kind == "folder"
     if kind == "file":

@@ -61,9 +61,9 @@ def _probe_arguments(p: argparse.ArgumentParser) -> None:
                    help="task names (`workbench probes list`; default: every task in the languages the encoder "
                         "reads) or files of your own labelled sentences (.tsv/.csv/.jsonl with sentence and label "
                         "columns, optionally split and word; or a SentEval file)")
-    p.add_argument("--sentence-column", default="sentence", help="own task files: the sentence column (sentence)")
-    p.add_argument("--label-column", default="label", help="own task files: the label column (label)")
-    p.add_argument("--task-language", default="en", help="own task files: the sentences' language (en)")
+    for option, default in OWN_TASK_OPTIONS.items():
+        p.add_argument(f"--{option.replace('_', '-')}", help=f"own task files: the {option.replace('_', ' ')} "
+                                                             f"({default})")
     p.add_argument("--classifier", choices=("logreg", "mlp"), default="logreg")
     p.add_argument("--control", choices=("word", "first_word"), default="word",
                    help="the control task's labels are a random function of the word the label is read from "
@@ -129,13 +129,23 @@ def _probe(args) -> None:
         spreadsheet_safe(df).to_csv(args.out, index=False)
 
 
+OWN_TASK_OPTIONS = {"sentence_column": "sentence", "label_column": "label", "task_language": "en"}  # and defaults
+
+
 def _tasks(given: list[str], args, sizes: dict[str, int] | None) -> list:
     """The task names given, checked, and the own task files among them read (:func:`own_task`)."""
+    own_options = [f"--{name.replace('_', '-')}" for name in OWN_TASK_OPTIONS if getattr(args, name) is not None]
+    if own_options and not any(is_own(task) for task in given):
+        raise WorkbenchError(f"{', '.join(own_options)} describe a task file of your own; no --task names one "
+                             "(give --task PATH.tsv/.csv/.jsonl)")
     tasks = []
     for task in given:
         if is_own(task):
-            tasks.append(own_task(task, sentence=args.sentence_column, label=args.label_column,
-                                  language=args.task_language, sizes=sizes))
+            given_or_default = {name: default if getattr(args, name) is None else getattr(args, name)
+                                for name, default in OWN_TASK_OPTIONS.items()}
+            tasks.append(own_task(task, sentence=given_or_default["sentence_column"],
+                                  label=given_or_default["label_column"], language=given_or_default["task_language"],
+                                  sizes=sizes))
         else:
             tasks.append(dataset_or_card(task)[1].name)
     return tasks
