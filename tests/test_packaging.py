@@ -9,7 +9,8 @@ def test_environment_yml_matches_pyproject():
     project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
     extras = project["optional-dependencies"]
     wanted = set(project["dependencies"]) | set(extras["test"]) | {  # what scripts/setup installs: test and full
-        requirement for name in ("parsers", "erasure", "distance", "notebooks", "static") for requirement in extras[name]}
-    assert extras["full"] == ["bgt-workbench[parsers,erasure,distance,notebooks,static]"]
+        requirement for name in ("parsers", "morphology", "erasure", "distance", "notebooks", "static")
+        for requirement in extras[name]}
+    assert extras["full"] == ["bgt-workbench[parsers,morphology,erasure,distance,notebooks,static]"]
     listed = set(re.findall(r"^\s+- ([A-Za-z][\w.-]*(?:[<>!]=?|==).*)$", (REPO_ROOT / "environment.yml").read_text(), re.M))
     assert listed == wanted

@@ -55,6 +55,9 @@ ENCODE_COMMAND = Command(
     _encode_arguments, _encode, out="file")
 
 
+OWN_TASK_OPTIONS = {"sentence_column": "sentence", "label_column": "label", "task_language": "en"}  # and defaults
+
+
 def _probe_arguments(p: argparse.ArgumentParser) -> None:
     encoder_args(p)
     p.add_argument("--task", nargs="+", metavar="TASK",
@@ -103,8 +106,9 @@ def _probe(args) -> None:
     else:
         encoder, given = chosen_encoder(args), None
     if not tasks:
-        tasks = [name for name in readable_tasks(encoder) if not get_task(name).unavailable]
-        left_out = [name for name in readable_tasks(encoder) if get_task(name).unavailable]
+        readable = readable_tasks(encoder)
+        left_out = [name for name in readable if get_task(name).unavailable]
+        tasks = [name for name in readable if name not in left_out]
         if left_out:
             print(f"left out, their analysers are not installed: {', '.join(left_out)} (`workbench probes list` "
                   "says what to install)", flush=True)
@@ -129,23 +133,19 @@ def _probe(args) -> None:
         spreadsheet_safe(df).to_csv(args.out, index=False)
 
 
-OWN_TASK_OPTIONS = {"sentence_column": "sentence", "label_column": "label", "task_language": "en"}  # and defaults
-
-
 def _tasks(given: list[str], args, sizes: dict[str, int] | None) -> list:
     """The task names given, checked, and the own task files among them read (:func:`own_task`)."""
     own_options = [f"--{name.replace('_', '-')}" for name in OWN_TASK_OPTIONS if getattr(args, name) is not None]
     if own_options and not any(is_own(task) for task in given):
         raise WorkbenchError(f"{', '.join(own_options)} describe a task file of your own; no --task names one "
                              "(give --task PATH.tsv/.csv/.jsonl)")
+    options = {name: default if getattr(args, name) is None else getattr(args, name)
+               for name, default in OWN_TASK_OPTIONS.items()}
     tasks = []
     for task in given:
         if is_own(task):
-            given_or_default = {name: default if getattr(args, name) is None else getattr(args, name)
-                                for name, default in OWN_TASK_OPTIONS.items()}
-            tasks.append(own_task(task, sentence=given_or_default["sentence_column"],
-                                  label=given_or_default["label_column"], language=given_or_default["task_language"],
-                                  sizes=sizes))
+            tasks.append(own_task(task, sentence=options["sentence_column"], label=options["label_column"],
+                                  language=options["task_language"], sizes=sizes))
         else:
             tasks.append(dataset_or_card(task)[1].name)
     return tasks
