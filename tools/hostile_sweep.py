@@ -22,7 +22,6 @@ import io
 import os
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 import traceback
