@@ -69,6 +69,11 @@ def _is_punct(token: str, marks: frozenset[str] = PUNCTUATION) -> bool:
 SEGMENTED = {"word_content", "bigram_shift"}  # builders that read words: Japanese ones need Sudachi to find them
 
 
+def reads_morphology(builder: str, language: str) -> bool:
+    """Whether ``builder`` on ``language`` needs the morphological analyser (:mod:`.morphology`)."""
+    return builder == "final_predicate" or (builder in SEGMENTED and language == "ja")
+
+
 def _in_words(sentences: Sequence[str], language: str) -> list[str]:
     """The sentences as space-separated words: as they are, except Japanese (written without spaces; Moses leaves
     runs of kana whole and splits kanji one by one), which Sudachi segments into words."""

@@ -138,9 +138,8 @@ def turkish_predicate(word: str) -> Predicate | None:
     """The final verb of a Turkish sentence read by zeyrek: every analysis of ``word`` as a verb (not a noun made
     a predicate, as in *öğretmenim*) must agree, else ``None``. ``PAST`` when a past suffix -DI is among its tenses
     (simple past, past progressive *-Iyordu*, pluperfect *-mIştI*), ``PRES`` for the progressive and the aorist alone;
-    the future, the evidential *-mIş* and moods (imperative, optative, conditional) give no tense label (the future
-    and the evidential still give a person). ``person``: the
-    agreement suffix's person, for a verb with a tense."""
+    the future, the evidential *-mIş* and moods (imperative, optative, conditional) give no tense label. ``person``:
+    the agreement suffix's person, for a verb with any tense (the future and the evidential included)."""
     verbs = [a for a in _turkish()._parse(word)  # zeyrek's one-word analysis (its public one needs NLTK data)
              if a.pos.value == "Verb" and a.morphemes[0][0].id_ == "Verb"
              and not any(m.id_ == "Zero" for m, _ in a.morphemes)]

@@ -11,7 +11,7 @@ from pathlib import Path
 from ..checks import SPLITS, UnknownNameError, WorkbenchError, check_keys, whole
 from ..encoders import check_reads, unread
 from ..paths import PROBES_DIR
-from .builders import PARSING, SEGMENTED
+from .builders import PARSING, reads_morphology
 from .morphology import missing as missing_morphology
 from .parse import missing as missing_parser
 
@@ -48,7 +48,7 @@ class TaskCard:
         or ``None``."""
         if self.builder in PARSING:
             return missing_parser(self.language)
-        if self.builder == "final_predicate" or (self.builder in SEGMENTED and self.language == "ja"):
+        if reads_morphology(self.builder, self.language):
             return missing_morphology(self.language)
         return None
 
