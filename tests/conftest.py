@@ -9,6 +9,15 @@ import pytest
 _HOME = tempfile.mkdtemp(prefix="workbench-test-home-")
 os.environ["WORKBENCH_HOME"] = _HOME
 atexit.register(shutil.rmtree, _HOME, ignore_errors=True)
+# pytest-xdist workers (scripts/test) share the sentencepiece models they train: the first to need one trains it
+# while the other waits on its lock, instead of both training it (about 25 s each on one core). The folder is made
+# by the process that starts the workers, which removes it at its end.
+if "PYTEST_XDIST_WORKER" in os.environ:
+    if os.environ.get("WORKBENCH_TEST_TOKENIZERS"):
+        os.symlink(os.environ["WORKBENCH_TEST_TOKENIZERS"], os.path.join(_HOME, "tokenizers"))
+else:
+    os.environ["WORKBENCH_TEST_TOKENIZERS"] = tempfile.mkdtemp(prefix="workbench-test-tokenizers-")
+    atexit.register(shutil.rmtree, os.environ["WORKBENCH_TEST_TOKENIZERS"], ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -205,7 +205,7 @@ def test_minilm_reference_row_and_mtebs_number():
     assert main == {"STS-B": pytest.approx(MTEB_MINILM_STSB_TEST, abs=0.05),
                     "STS17": pytest.approx(MTEB_MINILM_STS17_EN_EN, abs=0.05)}
     assert set(sts17["dataset"]) == {"en-en"}
-    tracks = ["en-en", "es-es", "ar-ar", "en-tr"]  # four of the six keep the test short; all six agree (measured)
+    tracks = ["en-en", "es-es"]  # two of the six keep the test short; all six agree (measured)
     every = evaluate(enc, "sts17", force_languages=True, tracks=tracks).query("metric == 'spearman'")
     every = every.set_index("dataset")
     assert every["value"].to_dict() == pytest.approx({t: MTEB_MINILM_STS17[t] for t in tracks}, abs=0.05)
@@ -215,8 +215,8 @@ def test_minilm_reference_row_and_mtebs_number():
     assert written["STS16"]["scores"]["test"][0]["main_score"] == pytest.approx(MTEB_MINILM_STS16 / 100, abs=5e-4)
     assert written["STS17"]["scores"]["test"][0]["hf_subset"] == "en-en"
     from workbench.evaluation import AnyLanguage  # as force_languages does: MTEB runs an English model on them
-    tatoeba = evaluate_tatoeba(AnyLanguage(enc), languages=["fr", "ja"]).set_index(["dataset", "metric"])["value"]
-    for language in ("fr", "ja"):  # two of the five keep the test short; all five agree to 0.05 (measured)
+    tatoeba = evaluate_tatoeba(AnyLanguage(enc), languages=["ja"]).set_index(["dataset", "metric"])["value"]
+    for language in ("ja",):  # one of the five keeps the test short; all five agree to 0.05 (measured)
         accuracy, f1 = MTEB_MINILM_TATOEBA[language]
         assert tatoeba[f"{language}-en", "accuracy xx->en"] == pytest.approx(accuracy, abs=0.05)
         assert tatoeba[f"{language}-en", "f1 xx->en"] == pytest.approx(f1, abs=0.05)

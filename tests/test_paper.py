@@ -126,6 +126,12 @@ def test_own_language_results_are_each_pairs_bgt_from_its_card_and_gaps_read_sem
     assert gaps[("tr", "Person")] == pytest.approx(stated["semantic"][0] - stated["tr"][0])
     assert len(gaps) == len(results) // 2
     assert own_language_results({"sp-en-fr": cards["sp-en-fr"]}).empty  # BGTs' cards only
+    from workbench.reports.languages import own_language_table
+    printed = own_language_table(results).set_index(["task", "language"])  # what the reproduction shows
+    assert len(printed) == len(gaps) and printed.loc[("Person", "tr"), "language encoder"] == (
+        f"{stated['tr'][0]:.1f} [{stated['tr'][1]:.1f}, {stated['tr'][2]:.1f}]")
+    assert printed.loc[("Person", "tr"), "semantic selectivity"] == stated["semantic"][3]
+    assert list(printed.loc["Length"].index) == ["fr", "es", "ar", "tr", "ja"]  # a task's languages together
 
 
 def test_training_budgets_say_which_pairs_had_shorter_runs():

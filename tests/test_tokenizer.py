@@ -1,6 +1,7 @@
 import pytest
 
 from workbench.data import tokenizer as tk
+from workbench.paths import trained_dir
 
 
 def test_preprocess_is_moses_english_then_lowercase():
@@ -51,3 +52,58 @@ def test_rejects_model_with_other_special_ids(tmp_path):
                                    vocab_size=30, hard_vocab_limit=False, minloglevel=2)
     with pytest.raises(ValueError, match="pad/eos ids"):
         tk.Tokenizer(tmp_path / "m.model")
+
+
+SMALL = trained_dir() / "bgt-small-en-fr"  # the shipped model whose tokenizer is pair_tokenizer("en-fr")'s
+
+
+def _fresh(monkeypatch, tmp_path, models):
+    """An empty workbench home, ``models`` as the shipped models' folder, and pair_tokenizer's memo emptied."""
+    monkeypatch.setenv("WORKBENCH_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("WORKBENCH_MODELS", str(models))
+    tk.pair_tokenizer.cache_clear()
+
+
+def test_a_shipped_models_tokenizer_is_copied_not_trained_and_a_changed_one_is_trained(monkeypatch, tmp_path):
+    import json
+    import shutil
+    models = tmp_path / "models"
+    shutil.copytree(SMALL, models / SMALL.name)
+    shutil.copyfile(SMALL.parent / "tokenizers.json", models / "tokenizers.json")
+    _fresh(monkeypatch, tmp_path, models)
+    trained = []
+    monkeypatch.setattr(tk, "train_sentencepiece", lambda *args: trained.append(args[2]) or 1 / 0)
+    tokenizer = tk.pair_tokenizer("en-fr")  # the default of the untrained encoders: bgt-small-en-fr's, copied
+    assert tokenizer.digest == json.loads((SMALL / "config.json").read_text())["tokenizer_sha256"] and not trained
+    assert json.loads((tokenizer.model_file.parent / "spec.json").read_text())["vocab_size"] == 8000
+    (models / SMALL.name / "spm.model").write_bytes(b"another model")  # not the recorded bytes: trained instead
+    _fresh(monkeypatch, tmp_path / "again", models)
+    with pytest.raises(ZeroDivisionError):
+        tk.pair_tokenizer("en-fr")
+    assert trained == [8000]
+    tk.pair_tokenizer.cache_clear()
+
+
+def test_two_callers_asking_for_a_new_tokenizer_at_once_train_it_once(monkeypatch, tmp_path):
+    import threading
+    import time
+    _fresh(monkeypatch, tmp_path, tmp_path / "no-models")
+    calls = []
+
+    def train(text, folder, *rest):  # stands in for sentencepiece: slow enough for the second caller to arrive
+        calls.append(folder)
+        time.sleep(0.5)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "spm.model").write_bytes((SMALL / "spm.model").read_bytes())
+
+    monkeypatch.setattr(tk, "train_sentencepiece", train)
+    monkeypatch.setattr(tk, "load_splits", lambda pair, config: {"train": []})
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(tk.pair_tokenizer.__wrapped__("en-fr", 123)))
+               for _ in range(2)]  # past the in-process memo: the lock on the folder is what keeps them apart
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(calls) == 1 and len(results) == 2 and results[0].digest == results[1].digest
+    tk.pair_tokenizer.cache_clear()

@@ -7,7 +7,9 @@ pairs (``pair="all"``) with a language-tag piece per language (``<2fr>``: "trans
 
 A model is trained once and stored under the workbench home in a folder named by a digest of everything that
 determines it (corpus files, split, vocabulary, options), so asking again is free and a changed input gives a
-new model.
+new model. A model a shipped model was trained with (``trained/tokenizers.json`` names it by that folder name and
+its sha256) is copied from the model instead of trained again, and two processes asking for the same new model
+train it once (the second waits for the first).
 """
 from __future__ import annotations
 
@@ -20,9 +22,10 @@ from functools import lru_cache
 from pathlib import Path
 
 import sentencepiece as spm
+from filelock import FileLock
 from sacremoses import MosesDetokenizer
 
-from ..paths import atomic_write, home_dir
+from ..paths import atomic_write, home_dir, read_json, trained_dir
 from .corpora import SplitConfig, corpus_digest, language_of, load_splits, pairs_of
 from .moses import tokenise_many
 
@@ -160,11 +163,37 @@ def pair_tokenizer(pair: str, vocab_size: int = 8000, split: SplitConfig = Split
         spec["language_tags"] = [f"<2{lang}>" for lang in languages]
     key = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
     folder = home_dir() / "tokenizers" / f"{pair}-{vocab_size}-{key}"
-    if (folder / "spm.model").is_file():
-        return Tokenizer(folder / "spm.model", languages)
-    log.info("training the %s sentencepiece model (%d pieces) into %s", pair, vocab_size, folder)
-    text = preprocess_many([s for p in pairs for pair in load_splits(p, config=split)["train"] for s in pair])
-    tokenizer = train_sentencepiece(text, folder, vocab_size, spec["character_coverage"],
+    if not (folder / "spm.model").is_file():
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(f"{folder}.lock"):  # another process building the same model: wait for it, then read it
+            if not (folder / "spm.model").is_file() and not _copy_shipped(folder):
+                log.info("training the %s sentencepiece model (%d pieces) into %s", pair, vocab_size, folder)
+                text = preprocess_many([s for p in pairs for pair in load_splits(p, config=split)["train"]
+                                        for s in pair])
+                train_sentencepiece(text, folder, vocab_size, spec["character_coverage"],
                                     spec.get("language_tags", ()))
-    (folder / "spec.json").write_text(json.dumps(spec, indent=2, sort_keys=True))
-    return Tokenizer(tokenizer.model_file, languages)
+            atomic_write(folder / "spec.json", json.dumps(spec, indent=2, sort_keys=True))
+    return Tokenizer(folder / "spm.model", languages)
+
+
+SHIPPED_TOKENIZERS = "tokenizers.json"  # in trained/: a tokenizer folder's name -> the shipped model holding it
+
+
+def _copy_shipped(folder: Path) -> bool:
+    """Copy into ``folder`` the sentencepiece model a shipped model was trained with, when ``trained/tokenizers.json``
+    records one under ``folder``'s name (the same spec: pair, pieces, split, corpus, builder version) and the
+    model's file still has the recorded sha256; False otherwise (the caller trains it)."""
+    index = trained_dir() / SHIPPED_TOKENIZERS
+    entry = read_json(index).get(folder.name) if index.is_file() else None
+    name = entry.get("model") if isinstance(entry, dict) else None
+    if not isinstance(name, str) or name in ("", ".", "..") or Path(name).name != name:  # a folder in trained/
+        return False
+    source = trained_dir() / name / "spm.model"
+    data = source.read_bytes() if source.is_file() else b""
+    if hashlib.sha256(data).hexdigest() != entry.get("sha256"):
+        log.warning("%s does not hold the tokenizer %s records for %s: training it", source, index, folder.name)
+        return False
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write(folder / "spm.model", lambda tmp: tmp.write_bytes(data))
+    log.info("the %s sentencepiece model is %s's: copied, not trained", folder.name, name)
+    return True
