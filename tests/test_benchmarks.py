@@ -13,7 +13,7 @@ CASES = {
     "encode_throughput.py": (["--n", "300", "--models", "sp-en-fr", "bgt-en-fr", "--named", "random-sp-average"],
                              "ids_per_s"),
     "eval_suite.py": (["--encoders", "random-sp-average", "--throughput-sentences", "300"], "sentences_per_s"),
-    "layer_encoding.py": (["--n", "40"], "one_pass_s"),
+    "layer_encoding.py": (["--n", "8"], "one_pass_s"),
     "own_task.py": (["--n", "200", "--encoder", "random-transformer", "--layers", "0", "1"], "probe + control (cached)"),
     "probe_suite.py": (["--encoder", "random-sp-average", "--tasks", "length", "--sizes", "300", "60", "60"],
                        "results cached"),

@@ -21,7 +21,7 @@ from workbench.models.folder import load
 from workbench.zoo.packaging import export_shards, import_shards
 
 REPO = Path(__file__).resolve().parent.parent
-pytestmark = pytest.mark.xdist_group("campaign")  # one worker: the tiny dry run (module fixture) is trained once
+pytestmark = pytest.mark.xdist_group("campaign")  # one worker: the tiny dry run (a session fixture) is trained once
 SMALL = {"train": 600, "valid": 200, "test": 200}
 
 
@@ -35,7 +35,7 @@ def step(name, out, runs, *extra, jobs=JOBS, env=None):
                           capture_output=True, text=True, timeout=900)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def trained(tmp_path_factory):
     """``train`` of the tiny dry run: (its $OUT, its runs folder, the completed process)."""
     root = tmp_path_factory.mktemp("campaign")

@@ -84,3 +84,21 @@ def test_probe_pool_is_never_trained_on_by_any_pair():
     for pair in corpora.PAIRS:
         train = corpora.load_splits(pair)["train"]
         assert not any(corpora.normalise(en) in pool for en, _ in train), pair
+
+
+def test_a_split_is_computed_once_per_home_and_a_damaged_stored_one_is_computed_again(monkeypatch, tmp_path):
+    monkeypatch.setenv("WORKBENCH_HOME", str(tmp_path))
+    corpora._load_splits.cache_clear()
+    first = corpora.load_splits("en-tr")
+    assert first == corpora.split_pairs(corpora.filter_by_length(corpora.read_pairs(corpora.corpus_path("en-tr")),
+                                                                 "tr", 3, 100))
+    [stored] = (tmp_path / "splits").glob("en-tr-*.npy")
+    corpora._load_splits.cache_clear()  # a new process: the split is read, not computed
+    monkeypatch.setattr(corpora, "split_codes", lambda *args: pytest.fail("computed again"))
+    assert corpora.load_splits("en-tr") == first
+    stored.write_bytes(stored.read_bytes()[:-10])  # cut short: computed again (and stored whole)
+    corpora._load_splits.cache_clear()
+    monkeypatch.undo()
+    monkeypatch.setenv("WORKBENCH_HOME", str(tmp_path))
+    assert corpora.load_splits("en-tr") == first and len(corpora._read_codes(stored, sum(map(len, first.values()))))
+    corpora._load_splits.cache_clear()

@@ -132,6 +132,12 @@ def test_own_language_results_are_each_pairs_bgt_from_its_card_and_gaps_read_sem
         f"{stated['tr'][0]:.1f} [{stated['tr'][1]:.1f}, {stated['tr'][2]:.1f}]")
     assert printed.loc[("Person", "tr"), "semantic selectivity"] == stated["semantic"][3]
     assert list(printed.loc["Length"].index) == ["fr", "es", "ar", "tr", "ja"]  # a task's languages together
+    from workbench.reports import own_language_transfer
+    moved = own_language_transfer(cards).set_index(["language", "task"])
+    entry = cards["bgt-en-ja"]["languages"]["across"]["tense_ja"]
+    assert moved.loc[("ja", "Tense"), ["english_probe", "english_low", "english_high"]].tolist() == entry[
+        "english probe"] and moved.loc[("ja", "Tense"), "labels"] == entry["labels"]
+    assert len(moved) == sum(len(cards[f"bgt-en-{lang}"]["languages"]["across"]) for lang in "fr es ar tr ja".split())
 
 
 def test_training_budgets_say_which_pairs_had_shorter_runs():
@@ -198,6 +204,8 @@ def test_reproduce_writes_the_report(tmp_path):
     own = pd.read_csv(tmp_path / "reproduction-own_language.csv")  # every pair's language encoder, own tasks
     assert set(own["language"]) == {"fr", "es", "ar", "tr", "ja"} and 'id="fig-own_language_gap"' in text
     assert "What each language encoder knows about its own language" in text
+    moved = pd.read_csv(tmp_path / "reproduction-own_language_transfer.csv")  # English probes on each language
+    assert set(moved["language"]) == {"fr", "es", "ar", "tr", "ja"} and "The same task across languages" in text
     rho = pd.read_csv(tmp_path / "reproduction-gap_correlations.csv")
     assert set(rho["kind"]) == {"syntactic", "genetic", "featural"} and (rho["n"] == 5).all()
     assert rho[["p_value", "p_value_paper"]].stack().between(1 / 60 - 1e-9, 1).all()

@@ -378,6 +378,15 @@ def test_a_probe_trained_on_one_languages_task_is_tested_on_the_others():
         probe_across(semantic, "length", "length")
 
 
+def test_a_task_has_an_english_version_when_the_two_share_labels():
+    from workbench.probing.across import english_version
+    assert [english_version(t) for t in ("tense_ja", "subj_num_fr", "punct_num_ar", "length_tr")] == [
+        "tense", "subj_num", "punct_num", "length"]  # SubjNum's NN/NNS as Sing/Plur; PunctNum's 1-5 in common
+    for task in ("word_content_fr", "gender_es", "person_tr", "politeness_ja", "length", "language_id_en_fr"):
+        assert english_version(task) is None, task
+    assert english_version("punct_first_ja") is None and english_version("punct_first_ar") == "punct_first"
+
+
 def test_language_identity_separates_surface_from_meaning():
     """A random-init shared encoder tells the languages apart by their pieces; shuffled labels and an encoder
     that gives a sentence and its translation one vector both sit near 50%."""

@@ -141,6 +141,7 @@ def test_every_shipped_model_records_the_recipe_the_retraining_script_runs(capsy
 def test_every_bgt_card_shows_both_views_on_its_own_languages_tasks():
     """Every BGT with language variables carries its semantic and language encoder on each task of the pair's
     other language (with CI and selectivity), and one of them is recomputed from the weights."""
+    from workbench.probing.across import english_version
     from workbench.zoo.cards import own_language_tasks
 
     with_language_views = [name for name in SHIPPED if card(name)["model"] in ("bgt", "bgt_no_prior")]
@@ -153,7 +154,16 @@ def test_every_bgt_card_shows_both_views_on_its_own_languages_tasks():
             for view in ("semantic", language):
                 accuracy, low, high, _ = entry[view]
                 assert low <= accuracy <= high and 0 <= entry["majority"] < 100
+        assert list(section["across"]) == [t for t in own_language_tasks(language) if english_version(t)], name
+        for entry in section["across"].values():
+            assert entry["english probe"][1] <= entry["english probe"][0] <= entry["english probe"][2]
+            assert entry["ratio"] is None or entry["own probe"][1] > entry["majority"]  # a ratio only above it
     stated = card("bgt-en-ja")["languages"]["tasks"]["tense_ja"]["ja"]
     result = wb.probe(wb.load("bgt-en-ja").encoder("ja"), "tense_ja", sizes=wb.CARD_SIZES).to_frame()
     accuracy = result.set_index("metric").loc[["accuracy", "selectivity"], "value"]
     assert [round(100 * v, 1) for v in accuracy] == [stated[0], stated[3]]
+    across = card("bgt-en-ja")["languages"]["across"]["tense_ja"]  # and one transfer, from the weights
+    moved = wb.probe_across(wb.load("bgt-en-ja").encoder("semantic"), "tense", "tense_ja", sizes=wb.CARD_SIZES)
+    moved = moved.set_index("metric")
+    assert [round(100 * v, 1) for v in moved.loc["transfer_accuracy", ["value", "ci_low", "ci_high"]]] == across[
+        "english probe"]

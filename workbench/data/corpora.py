@@ -11,6 +11,7 @@ from training in *every* pair, which is what lets probing sets draw on the union
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import re
 import unicodedata
@@ -18,8 +19,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+import numpy as np
+
 from ..checks import DataFormatError, check_name
-from ..paths import data_dir
+from ..paths import atomic_write, data_dir, home_dir
 from . import sha256_of, utf8_lines
 
 log = logging.getLogger(__name__)
@@ -27,6 +30,7 @@ log = logging.getLogger(__name__)
 LANGUAGES = ("fr", "es", "ar", "tr", "ja")
 PAIRS = tuple(f"en-{lang}" for lang in LANGUAGES)
 SPLITS = ("train", "valid", "probe", "test")
+SPLIT_VERSION = 1  # bump when split_pairs changes: the splits stored under the home are keyed on it
 _HELD_OUT_ORDER = ("test", "probe", "valid", "train")  # a component takes the first bucket any member has
 
 Pair = tuple[str, str]
@@ -146,6 +150,11 @@ def split_pairs(pairs: list[Pair], config: SplitConfig = SplitConfig()) -> dict[
 
     Deterministic: the result depends only on the pairs and ``config`` (order within a split follows input).
     """
+    return _by_code(pairs, split_codes(pairs, config))
+
+
+def split_codes(pairs: list[Pair], config: SplitConfig = SplitConfig()) -> np.ndarray:
+    """Each pair's split as its index in :data:`SPLITS` (uint8), as :func:`split_pairs` assigns it."""
     parent: dict[str, str] = {}
 
     def find(x: str) -> str:
@@ -166,9 +175,14 @@ def split_pairs(pairs: list[Pair], config: SplitConfig = SplitConfig()) -> dict[
         root, b = find(e), bucket(en, config)
         if rank[b] < rank[component_bucket.get(root, "train")]:
             component_bucket[root] = b
+    return np.array([SPLITS.index(component_bucket.get(find(e), "train")) for e, _ in keys], dtype=np.uint8)
+
+
+def _by_code(pairs: list[Pair], codes: np.ndarray) -> dict[str, list[Pair]]:
+    """The pairs of each split, in input order, from each pair's index in :data:`SPLITS`."""
     splits: dict[str, list[Pair]] = {name: [] for name in SPLITS}
-    for pair, (e, _) in zip(pairs, keys):
-        splits[component_bucket.get(find(e), "train")].append(pair)
+    for pair, code in zip(pairs, codes.tolist()):
+        splits[SPLITS[code]].append(pair)
     return splits
 
 
@@ -183,9 +197,32 @@ def load_splits(pair: str, min_tokens: int = 3, max_tokens: int = 100,
 def _load_splits(pair: str, min_tokens: int, max_tokens: int, config: SplitConfig, path: Path):
     language = language_of(pair)
     pairs = filter_by_length(read_pairs(path), language, min_tokens, max_tokens)
-    splits = split_pairs(pairs, config)
+    # the split is stored under the home, keyed on everything it depends on: the components take seconds per pair
+    spec = json.dumps({"corpus_sha256": sha256_of(path), "min_tokens": min_tokens, "max_tokens": max_tokens,
+                       "split": config.__dict__, "version": SPLIT_VERSION}, sort_keys=True)
+    stored = home_dir() / "splits" / f"{pair}-{hashlib.sha256(spec.encode()).hexdigest()[:16]}.npy"
+    codes = _read_codes(stored, len(pairs))
+    if codes is None:  # the first time in this home, or a damaged file
+        codes = split_codes(pairs, config)
+        stored.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(stored, lambda tmp: _write_codes(tmp, codes))
+    splits = _by_code(pairs, codes)
     log.info("%s: %s", pair, ", ".join(f"{k} {len(v)}" for k, v in splits.items()))
     return splits
+
+
+def _read_codes(path: Path, n: int) -> np.ndarray | None:
+    """A stored split (each pair's index in :data:`SPLITS`), or None if there is none or it does not fit ``n``."""
+    try:
+        codes = np.load(path, allow_pickle=False)
+    except (OSError, ValueError):
+        return None
+    return codes if codes.dtype == np.uint8 and codes.shape == (n,) and (codes < len(SPLITS)).all() else None
+
+
+def _write_codes(path: Path, codes: np.ndarray) -> None:
+    with open(path, "wb") as out:
+        np.save(out, codes, allow_pickle=False)
 
 
 def probe_pool(pairs: tuple[str, ...] = PAIRS, config: SplitConfig = SplitConfig(), language: str = "en") -> list[str]:

@@ -19,11 +19,24 @@ from ..encoders import Encoder, check_contract
 from .build import build_task
 from .probe import Features, check_options, checked_splits, new_classifier
 from .result import MIN_SUBSET, bootstrap_ci
-from .tasks import get_task
+from .tasks import get_task, task_names
 
 
 # Labels that name one property in two tag sets: the English tagger's noun tags and UD's Number.
 SAME_LABEL = {"NN": "Sing", "NNS": "Plur"}
+
+
+def english_version(task: str) -> str | None:
+    """The English task that ``task`` (``tense_ja``) is another language's version of (``tense``), when the two
+    declare two or more labels in common (as :data:`SAME_LABEL` names them; a catch-all ``other`` is not a label in
+    common); ``None`` otherwise (WordContent's words, Gender, Person, Politeness, and Japanese's first punctuation
+    marks have no English version to transfer from)."""
+    card = get_task(task)
+    source = task.removesuffix(f"_{card.language}")
+    if source == task or source not in task_names() or get_task(source).languages != ("en",):
+        return None
+    shared = {SAME_LABEL.get(label, label) for label in get_task(source).labels} & set(card.labels) - {"other"}
+    return source if len(shared) >= 2 else None
 
 
 def probe_across(encoder: Encoder, source: str, target: str, classifier: str = "logreg", seed: int = 0,

@@ -3,7 +3,7 @@ the interactive explorers are in :mod:`workbench.reports.widgets`, which needs t
 not listed here is internal and may move."""
 from .demo import compare
 from .distance import gap_correlations, language_distances, missing_features
-from .languages import own_language_gaps, own_language_results
+from .languages import own_language_gaps, own_language_results, own_language_transfer
 from .figures import (conditional_figure, curve_figure, erasure_figure, gap_figure, layer_heatmap, pair_figure,
                       table3_figure)
 from .paper import (LANGUAGES, ROLES, language_gaps, our_table3, paper_table, retrieval_by_language, table3_cells,
@@ -13,4 +13,5 @@ from .reproduction import transfer_evaluations
 __all__ = ["compare", "gap_correlations", "language_distances", "missing_features", "conditional_figure",
            "curve_figure", "erasure_figure", "gap_figure", "layer_heatmap", "pair_figure", "table3_figure",
            "LANGUAGES", "ROLES", "language_gaps", "our_table3", "paper_table", "retrieval_by_language",
-           "table3_cells", "training_budgets", "unequal_budgets", "vocabulary_overlap", "transfer_evaluations", "own_language_gaps", "own_language_results"]
+           "table3_cells", "training_budgets", "unequal_budgets", "vocabulary_overlap", "transfer_evaluations", "own_language_gaps", "own_language_results",
+           "own_language_transfer"]

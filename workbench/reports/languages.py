@@ -39,6 +39,26 @@ def own_language_results(cards: dict[str, dict] | None = None) -> pd.DataFrame:
                                        "majority"])
 
 
+def own_language_transfer(cards: dict[str, dict] | None = None) -> pd.DataFrame:
+    """Each pair's semantic encoder (``bgt-en-xx``), from its card: the probe trained on the English version of a
+    task tested on the other language's version, beside the probe trained on that language. One row per language
+    and task (titled as in :func:`own_language_results`) with ``labels`` (those both versions share),
+    ``majority``, ``english_probe`` and ``own_probe`` with their CIs (× 100), and ``ratio`` (NaN where the own probe
+    is not above the majority)."""
+    cards = cards if cards is not None else {name: card(name) for name in shipped()}
+    rows = []
+    for lang in LANGUAGES:
+        section = cards.get(f"bgt-en-{lang}", {}).get("languages") or {}
+        for task, entry in section.get("across", {}).items():
+            (english, e_low, e_high), (own, o_low, o_high) = entry["english probe"], entry["own probe"]
+            rows.append({"language": lang, "task": get_task(task).title.removesuffix(f" ({lang})"),
+                         "labels": entry["labels"], "majority": entry["majority"], "english_probe": english,
+                         "english_low": e_low, "english_high": e_high, "own_probe": own, "own_low": o_low,
+                         "own_high": o_high, "ratio": entry["ratio"] if entry["ratio"] is not None else float("nan")})
+    return pd.DataFrame(rows, columns=["language", "task", "labels", "majority", "english_probe", "english_low",
+                                       "english_high", "own_probe", "own_low", "own_high", "ratio"])
+
+
 def own_language_gaps(results: pd.DataFrame) -> pd.DataFrame:
     """``language, task, gap`` rows (semantic − language encoder accuracy, × 100) of :func:`own_language_results`,
     as :func:`.figures.gap_figure` and :func:`.distance.gap_correlations` read them."""
@@ -75,6 +95,8 @@ def own_language_section(cards: dict, figures: dict, data: dict) -> str:
                                               "URIEL+ syntactic distance", x="distance"), gaps)
     data["own_language"] = results
     won = gaps[gaps["gap"] < 0]
+    transfer = own_language_transfer(cards)
+    data["own_language_transfer"] = transfer
     return ("<h3>What each language encoder knows about its own language</h3><p>From the cards: each pair's "
             "semantic and language encoder on tasks built from the other language's held-out sentences (accuracy "
             "× 100 with its 95% CI; selectivity: accuracy − the control task's, in points). The language encoder wins "
@@ -82,4 +104,23 @@ def own_language_section(cards: dict, figures: dict, data: dict) -> str:
             + (f" ({html.escape(', '.join(f'{r.task} {r.language}' for r in won.itertuples()))})" if len(won) else "")
             + ". Spearman's rho of each gap with each distance (five languages at most: descriptions, not "
               "findings):</p>" + html_table(own_language_table(results))
-            + gap_correlations(gaps, distances).to_html(index=False, float_format=lambda v: f"{v:.3f}", border=0))
+            + gap_correlations(gaps, distances).to_html(index=False, float_format=lambda v: f"{v:.3f}", border=0)
+            + _transfer_html(transfer))
+
+
+def _transfer_html(transfer: pd.DataFrame) -> str:
+    """The cross-lingual transfer table and the one statement it supports (how many transfers beat the majority)."""
+    if transfer.empty:
+        return ""
+    shown = transfer.assign(**{
+        "English probe": [f"{r.english_probe:.1f} [{r.english_low:.1f}, {r.english_high:.1f}]"
+                          for r in transfer.itertuples()],
+        "own probe": [f"{r.own_probe:.1f} [{r.own_low:.1f}, {r.own_high:.1f}]" for r in transfer.itertuples()],
+        "ratio": transfer["ratio"].map(lambda v: "–" if pd.isna(v) else f"{v:.2f}")})
+    above = transfer[transfer["english_low"] > transfer["majority"]]
+    return ("<p>The same task across languages (semantic encoder): a probe trained on the English version of a task, "
+            "tested on the other language's version (the labels both share), beside the probe trained on that "
+            "language itself; ratio: the share of the own probe's lead over the majority that the English probe "
+            f"keeps. The English probe's CI is above the majority in {len(above)} of {len(transfer)} (language, "
+            "task) cells.</p>" + html_table(shown[["task", "language", "labels", "majority", "English probe",
+                                                   "own probe", "ratio"]]))

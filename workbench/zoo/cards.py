@@ -20,6 +20,7 @@ from ..models import fitted
 from ..models.folder import file_digests, load, shipped
 from ..models.pins import pin
 from ..paths import atomic_write, read_json, sealed_config, trained_dir
+from ..probing.across import english_version, probe_across
 from ..probing.probe import probe
 from ..probing.tasks import get_task, readable_tasks, task_names
 from ..style_transfer.evaluation import transfer_pairs, transfer_scores
@@ -79,7 +80,9 @@ def language_view(model) -> str | None:
 
 def measure_languages(model, sizes: dict[str, int] = CARD_SIZES) -> dict:
     """A BGT's semantic encoder and its language encoder on the tasks of the pair's other language, with control
-    tasks: per task the majority share and, per view, [accuracy, 95% CI low, high, selectivity] × 100."""
+    tasks: per task the majority share and, per view, [accuracy, 95% CI low, high, selectivity] × 100; and under
+    ``across``, per task with an English version, the semantic encoder's English-trained probe on it
+    (:func:`.probing.across.probe_across`)."""
     language = language_view(model)
     if language is None:
         raise WorkbenchError(f"{model.name} has no language encoder (views: {', '.join(model.views)}); only BGTs "
@@ -98,7 +101,21 @@ def measure_languages(model, sizes: dict[str, int] = CARD_SIZES) -> dict:
                                                                frame.loc["selectivity", "value"])]
             entry["majority"] = round(100 * float(frame.loc["majority", "value"]), 1)
         out[task] = entry
-    return {"language": language, "tasks": out}
+    across = {task: _across(model.encoder("semantic"), english_version(task), task, sizes) for task in tasks
+              if english_version(task)}
+    return {"language": language, "tasks": out, "across": across}
+
+
+def _across(encoder, source: str, target: str, sizes: dict[str, int]) -> dict:
+    """One cross-lingual transfer for a card: the English probe and the in-language probe on the target's test
+    sentences ([accuracy, 95% CI low, high] × 100), the majority share × 100 and the transfer ratio (or None)."""
+    frame = probe_across(encoder, source, target, sizes=sizes).set_index("metric")
+    share = {metric: [round(100 * float(frame.loc[metric, key]), 1) for key in ("value", "ci_low", "ci_high")]
+             for metric in ("transfer_accuracy", "target_accuracy")}
+    ratio = frame.loc["transfer_ratio", "value"]
+    return {"from": source, "english probe": share["transfer_accuracy"], "own probe": share["target_accuracy"],
+            "majority": round(100 * float(frame.loc["majority", "value"]), 1),
+            "ratio": None if pd.isna(ratio) else round(float(ratio), 2), "labels": frame["labels"].iloc[0]}
 
 
 def summarise_views(df: pd.DataFrame) -> dict:
@@ -252,6 +269,16 @@ def _languages_markdown(section: dict) -> list[str]:
     for task, entry in section["tasks"].items():
         cells = [f"{v[0]:.1f} [{v[1]:.1f}, {v[2]:.1f}] ({v[3]:+.1f})" for v in (entry["semantic"], entry[language])]
         lines.append(f"| {get_task(task).title} | {entry['majority']:.1f} | {cells[0]} | {cells[1]} |")
+    if section.get("across"):
+        lines += ["", f"The semantic encoder's probe trained on the English version of a task, tested on the {language} "
+                  f"version's test sentences (the labels both share), beside the probe trained on {language} itself; "
+                  "ratio: the share of the in-language probe's lead over the majority that the English probe keeps.",
+                  "", "| task | labels | majority | English probe | own probe | ratio |", "|---|---|---:|---:|---:|---:|"]
+        for task, entry in section["across"].items():
+            cells = [f"{v[0]:.1f} [{v[1]:.1f}, {v[2]:.1f}]" for v in (entry["english probe"], entry["own probe"])]
+            ratio = "–" if entry["ratio"] is None else f"{entry['ratio']:.2f}"
+            lines.append(f"| {get_task(task).title} | {entry['labels']} | {entry['majority']:.1f} | {cells[0]} | "
+                         f"{cells[1]} | {ratio} |")
     return lines + [""]
 
 
