@@ -189,7 +189,7 @@ def test_api_values_out_of_range_say_what_is_valid(tmp_path):
     with pytest.raises(WorkbenchError, match="n_boot must be a whole number ≥ 100"):
         paired_bootstrap([1, 2, 3, 4], [1, 2, 3, 5], [2, 1, 3, 4], n_boot=0)
     bgt = load("bgt-en-fr")
-    with pytest.raises(WorkbenchError, match="max_len must be a whole number ≥ 1 of pieces"):
+    with pytest.raises(WorkbenchError, match="max_len must be a whole number of pieces from 1 to the model's max"):
         transfer(bgt, ["A man is here."], ["She said so."], max_len=-5)
     with pytest.raises(WorkbenchError, match="sources must be a list of sentences, not one string"):
         transfer(bgt, "hello .", "thanks.")
@@ -373,8 +373,15 @@ CLI_CASES = [  # (argv with {tmp} for the test's folder, a fragment of the one-l
     ("encode --encoder random-sp-average --input {tmp}/in.txt", "the following arguments are required: --out"),
     # transfer
     ("transfer --model bilingual_trans-en-fr --source A --style B", "style transfer needs a BGT model"),
-    ("transfer --max-len -5 --source A --style B", "max_len must be a whole number ≥ 1 of pieces"),
-    ("transfer --max-len 0 --source A --style B", "max_len must be a whole number ≥ 1 of pieces"),
+    ("transfer --max-len -5 --source A --style B", "max_len must be a whole number of pieces from 1 to the model's"),
+    ("transfer --max-len 0 --source A --style B", "max_len must be a whole number of pieces from 1 to the model's"),
+    ("transfer --max-len 99999999999 --source A --style B", "from 1 to the model's maximum, 64 (the default), got "
+                                                           "99999999999"),
+    ("transfer --n 0 --source A --style B", "--n sets the size of --eval's held-out sample; it does nothing with one"),
+    ("transfer --eval --n 5 --pairs {tmp}/pairs.csv", "it does nothing with --pairs (all its rows are scored)"),
+    ("transfer --eval --n 0", "n must be a positive number of pairs, got 0"),
+    ("transfer --source A --style B --out {tmp}/t.csv", "--out writes the batch table (--pairs FILE) or --eval's"),
+    ("transfer --pairs ''", "the pairs file's name '' is empty; give a .tsv, .csv or .jsonl file"),
     ("transfer --beam 0 --source A --style B", "beam must be a whole number from 1 (greedy) to 64, got 0"),
     ("transfer --beam many --source A --style B", "argument --beam: invalid int value: 'many'"),
     ("transfer --pairs {tmp}/missing.csv", "{tmp}/missing.csv: no such file"),
@@ -409,6 +416,8 @@ CLI_CASES = [  # (argv with {tmp} for the test's folder, a fragment of the one-l
     # cache
     ("cache clear --encoder nosuch", "nothing cached for encoder 'nosuch'"),
     ("cache clear --stale --encoder x", "give --stale or --encoder, not both"),
+    ("cache clear --stale --encoder ''", "give --stale or --encoder, not both"),
+    ("models retrain --dry-run --only sp-en-fr --runs ' '", "--runs ' ' is empty; give the folder the runs go to"),
     ("cache purge", "argument ACTION: invalid choice: 'purge'"),
     # report
     ("report --results {tmp}/missing.csv --out {tmp}/rep", "No such file or directory: {tmp}/missing.csv"),

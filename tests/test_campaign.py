@@ -16,7 +16,6 @@ from tools import bundle as bundle_module
 from tools import campaign
 from workbench.zoo.cards import card
 from workbench.checks import WorkbenchError
-from workbench.data.tokenizer import pair_tokenizer
 from workbench.models.folder import load
 from workbench.zoo.packaging import export_shards, import_shards
 
@@ -61,7 +60,7 @@ def test_check_runs_the_gpu_tests_and_bench_the_steady_state_throughput_with_its
 def test_train_stops_its_jobs_at_the_calls_deadline_and_still_returns_them(tmp_path, monkeypatch):
     """A long budget in a short call: the jobs are stopped (SIGINT, a clean stop) so the export fits the call."""
     monkeypatch.setenv("CAMPAIGN_PRESET", "tiny")
-    pair_tokenizer("en-fr", campaign.job_config("bgt-en-fr", 1).vocab_size)  # stored: the call trains, not this
+    campaign.job_config("bgt-en-fr", 1).tokenizer()  # stored: the call trains, not this
     started = time.time()
     env = {"CAMPAIGN_CALL_START": str(started),  # ~10 s to the job's first checkpoint, then it trains until stopped
            "CAMPAIGN_CALL_SECONDS": str(campaign.AFTER_TRAINING_SECONDS + 30)}

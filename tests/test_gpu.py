@@ -10,7 +10,6 @@ import pytest
 import torch
 
 from workbench.data.batching import collate
-from workbench.data.tokenizer import pair_tokenizer
 from workbench.models import build_model
 from workbench.training.recipes import TrainConfig
 from workbench.training.trainer import Trainer
@@ -23,7 +22,7 @@ QUICK = {"max_pairs": 2000, "max_valid_pairs": 100, "eval_every": 0}
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    return pair_tokenizer("en-fr", TrainConfig.from_preset("tiny").vocab_size)
+    return TrainConfig.from_preset("tiny").tokenizer()
 
 
 def metrics(run_dir):

@@ -8,7 +8,7 @@ import torch
 from workbench import cli
 from workbench.data.batching import collate
 from workbench.data.corpora import load_splits
-from workbench.data.tokenizer import detokenise, pair_tokenizer
+from workbench.data.tokenizer import detokenise
 from workbench.checks import WorkbenchError
 from workbench.evaluation import evaluate
 from workbench.models.folder import load
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.xdist_group("nmt")  # one worker: the tagged tokenizer 
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    return pair_tokenizer("en-fr", TrainConfig.from_preset("tiny").vocab_size, language_tags=True)
+    return TrainConfig.from_preset("tiny", model="nmt", pair="en-fr").tokenizer()  # tagged pieces, one pair
 
 
 def small_model(tokenizer, **changes):

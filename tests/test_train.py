@@ -13,7 +13,6 @@ import pytest
 import torch
 
 from workbench.data.sts import load_stsb
-from workbench.data.tokenizer import pair_tokenizer
 from workbench.checks import UnknownNameError, WorkbenchError
 from workbench.evaluation.sts import cosine
 from workbench.models.folder import load
@@ -38,7 +37,7 @@ def write_config(path, **values):
 @pytest.fixture(scope="module")
 def tiny_tokenizer():
     """The tiny preset's 1,000-piece en-fr model, trained once before any subprocess needs it."""
-    return pair_tokenizer("en-fr", TrainConfig.from_preset("tiny").vocab_size)
+    return TrainConfig.from_preset("tiny").tokenizer()
 
 
 @pytest.fixture(scope="module")

@@ -141,7 +141,6 @@ def _travelling_bytes() -> int:
 
 def pack(download_wheels: bool = True) -> None:
     """Build ``.campaign/`` (data, tokenizers, wheels) and say what a device call carries."""
-    from workbench.data.tokenizer import pair_tokenizer
     from workbench.training.recipes import TrainConfig
     shutil.rmtree(PACK, ignore_errors=True)
     (PACK / "data" / "parallel").mkdir(parents=True)
@@ -151,10 +150,9 @@ def pack(download_wheels: bool = True) -> None:
     for pair in pairs:
         shutil.copy2(source / "parallel" / f"{pair}.tsv.gz", PACK / "data" / "parallel")
     shutil.copytree(source / "eval" / "stsb", PACK / "data" / "eval" / "stsb")
-    needed = {(job_config(job, 1).pair, job_config(job, 1).vocab_size) for job in jobs}
-    needed |= {("en-fr", TrainConfig.from_preset(p).vocab_size) for p in ("tiny", "small")}  # gpu tests, throughput
-    for pair, vocab in sorted(needed):
-        folder = Path(pair_tokenizer(pair, vocab).model_file).parent
+    needed = [job_config(job, 1) for job in jobs]
+    needed += [TrainConfig.from_preset(p) for p in ("tiny", "small")]  # the gpu tests and the throughput bench
+    for folder in sorted({Path(cfg.tokenizer().model_file).parent for cfg in needed}):
         shutil.copytree(folder, PACK / "home" / "tokenizers" / folder.name)
         _say(f"tokenizer {folder.name}")
     if download_wheels:
@@ -236,10 +234,9 @@ def train(seconds: float | None = None) -> None:
     out, runs = _out(), _runs()
     seconds = seconds or float(os.environ.get("CAMPAIGN_SECONDS", DEFAULT_SECONDS))
     configs = {job: job_config(job, seconds) for job in _jobs()}
-    from workbench.data.tokenizer import pair_tokenizer
     from workbench.zoo.packaging import export_shards
     for cfg in configs.values():  # once, before several runs of a pair need it
-        pair_tokenizer(cfg.pair, cfg.vocab_size)
+        cfg.tokenizer()
     runs.mkdir(parents=True, exist_ok=True)
     procs = {job: _start_job(job, cfg, runs, len(configs)) for job, cfg in configs.items()}
     stopping = _wait_for(procs)

@@ -222,6 +222,8 @@ def main() -> None:
     fixtures(tmp)
     import workbench as wb  # once, before the children fork
     ENCODER = wb.untrained_encoder("random-sp-average", pair="en-fr")
+    from workbench.data.corpora import probe_pool
+    probe_pool()  # the corpora read once here: a case that times out started work of its own, not the data's
     tracked = subprocess.run(["git", "ls-files", "-s"], capture_output=True, text=True).stdout
     cases = ([] if args.only == "api" else cli_cases(tmp)) + ([] if args.only == "cli" else api_cases(tmp))
     df = pd.DataFrame(sweep(cases, tmp))

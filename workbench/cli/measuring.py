@@ -267,7 +267,7 @@ def _cache(args) -> None:
                   f"({sum(p.stat().st_size for p in stale) / 2**20:.1f} MiB), e.g. {stale[0]}: "
                   "`workbench cache clear --stale` removes them")
         return
-    if args.stale and args.encoder:
+    if args.stale and args.encoder is not None:
         raise WorkbenchError("give --stale or --encoder, not both")
     freed = clear_stale() if args.stale else clear_cache(args.encoder)
     print(f"freed {freed / 2**20:.1f} MiB")

@@ -77,20 +77,27 @@ def _transfer_arguments(p: argparse.ArgumentParser) -> None:
                    help="score the transfer: meaning kept from the source (judged by sp-en-fr, and MiniLM when "
                         "installed), content words, form taken from the style, and the latent ablation, on --pairs "
                         "or a fixed sample of held-out pairs; --out writes the summary and OUT-pairs.csv")
-    p.add_argument("--n", type=int, default=200, help="--eval: pairs in the held-out sample (200)")
+    p.add_argument("--n", type=int, help="--eval: pairs in the held-out sample (200)")
 
 
 def _transfer(args) -> None:
+    batch = args.pairs is not None
     if args.eval and (args.source or args.style):
         raise WorkbenchError("--eval scores a set of pairs (--pairs FILE, or the fixed held-out sample by default); "
                              "it does not take --source/--style")
-    if args.pairs and (args.source or args.style):
+    if batch and (args.source or args.style):
         raise WorkbenchError("give either --pairs FILE or --source/--style, not both")
+    if args.n is not None and (not args.eval or batch):  # an option that would change nothing is refused
+        raise WorkbenchError("--n sets the size of --eval's held-out sample; it does nothing with "
+                             + ("--pairs (all its rows are scored)" if batch else "one --source/--style transfer"))
+    if args.out is not None and not (batch or args.eval):
+        raise WorkbenchError("--out writes the batch table (--pairs FILE) or --eval's scores; one --source/--style "
+                             "transfer is printed")
     model = load(args.model)
     if args.eval:
         _transfer_eval(model, args)
         return
-    if args.pairs:
+    if batch:
         table = read_pairs(args.pairs)
         out = transfer_table(model, table, beam=args.beam, max_len=args.max_len)
         if args.out:
@@ -103,7 +110,7 @@ def _transfer(args) -> None:
 
 
 def _transfer_eval(model, args) -> None:
-    pairs = read_pairs(args.pairs) if args.pairs else transfer_pairs(args.n)
+    pairs = read_pairs(args.pairs) if args.pairs is not None else transfer_pairs(200 if args.n is None else args.n)
     summary, scored = transfer_scores(model, pairs, beam=args.beam)
     print(f"style transfer of {args.model} on {len(pairs)} pairs (shares with bootstrap 95% CIs):")
     print(summary.round(3).to_string(index=False))

@@ -22,6 +22,8 @@ def read_table(path: str | Path, rows: str, layout: str) -> pd.DataFrame:
     any other as CSV. ``rows`` names what a line holds ("pairs") and ``layout`` what the file should look like,
     both for the errors."""
     path = str(path)
+    if not path.strip():
+        raise WorkbenchError(f"the {rows} file's name {path!r} is empty; give a .tsv, .csv or .jsonl file ({layout})")
     try:
         opener = gzip.open if path.endswith(".gz") else open
         with opener(path, "rt", encoding="utf-8-sig", newline="") as handle:

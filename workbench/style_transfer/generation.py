@@ -35,9 +35,9 @@ def _check_search(model, beam: int, max_len: int | None) -> None:
                              "shipped bgt-en-fr or a training run")
     if not whole(beam) or beam > MAX_BEAM:
         raise WorkbenchError(f"beam must be a whole number from 1 (greedy) to {MAX_BEAM}, got {beam!r}")
-    if max_len is not None and not whole(max_len):
-        raise WorkbenchError(f"max_len must be a whole number ≥ 1 of pieces (default: the model's maximum), "
-                             f"got {max_len!r}")
+    if max_len is not None and (not whole(max_len) or max_len > model.cfg.max_len):
+        raise WorkbenchError(f"max_len must be a whole number of pieces from 1 to the model's maximum, "
+                             f"{model.cfg.max_len} (the default), got {max_len!r}")
 
 
 def transfer(model, sources: Sequence[str], styles: Sequence[str], beam: int = 5, max_len: int | None = None,

@@ -15,14 +15,14 @@ from pathlib import Path
 
 from ..checks import WorkbenchError, check_keys, check_name, number, whole
 from ..data.corpora import PAIRS, language_of, pairs_of
-from ..data.tokenizer import EOS, PAD, Tokenizer
+from ..data.tokenizer import EOS, PAD, Tokenizer, pair_tokenizer
 from ..models import KINDS
 from ..paths import read_json
 
 
 PRESETS = {
     # CI: trains in well under a minute on CPU and the loss visibly falls.
-    "tiny": {"vocab_size": 1000, "max_pairs": 3000, "max_sentence_len": 32, "max_tokens": 1024, "update_freq": 1,
+    "tiny": {"vocab_size": 1000, "max_pairs": 3000, "tokenizer_pairs": 20000, "max_sentence_len": 32, "max_tokens": 1024, "update_freq": 1,
              "lr": 1e-3, "warmup": 10, "max_updates": 40, "kl_ramp": 1.0, "valid_every": 20, "save_every": 20,
              "max_valid_pairs": 300},
     # The CPU recipe chosen at equal CPU time (trained/HISTORY.md): 4k pieces, lr 3e-3, every training pair, the
@@ -48,6 +48,7 @@ class TrainConfig:
     vocab_size: int = 8000
     overrides: dict = field(default_factory=dict)  # model config fields (d_model, enc_layers, decoder_latent, ...)
     max_pairs: int | None = None  # a seeded sample of the training pairs (None: all)
+    tokenizer_pairs: int | None = None  # the sentencepiece model learns from the first N training pairs (None: all)
     max_valid_pairs: int | None = 2000
     max_sentence_len: int = 64  # sentencepiece ids per side, EOS included (longer ones are truncated)
     max_tokens: int = 8000  # per micro-batch: max(len_en, len_xx) × pairs
@@ -91,6 +92,11 @@ class TrainConfig:
             raise WorkbenchError("invalid training config: " + "; ".join(wrong))
         if self.eval_every is None:
             self.eval_every = self.valid_every
+
+    def tokenizer(self) -> Tokenizer:
+        """The sentencepiece model a run of this config trains with (built once per home, then loaded)."""
+        return pair_tokenizer(self.pair, self.vocab_size, language_tags=KINDS[self.model].multilingual,
+                              max_pairs=self.tokenizer_pairs)
 
     @property
     def kl_x0_at_start(self) -> int:
@@ -190,6 +196,7 @@ _CHECKS = [(name, "an integer ≥ 1", _count(1)) for name in (
                "keep_checkpoints", "max_valid_pairs", "kl_x0")] + [
            ("max_sentence_len", "an integer ≥ 2 (EOS included)", _count(2)),
            ("max_pairs", "an integer ≥ 0 (0: all pairs)", _count(0)),
+           ("tokenizer_pairs", "an integer ≥ 1 (unset: every training pair)", _count(1)),
            ("eval_every", "an integer ≥ 0 (0: never)", _count(0)), ("warmup", "an integer ≥ 0", _count(0)),
            ("seed", "an integer ≥ 0", _count(0)), ("lr", "a number > 0", _number(0, open_low=True)),
            ("warmup_init_lr", "a number ≥ 0", _number(0)), ("eps", "a number > 0", _number(0, open_low=True)),
@@ -201,7 +208,7 @@ _CHECKS = [(name, "an integer ≥ 1", _count(1)) for name in (
 
 # TrainConfig fields that decide which batches come next and how the weights move: a resume must keep them
 # (the run length, logging and checkpoint cadence may change; the KL ramp is fixed when the run starts).
-RESUME_FIELDS = ("model", "pair", "vocab_size", "overrides", "max_pairs", "max_valid_pairs", "max_sentence_len",
+RESUME_FIELDS = ("model", "pair", "vocab_size", "tokenizer_pairs", "overrides", "max_pairs", "max_valid_pairs", "max_sentence_len",
                  "max_tokens", "update_freq", "lr", "schedule", "warmup", "warmup_init_lr", "betas", "eps",
                  "weight_decay", "clip_norm", "seed", "amp")
 

@@ -38,7 +38,6 @@ from torch.profiler import record_function
 from ..checks import WorkbenchError
 from ..data.batching import collate
 from ..data.sts import load_stsb
-from ..data.tokenizer import pair_tokenizer
 from ..data.training import TrainingData
 from ..encoders import unread
 from ..evaluation.sts import embed_unique, score_pairs
@@ -150,7 +149,7 @@ class Trainer:
         resumed = ModelFolder(checkpoint) if checkpoint is not None else None
         start = ModelFolder(init_from) if init_from is not None and checkpoint is None else None
         tagged = KINDS[cfg.model].multilingual  # pieces carry a language tag
-        self.tokenizer = pair_tokenizer(cfg.pair, cfg.vocab_size, language_tags=tagged)
+        self.tokenizer = cfg.tokenizer()
         self.data = TrainingData(cfg.pair, self.tokenizer, max_pairs=cfg.max_pairs,
                                  max_valid_pairs=cfg.max_valid_pairs, max_sentence_len=cfg.max_sentence_len,
                                  max_tokens=cfg.max_tokens, seed=cfg.seed, tagged=tagged)
