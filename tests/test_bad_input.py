@@ -184,9 +184,9 @@ def test_api_values_out_of_range_say_what_is_valid(tmp_path):
     from workbench.evaluation.significance import paired_bootstrap
     from workbench.style_transfer.generation import transfer
     from workbench.probing.build import build_task
-    with pytest.raises(WorkbenchError, match=r"probing sizes must give train, valid, test as whole numbers ≥ 1"):
+    with pytest.raises(WorkbenchError, match=r"probing sizes must give train, valid, test as whole numbers from 1 to 10,000,000"):
         build_task("length", sizes={"train": -5, "valid": 3, "test": 100})
-    with pytest.raises(WorkbenchError, match="n_boot must be a whole number ≥ 100"):
+    with pytest.raises(WorkbenchError, match="n_boot must be a whole number of resamples from 100"):
         paired_bootstrap([1, 2, 3, 4], [1, 2, 3, 5], [2, 1, 3, 4], n_boot=0)
     bgt = load("bgt-en-fr")
     with pytest.raises(WorkbenchError, match="max_len must be a whole number of pieces from 1 to the model's max"):
@@ -231,6 +231,8 @@ def inputs(tmp_path):
     (tmp_path / "latin.txt").write_bytes(b"\xff\xfeabc\n")
     (tmp_path / "exists.csv").write_text("x\n")
     (tmp_path / "adir").mkdir()
+    (tmp_path / "blank.txt").write_text("")
+    os.mkfifo(tmp_path / "fifo")  # reading it would wait for a writer for ever
     (tmp_path / "emptyrun").mkdir()
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "manifest.json").write_text("{}")
@@ -294,9 +296,9 @@ CLI_CASES = [  # (argv with {tmp} for the test's folder, a fragment of the one-l
     ("probe --encoder random-sp-average --task {tmp}/length.csv", "own task name 'length' is a shipped task's"),
     ("probe --encoder random-sp-average --task length --classifier svm", "invalid choice: 'svm'"),
     ("probe --encoder random-sp-average --task length --train-size -5 --valid-size 3 --test-size 100",
-     "probing sizes must give train, valid, test as whole numbers ≥ 1"),
+     "probing sizes must give train, valid, test as whole numbers from 1 to 10,000,000"),
     ("probe --encoder random-sp-average --task length --train-size 0 --valid-size 3 --test-size 100",
-     "probing sizes must give train, valid, test as whole numbers ≥ 1 (got {'train': 0"),
+     "probing sizes must give train, valid, test as whole numbers from 1 to 10,000,000 (got {'train': 0"),
     ("probe --encoder random-sp-average --task length --train-size 5", "give all of --train-size"),
     ("probe --encoder random-sp-average --task length --train-size five", "invalid int value: 'five'"),
     ("probe --model '' --task length", "--model '' is empty: give a shipped model's name"),
@@ -352,7 +354,7 @@ CLI_CASES = [  # (argv with {tmp} for the test's folder, a fragment of the one-l
     ("evaluate --model bgt-en-fr --suite sts --against bgt-en-fr:de", "unknown encoder view 'de'; valid: en, fr, "),
     ("evaluate --model bgt-en-fr --suite sts --against ''", "--against is empty: give an encoder name"),
     ("evaluate --model bgt-en-fr --suite sts --against random-sp-average --n-boot 0",
-     "n_boot must be a whole number ≥ 100 resamples (got 0)"),
+     "n_boot must be a whole number of resamples from 100 to 1,000,000 (got 0)"),
     ("evaluate --model bgt-en-fr --suite sts --against random-sp-average --n-boot -3", "n_boot must be"),
     ("evaluate --model bgt-en-fr --suite tatoeba --against random-sp-average",
      "--against tests STS 2012-16 and Hard STS; --suite tatoeba has no paired test (valid with --against: sts, "
@@ -381,7 +383,7 @@ CLI_CASES = [  # (argv with {tmp} for the test's folder, a fragment of the one-l
     ("transfer --eval --n 5 --pairs {tmp}/pairs.csv", "it does nothing with --pairs (all its rows are scored)"),
     ("transfer --eval --n 0", "n must be a positive number of pairs, got 0"),
     ("transfer --source A --style B --out {tmp}/t.csv", "--out writes the batch table (--pairs FILE) or --eval's"),
-    ("transfer --pairs ''", "the pairs file's name '' is empty; give a .tsv, .csv or .jsonl file"),
+    ("transfer --pairs ''", "--pairs '' is empty; give a value (`workbench transfer --help` says what it takes)"),
     ("transfer --beam 0 --source A --style B", "beam must be a whole number from 1 (greedy) to 64, got 0"),
     ("transfer --beam many --source A --style B", "argument --beam: invalid int value: 'many'"),
     ("transfer --pairs {tmp}/missing.csv", "{tmp}/missing.csv: no such file"),
@@ -417,7 +419,21 @@ CLI_CASES = [  # (argv with {tmp} for the test's folder, a fragment of the one-l
     ("cache clear --encoder nosuch", "nothing cached for encoder 'nosuch'"),
     ("cache clear --stale --encoder x", "give --stale or --encoder, not both"),
     ("cache clear --stale --encoder ''", "give --stale or --encoder, not both"),
-    ("models retrain --dry-run --only sp-en-fr --runs ' '", "--runs ' ' is empty; give the folder the runs go to"),
+    ("models retrain --dry-run --only sp-en-fr --runs ' '", "--runs ' ' is empty; give a value"),
+    # before any work: empty values, FIFOs, bounds on options a command would not use, a report's .html
+    ("probe --model bgt-en-fr --given '' --task length", "--given '' is empty; give a value"),
+    ("evaluate --encoder random-sp-average --mteb ' '", "--mteb ' ' is empty; give a value"),
+    ("train --out ''", "--out '' is empty; give a folder"),
+    ("train --config {tmp}/fifo --out {tmp}/r", "--config {tmp}/fifo is not a regular file or folder (a FIFO"),
+    ("probe --encoder random-sp-average --task {tmp}/fifo", "--task {tmp}/fifo is not a regular file or folder"),
+    ("report --results {tmp}/fifo --out {tmp}/rep", "--results {tmp}/fifo is not a regular file or folder"),
+    ("encode --encoder random-sp-average --input {tmp}/blank.txt --out {tmp}/x.npy",
+     "{tmp}/blank.txt holds no sentences (one sentence per line)"),
+    ("evaluate --encoder random-sp-average --n-boot 0", "n_boot must be a whole number of resamples from 100 to"),
+    ("probes baselines --tasks length --train-size 99999999999999999999 --valid-size 1 --test-size 1",
+     "as whole numbers from 1 to 10,000,000"),
+    ("reproduce --out {tmp}/exists.csv", "the report is an .html file (its CSV and figures go beside it); give a "
+                                         "name ending in .html, such as exists.html"),
     ("cache purge", "argument ACTION: invalid choice: 'purge'"),
     # report
     ("report --results {tmp}/missing.csv --out {tmp}/rep", "No such file or directory: {tmp}/missing.csv"),
@@ -431,8 +447,8 @@ CLI_CASES = [  # (argv with {tmp} for the test's folder, a fragment of the one-l
     ("report --results {tmp}/nocols.csv --out {tmp}/exists.csv/sub", "{tmp}/exists.csv is a file, so the folder"),
     ("report --out {tmp}/rep", "the following arguments are required: --results"),
     # demo, curve, reproduce, probes, data
-    ("demo --train-size -1", "probing sizes must give train, valid, test as whole numbers ≥ 1"),
-    ("demo --test-size 0", "probing sizes must give train, valid, test as whole numbers ≥ 1"),
+    ("demo --train-size -1", "probing sizes must give train, valid, test as whole numbers from 1 to 10,000,000"),
+    ("demo --test-size 0", "probing sizes must give train, valid, test as whole numbers from 1 to 10,000,000"),
     ("demo --years 2010", "argument --years: invalid choice: 2010"),
     ("demo --pair en-xx", "argument --pair: invalid choice: 'en-xx'"),
     ("demo --out {tmp}/exists.csv", "--out {tmp}/exists.csv is a file; give a folder"),
@@ -511,8 +527,8 @@ def _api_cases():
         (lambda: wb.probe_all([Constant()], []), "probe_all takes a non-empty list of tasks"),
         (lambda: wb.probe_all([Constant()], "length"), "probe_all takes a non-empty list of tasks"),
         (lambda: wb.report("results.csv", "r.html"), "results must be a pandas DataFrame"),
-        (lambda: wb.probe(Constant(), "length", sizes={"train": 10, "valid": 0, "test": 5}), "whole numbers ≥ 1"),
-        (lambda: wb.probe(Constant(), "length", sizes={"train": True, "valid": 5, "test": 5}), "whole numbers ≥ 1"),
+        (lambda: wb.probe(Constant(), "length", sizes={"train": 10, "valid": 0, "test": 5}), "whole numbers from 1 to 10,000,000"),
+        (lambda: wb.probe(Constant(), "length", sizes={"train": True, "valid": 5, "test": 5}), "whole numbers from 1 to 10,000,000"),
         (lambda: wb.probe(Constant(), "length", mdl=True, classifier="mlp"), "MDL probing is implemented for"),
         (lambda: wb.probe(Constant(languages=("fr",)), "length", sizes=small), "task 'length' is in 'en' but"),
         (lambda: wb.probe(Constant(dim=0, fingerprint="dim0"), "length", sizes=small), "declares dim 0; an"),
@@ -537,7 +553,7 @@ def _api_cases():
         (lambda: transfer(load("sp-en-fr"), ["A."], ["B."]), "style transfer needs a BGT model"),
         (lambda: transfer_table(load("bgt-en-fr"), pd.DataFrame({"src": ["a"]})), "lacks columns ['source', 'st"),
         (lambda: compare_sts(Constant(), Constant("other", fingerprint="other-v1"), n_boot=50), "n_boot must be"),
-        (lambda: build_task("length", sizes={"train": 1.5, "valid": 1, "test": 1}), "whole numbers ≥ 1"),
+        (lambda: build_task("length", sizes={"train": 1.5, "valid": 1, "test": 1}), "whole numbers from 1 to 10,000,000"),
         (lambda: check_sizes({"train": 5, "valid": 5}), "probing sizes must give train, valid, test"),
         (lambda: text_baselines(["length"], ["bow"]), "unknown baseline 'bow'; valid: length, majority, nb-bi"),
         (lambda: TrainConfig.from_preset("huge"), "unknown preset 'huge'; valid: cpu, paper, small, tiny"),
@@ -550,6 +566,8 @@ def _api_cases():
         (lambda: read_results(Path(__file__)), "not a results CSV"),
         (lambda: wb.load(""), "an empty model name (''): give a run directory"),
         (lambda: wb.load("  "), "an empty model name"),
+        (lambda: wb.untrained_encoder("random-sp-average", pair="en-fr").encode({"a": 1}),
+         "encode takes a list of sentences (an ordered sequence of strings); got dict"),
         (lambda: _bgt("semantic").encode(["a"], batch_size=0), "batch_size must be a whole number ≥ 1 (got 0)"),
         (lambda: wb.untrained_encoder("random-sp-average", pair="en-fr").encode(["a"], batch_size=-2),
          "batch_size must be a whole number ≥ 1"),
@@ -698,20 +716,20 @@ def test_count_options_accept_exactly_the_whole_numbers_from_one(field, value):
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.fixed_dictionaries({k: st.integers(-5, 10 ** 6) for k in ("train", "valid", "test")}),
-       st.integers(-5, 10 ** 4))
+@given(st.fixed_dictionaries({k: st.integers(-5, 2 * 10 ** 7) for k in ("train", "valid", "test")}),
+       st.integers(-5, 2 * 10 ** 6))
 def test_sizes_and_resample_counts_accept_exactly_their_valid_range(sizes, n_boot):
-    from workbench.evaluation.significance import check_n_boot
-    from workbench.checks import check_sizes
-    if min(sizes.values()) >= 1:
+    from workbench.evaluation.significance import MAX_BOOT, check_n_boot
+    from workbench.checks import MAX_SIZE, check_sizes
+    if 1 <= min(sizes.values()) and max(sizes.values()) <= MAX_SIZE:
         assert check_sizes(sizes) == sizes
     else:
-        with pytest.raises(WorkbenchError, match="whole numbers ≥ 1"):
+        with pytest.raises(WorkbenchError, match="whole numbers from 1 to 10,000,000"):
             check_sizes(sizes)
-    if n_boot >= 100:
+    if 100 <= n_boot <= MAX_BOOT:
         assert check_n_boot(n_boot) == n_boot
     else:
-        with pytest.raises(WorkbenchError, match="n_boot must be a whole number ≥ 100"):
+        with pytest.raises(WorkbenchError, match="n_boot must be a whole number of resamples from 100"):
             check_n_boot(n_boot)
 
 

@@ -293,7 +293,7 @@ def test_a_new_run_refuses_a_folder_left_by_another_and_leaves_it_as_it_was(tmp_
 
 @pytest.mark.parametrize("argv, message", [
     (["probe", "--encoder", "random-sp-average", "--task", "length", "--train-size", "0", "--valid-size", "10",
-      "--test-size", "10"], "probing sizes must give train, valid, test as whole numbers ≥ 1"),
+      "--test-size", "10"], "probing sizes must give train, valid, test as whole numbers from 1 to 10,000,000"),
     (["probe", "--model", "sp-en-fr", "--pair", "en-es", "--task", "length"],
      "--pair en-es picks the tokenizer of an untrained --encoder; --model sp-en-fr has its own"),
     (["train", "--preset", "tiny", "--out", "{tmp}/r", "--resume", "--init-from", "bgt-en-fr"],

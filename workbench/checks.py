@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Set
 from pathlib import Path
 
 
@@ -67,6 +67,9 @@ def check_sentences(sentences: object) -> list[str]:
     if isinstance(sentences, (str, bytes)):
         raise WorkbenchError(f"encode takes a list of sentences, not one string ({str(sentences)[:40]!r}); "
                              "wrap a single sentence in a list: encode([sentence])")
+    if isinstance(sentences, (Mapping, Set)) or not isinstance(sentences, Iterable):  # no order, or not many
+        raise WorkbenchError(f"encode takes a list of sentences (an ordered sequence of strings); got "
+                             f"{type(sentences).__name__}")
     sentences = list(sentences)
     bad = next((i for i, s in enumerate(sentences) if not isinstance(s, str)), None)  # an index: None may be the item
     if bad is not None:
@@ -104,10 +107,15 @@ def number(value, low: float = -math.inf, high: float = math.inf, open_low: bool
     return (value > low if open_low else value >= low) and (value < high if open_high else value <= high)
 
 
+MAX_SIZE = 10_000_000  # sentences in one split: far more than any pool holds, and a bound before any work
+
+
 def check_sizes(given: Mapping, where: str = "probing sizes") -> dict[str, int]:
-    """``given`` as a dict if it gives train, valid and test as whole numbers ≥ 1, else a clear error."""
+    """``given`` as a dict if it gives train, valid and test as whole numbers from 1 to MAX_SIZE, else a clear error."""
     given = dict(given) if isinstance(given, Mapping) else given
-    if not isinstance(given, dict) or set(given) != set(SPLITS) or not all(map(whole, given.values())):
-        raise WorkbenchError(f"{where} must give {', '.join(SPLITS)} as whole numbers ≥ 1 (got {given})")
+    if not isinstance(given, dict) or set(given) != set(SPLITS) or not all(
+            whole(v, 1, MAX_SIZE) for v in given.values()):
+        raise WorkbenchError(f"{where} must give {', '.join(SPLITS)} as whole numbers from 1 to {MAX_SIZE:,} "
+                             f"(got {given})")
     return given
 

@@ -55,22 +55,40 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+# Options whose commands say themselves what an empty value lacks (a model's name, an encoder, ...), or free text
+OWN_EMPTY_MESSAGE = {"model", "encoder", "against", "name", "out", "title", "source", "style"}
+
+
 def _check_text(args) -> None:
-    """Refuse an argument holding a NUL character (no file name or text can): it would fail deep inside."""
+    """Before any work, refuse an argument that holds a NUL character (no file name or text can), that is empty
+    where a value is needed, or that names a FIFO, socket or device (reading one waits for ever)."""
     for name, value in vars(args).items():
+        option = f"--{name.replace('_', '-')}"
         for item in value if isinstance(value, list) else [value]:
-            if isinstance(item, str) and "\0" in item:
-                raise WorkbenchError(f"--{name.replace('_', '-')} {item!r} holds a NUL character; no file name or "
-                                     "text can")
+            if not isinstance(item, str):
+                continue
+            if "\0" in item:
+                raise WorkbenchError(f"{option} {item!r} holds a NUL character; no file name or text can")
+            if not item.strip() and name not in OWN_EMPTY_MESSAGE:
+                raise WorkbenchError(f"{option} {item!r} is empty; give a value (`workbench {args.command} --help` "
+                                     "says what it takes)")
+            try:
+                special = Path(item).exists() and not (Path(item).is_file() or Path(item).is_dir())
+            except OSError:  # text that cannot be a path (too long for one): not a file to check
+                special = False
+            if special:
+                raise WorkbenchError(f"{option} {item} is not a regular file or folder (a FIFO, socket or device); "
+                                     "give a file")
 
 
 def _check_output(args) -> None:
     """Refuse, before any work starts, an ``--out`` that cannot be written or would silently replace a file."""
     out, kind = getattr(args, "out", None), args.command_record.out
+    if out is not None and not out.strip():
+        raise WorkbenchError(f"--out {out!r} is empty; give a "
+                             f"{'file name' if kind in ('file', 'page') else 'folder'}")
     if out is None or kind is None:
         return
-    if not out.strip():
-        raise WorkbenchError(f"--out {out!r} is empty; give a {'folder' if kind == 'folder' else 'file name'}")
     path = Path(out)
     folder = kind == "folder"
     if kind == "file":
@@ -85,6 +103,9 @@ def _check_output(args) -> None:
         if path.exists() and folder != path.is_dir():
             raise WorkbenchError(f"--out {out} is a {'file' if folder else 'folder'}; give a "
                                  f"{'folder' if folder else 'file name'}")
+        if kind == "page" and path.suffix.lower() not in (".html", ".htm"):
+            raise WorkbenchError(f"--out {out}: the report is an .html file (its CSV and figures go beside it); "
+                                 f"give a name ending in .html, such as {path.with_suffix('.html').name}")
         writable = path if folder else path.parent
         while not writable.exists():  # the folders that will be created
             writable = writable.parent

@@ -40,6 +40,8 @@ def _encode(args) -> None:
         sentences = Path(args.input).read_text(encoding="utf-8").splitlines()
     except UnicodeDecodeError:
         raise WorkbenchError(f"{args.input} is not UTF-8 text; save it as UTF-8 (one sentence per line)") from None
+    if not sentences:
+        raise WorkbenchError(f"{args.input} holds no sentences (one sentence per line)")
     encoder = chosen_encoder(args)
     embeddings = check_embeddings(encoder, encoder.encode(sentences, show_progress=True), len(sentences))
     def save(tmp: Path) -> None:
@@ -303,8 +305,8 @@ def _evaluate_arguments(p: argparse.ArgumentParser) -> None:
 
 def _evaluate(args) -> None:
     against = None
+    check_n_boot(args.n_boot)  # before the first evaluation (a bad value is refused even where it is not used)
     if args.against is not None:
-        check_n_boot(args.n_boot)  # before the first evaluation
         if args.suite not in PAIRED:
             raise WorkbenchError(f"--against tests STS 2012-16 and Hard STS; --suite {args.suite} has no paired "
                                  f"test (valid with --against: {', '.join(PAIRED)})")

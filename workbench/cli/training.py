@@ -59,8 +59,6 @@ def _models_arguments(p: argparse.ArgumentParser) -> None:
 
 def _models(args) -> None:
     if args.action == "retrain":
-        if not args.runs.strip():
-            raise WorkbenchError(f"--runs {args.runs!r} is empty; give the folder the runs go to (runs/shipped)")
         plan = retrain_plan(args.only)
         print(plan.drop(columns=["config"]).to_string(index=False))
         print(f"{len(plan)} models, {plan['hours'].sum():.1f} hours of training as recorded (each on the hardware "

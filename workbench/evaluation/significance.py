@@ -17,10 +17,14 @@ class BootstrapResult:
     n_boot: int
 
 
+MAX_BOOT = 1_000_000  # resamples: far past where the p-value's third digit settles
+
+
 def check_n_boot(n_boot) -> int:
     """``n_boot`` if it is a whole number of at least 100 resamples, else a clear error."""
-    if not whole(n_boot, 100):
-        raise WorkbenchError(f"n_boot must be a whole number ≥ 100 resamples (got {n_boot}); 2000 is the default")
+    if not whole(n_boot, 100, MAX_BOOT):
+        raise WorkbenchError(f"n_boot must be a whole number of resamples from 100 to {MAX_BOOT:,} (got {n_boot}); "
+                             "2000 is the default")
     return n_boot
 
 
