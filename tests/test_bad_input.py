@@ -420,6 +420,7 @@ CLI_CASES = [  # (argv with {tmp} for the test's folder, a fragment of the one-l
     ("cache clear --stale --encoder x", "give --stale or --encoder, not both"),
     ("cache clear --stale --encoder ''", "give --stale or --encoder, not both"),
     ("models retrain --dry-run --only sp-en-fr --runs ' '", "--runs ' ' is empty; give a value"),
+    ("models retrain --dry-run --only sp-en-fr --runs {tmp}/in.txt", "--runs {tmp}/in.txt is a file; give the folder"),
     # before any work: empty values, FIFOs, bounds on options a command would not use, a report's .html
     ("probe --model bgt-en-fr --given '' --task length", "--given '' is empty; give a value"),
     ("evaluate --encoder random-sp-average --mteb ' '", "--mteb ' ' is empty; give a value"),

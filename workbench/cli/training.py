@@ -59,6 +59,8 @@ def _models_arguments(p: argparse.ArgumentParser) -> None:
 
 def _models(args) -> None:
     if args.action == "retrain":
+        if Path(args.runs).exists() and not Path(args.runs).is_dir():
+            raise WorkbenchError(f"--runs {args.runs} is a file; give the folder the runs go to (runs/shipped)")
         plan = retrain_plan(args.only)
         print(plan.drop(columns=["config"]).to_string(index=False))
         print(f"{len(plan)} models, {plan['hours'].sum():.1f} hours of training as recorded (each on the hardware "
