@@ -20,7 +20,6 @@ from workbench.models.folder import load
 from workbench.zoo.packaging import export_shards, import_shards
 
 REPO = Path(__file__).resolve().parent.parent
-pytestmark = pytest.mark.xdist_group("campaign")  # one worker: the tiny dry run (a session fixture) is trained once
 SMALL = {"train": 600, "valid": 200, "test": 200}
 
 

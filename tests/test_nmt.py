@@ -15,8 +15,6 @@ from workbench.models.folder import load
 from workbench.models.nmt import MultilingualNMT, NMTConfig
 from workbench.training.recipes import TrainConfig
 
-pytestmark = pytest.mark.xdist_group("nmt")  # one worker: the tagged tokenizer and tiny NMT run are made once
-
 
 @pytest.fixture(scope="module")
 def tokenizer():
