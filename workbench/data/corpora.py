@@ -198,7 +198,7 @@ def _load_splits(pair: str, min_tokens: int, max_tokens: int, config: SplitConfi
     language = language_of(pair)
     pairs = filter_by_length(read_pairs(path), language, min_tokens, max_tokens)
     # the split is stored under the home, keyed on everything it depends on: the components take seconds per pair
-    spec = json.dumps({"corpus_sha256": sha256_of(path), "min_tokens": min_tokens, "max_tokens": max_tokens,
+    spec = json.dumps({"corpus_sha256": corpus_digest(pair), "min_tokens": min_tokens, "max_tokens": max_tokens,
                        "split": config.__dict__, "version": SPLIT_VERSION}, sort_keys=True)
     stored = home_dir() / "splits" / f"{pair}-{hashlib.sha256(spec.encode()).hexdigest()[:16]}.npy"
     codes = _read_codes(stored, len(pairs))

@@ -150,7 +150,7 @@ def pair_tokenizer(pair: str, vocab_size: int = 8000, split: SplitConfig = Split
     ``pair="all"``: one model over every pair's training split (English and all five foreign languages).
     ``language_tags``: add a piece ``<2xx>`` per language (:meth:`Tokenizer.tag_id`). The paper uses 20k
     pieces on 1M pairs; 8k suits one pair of the shared data (~100–200k pairs). ``max_pairs``: learn from the
-    first N pairs of each split only (the ``tiny`` preset's seconds-long runs: seconds instead of half a minute).
+    first N pairs of each pair's training split only (the ``tiny`` preset: seconds instead of half a minute).
     """
     pairs = pairs_of(pair)
     languages = ("en", *(language_of(p) for p in pairs))

@@ -99,7 +99,8 @@ def own_language_section(cards: dict, figures: dict, data: dict) -> str:
     data["own_language_transfer"] = transfer
     return ("<h3>What each language encoder knows about its own language</h3><p>From the cards: each pair's "
             "semantic and language encoder on tasks built from the other language's held-out sentences (accuracy "
-            "× 100 with its 95% CI; selectivity: accuracy − the control task's, in points). The language encoder wins "
+            "× 100 with its 95% CI; selectivity: accuracy − the control task's, in points). The language encoder "
+            "wins "
             f"{len(won)} of {len(gaps)} (language, task) cells"
             + (f" ({html.escape(', '.join(f'{r.task} {r.language}' for r in won.itertuples()))})" if len(won) else "")
             + ". Spearman's rho of each gap with each distance (five languages at most: descriptions, not "

@@ -22,9 +22,9 @@ from ..paths import read_json
 
 PRESETS = {
     # CI: trains in well under a minute on CPU and the loss visibly falls.
-    "tiny": {"vocab_size": 1000, "max_pairs": 3000, "tokenizer_pairs": 20000, "max_sentence_len": 32, "max_tokens": 1024, "update_freq": 1,
-             "lr": 1e-3, "warmup": 10, "max_updates": 40, "kl_ramp": 1.0, "valid_every": 20, "save_every": 20,
-             "max_valid_pairs": 300},
+    "tiny": {"vocab_size": 1000, "max_pairs": 3000, "tokenizer_pairs": 20000, "max_sentence_len": 32,
+             "max_tokens": 1024, "update_freq": 1, "lr": 1e-3, "warmup": 10, "max_updates": 40, "kl_ramp": 1.0,
+             "valid_every": 20, "save_every": 20, "max_valid_pairs": 300},
     # The CPU recipe chosen at equal CPU time (trained/HISTORY.md): 4k pieces, lr 3e-3, every training pair, the
     # KL ramp over 1,000 updates, STS-B dev every 100 updates; 4,400 updates take about 1.4 h on 2 CPU cores.
     "cpu": {"vocab_size": 4000, "max_pairs": 0, "max_sentence_len": 40, "max_tokens": 4000, "update_freq": 1,
@@ -208,8 +208,8 @@ _CHECKS = [(name, "an integer ≥ 1", _count(1)) for name in (
 
 # TrainConfig fields that decide which batches come next and how the weights move: a resume must keep them
 # (the run length, logging and checkpoint cadence may change; the KL ramp is fixed when the run starts).
-RESUME_FIELDS = ("model", "pair", "vocab_size", "tokenizer_pairs", "overrides", "max_pairs", "max_valid_pairs", "max_sentence_len",
-                 "max_tokens", "update_freq", "lr", "schedule", "warmup", "warmup_init_lr", "betas", "eps",
+RESUME_FIELDS = ("model", "pair", "vocab_size", "tokenizer_pairs", "overrides", "max_pairs", "max_valid_pairs",
+                 "max_sentence_len", "max_tokens", "update_freq", "lr", "schedule", "warmup", "warmup_init_lr", "betas", "eps",
                  "weight_decay", "clip_norm", "seed", "amp")
 
 

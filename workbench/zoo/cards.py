@@ -101,8 +101,8 @@ def measure_languages(model, sizes: dict[str, int] = CARD_SIZES) -> dict:
                                                                frame.loc["selectivity", "value"])]
             entry["majority"] = round(100 * float(frame.loc["majority", "value"]), 1)
         out[task] = entry
-    across = {task: _across(model.encoder("semantic"), english_version(task), task, sizes) for task in tasks
-              if english_version(task)}
+    semantic = model.encoder("semantic")
+    across = {task: _across(semantic, source, task, sizes) for task in tasks if (source := english_version(task))}
     return {"language": language, "tasks": out, "across": across}
 
 
@@ -270,10 +270,11 @@ def _languages_markdown(section: dict) -> list[str]:
         cells = [f"{v[0]:.1f} [{v[1]:.1f}, {v[2]:.1f}] ({v[3]:+.1f})" for v in (entry["semantic"], entry[language])]
         lines.append(f"| {get_task(task).title} | {entry['majority']:.1f} | {cells[0]} | {cells[1]} |")
     if section.get("across"):
-        lines += ["", f"The semantic encoder's probe trained on the English version of a task, tested on the {language} "
-                  f"version's test sentences (the labels both share), beside the probe trained on {language} itself; "
-                  "ratio: the share of the in-language probe's lead over the majority that the English probe keeps.",
-                  "", "| task | labels | majority | English probe | own probe | ratio |", "|---|---|---:|---:|---:|---:|"]
+        lines += ["", f"The semantic encoder's probe trained on the English version of a task, tested on the "
+                  f"{language} version's test sentences (the labels both share), beside the probe trained on "
+                  f"{language} itself; ratio: the share of the in-language probe's lead over the majority that the "
+                  "English probe keeps.", "", "| task | labels | majority | English probe | own probe | ratio |",
+                  "|---|---|---:|---:|---:|---:|"]
         for task, entry in section["across"].items():
             cells = [f"{v[0]:.1f} [{v[1]:.1f}, {v[2]:.1f}]" for v in (entry["english probe"], entry["own probe"])]
             ratio = "–" if entry["ratio"] is None else f"{entry['ratio']:.2f}"
