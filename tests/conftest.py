@@ -3,21 +3,43 @@ import atexit
 import os
 import shutil
 import tempfile
+from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 _HOME = tempfile.mkdtemp(prefix="workbench-test-home-")
 os.environ["WORKBENCH_HOME"] = _HOME
 atexit.register(shutil.rmtree, _HOME, ignore_errors=True)
-# pytest-xdist workers (scripts/test) share the sentencepiece models they train: the first to need one trains it
-# while the other waits on its lock, instead of both training it (about 25 s each on one core). The folder is made
-# by the process that starts the workers, which removes it at its end.
+# pytest-xdist workers (scripts/test) share what the workbench stores under its home as a pure function of its
+# inputs and writes atomically: the sentencepiece models (about 25 s each on one core), the splits and the probing
+# builders' candidates. The first worker to need one makes it (the tokenizers under a lock; the others at worst
+# twice, with the same bytes) instead of each worker making its own. Everything else in a home stays a worker's
+# own (the embedding caches: tests count what they encode). The folder is made by the process that starts the
+# workers, which removes it at its end.
+SHARED = ("tokenizers", "splits", "probing/candidates")
 if "PYTEST_XDIST_WORKER" in os.environ:
-    if os.environ.get("WORKBENCH_TEST_TOKENIZERS"):
-        os.symlink(os.environ["WORKBENCH_TEST_TOKENIZERS"], os.path.join(_HOME, "tokenizers"))
+    for part in SHARED if os.environ.get("WORKBENCH_TEST_SHARED") else ():
+        os.makedirs(os.path.join(os.environ["WORKBENCH_TEST_SHARED"], part), exist_ok=True)
+        os.makedirs(os.path.dirname(os.path.join(_HOME, part)), exist_ok=True)
+        os.symlink(os.path.join(os.environ["WORKBENCH_TEST_SHARED"], part), os.path.join(_HOME, part))
 else:
-    os.environ["WORKBENCH_TEST_TOKENIZERS"] = tempfile.mkdtemp(prefix="workbench-test-tokenizers-")
-    atexit.register(shutil.rmtree, os.environ["WORKBENCH_TEST_TOKENIZERS"], ignore_errors=True)
+    os.environ["WORKBENCH_TEST_SHARED"] = tempfile.mkdtemp(prefix="workbench-test-shared-")
+    atexit.register(shutil.rmtree, os.environ["WORKBENCH_TEST_SHARED"], ignore_errors=True)
+
+
+def made_once(name: str, make) -> Path:
+    """The folder ``make(folder)`` fills, made once per test session: by whichever xdist worker asks first, while
+    the others wait on its lock, then read it (tests must not change it)."""
+    folder = Path(os.environ["WORKBENCH_TEST_SHARED"]) / "made" / name
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(f"{folder}.lock"):
+        if not (folder / ".done").is_file():
+            shutil.rmtree(folder, ignore_errors=True)  # a worker that failed half-way
+            folder.mkdir()
+            make(folder)
+            (folder / ".done").touch()
+    return folder
 
 
 @pytest.fixture(scope="session")
@@ -38,18 +60,26 @@ def small_tokenizer(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def short_run(tmp_path_factory):
-    """A four-update tiny BGT run with checkpoints at updates 2 and 4, trained once per session (tests use a copy,
-    ``run_copy``, to damage or continue it)."""
+def short_run():
+    """A four-update tiny BGT run with checkpoints at updates 2 and 4, trained once per session for all workers
+    (tests use a copy, ``run_copy``, to damage or continue it)."""
     from workbench.training.recipes import TrainConfig
     from workbench.training.trainer import Trainer
-    run = tmp_path_factory.mktemp("short") / "run"
-    Trainer(TrainConfig.from_preset("tiny", max_pairs=1000, max_valid_pairs=100, max_updates=4, save_every=2,
-                                    valid_every=4, eval_every=0), run, show_progress=False).run()
-    return run
+
+    def make(folder):
+        Trainer(TrainConfig.from_preset("tiny", max_pairs=1000, max_valid_pairs=100, max_updates=4, save_every=2,
+                                        valid_every=4, eval_every=0), folder / "run", show_progress=False).run()
+
+    return made_once("short-run", make) / "run"
 
 
 @pytest.fixture()
 def run_copy(short_run, tmp_path):
     shutil.copytree(short_run, tmp_path / "run")
     return tmp_path / "run"
+
+
+def pytest_collection_modifyitems(items):
+    """The slow tests first (each worker collects the same order): two xdist workers then share them out at the
+    start and finish on short tests together, instead of one running a minute-long test while the other waits."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

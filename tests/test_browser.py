@@ -24,6 +24,7 @@ def exported(tmp_path_factory):
     return wb.report(df, tmp_path_factory.mktemp("report") / "report.html")
 
 
+@pytest.mark.slow
 def test_report_renders_in_headless_chromium(exported, tmp_path):
     url = exported.resolve().as_uri()
     dom = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=10000",
@@ -48,6 +49,7 @@ def test_static_png_and_pdf_exports_are_valid(exported):
         assert len(pd.read_csv(exported.parent / f"report-{name}.csv")) > 0
 
 
+@pytest.mark.slow
 def test_layer_figures_as_drawn_give_each_band_its_lines_colour_and_keep_buttons_off_the_title(tmp_path):
     """What a reader sees in the browser, not the figure object: every CI band is filled in the colour its line is
     stroked in, no two lines share one, and the heat map's metric buttons do not overlap its title."""

@@ -71,6 +71,7 @@ def test_french_and_spanish_number_by_hand_and_against_the_determiners():
         assert len(pairs) > 500 and sum(a == b for a, b in pairs) / len(pairs) > 0.98, lang
 
 
+@pytest.mark.slow
 def test_japanese_and_turkish_predicates_by_hand_and_against_a_suffix_rule():
     """Tense/Politeness (ja, Sudachi) and Tense/Person (tr, zeyrek) read the final predicate; fragments, moods, the
     future (for Tense) and nominal predicates are dropped; the label word is the predicate's lemma."""
@@ -231,6 +232,7 @@ def test_changed_and_intact_sentences_differ_in_the_change_alone(task):
     assert bag_of_words <= 0.55  # no lexical shortcut to the label (the builder before this one: 55.9% on SOMO)
 
 
+@pytest.mark.slow
 def test_builders_that_read_parses_are_marked_so(monkeypatch):
     """builders.PARSING (what the demo's first-run line counts on) names exactly the builders that parse."""
     called = set()

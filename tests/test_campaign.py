@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from safetensors.torch import load_file
 
+from conftest import made_once
 from tools import bundle as bundle_module
 from tools import campaign
 from workbench.zoo.cards import card
@@ -34,14 +35,18 @@ def step(name, out, runs, *extra, jobs=JOBS, env=None):
 
 
 @pytest.fixture(scope="session")
-def trained(tmp_path_factory):
-    """``train`` of the tiny dry run: (its $OUT, its runs folder, the completed process)."""
-    root = tmp_path_factory.mktemp("campaign")
-    result = step("train", root / "out", root / "runs", "--seconds", "3")  # well below what 40 tiny updates take
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return root / "out", root / "runs", result
+def trained():
+    """``train`` of the tiny dry run: (its $OUT, its runs folder, what it printed), made once for all workers."""
+    def make(root):
+        result = step("train", root / "out", root / "runs", "--seconds", "3")  # well below what 40 tiny updates take
+        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+        (root / "stdout.txt").write_text(result.stdout)
+
+    root = made_once("campaign-train", make)
+    return root / "out", root / "runs", (root / "stdout.txt").read_text()
 
 
+@pytest.mark.slow
 def test_check_runs_the_gpu_tests_and_bench_the_steady_state_throughput_with_its_phases(tmp_path):
     result = step("check", tmp_path / "out", tmp_path / "runs")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
@@ -56,6 +61,7 @@ def test_check_runs_the_gpu_tests_and_bench_the_steady_state_throughput_with_its
     assert campaign.check_return(tmp_path / "out")["files"] == 2
 
 
+@pytest.mark.slow
 def test_train_stops_its_jobs_at_the_calls_deadline_and_still_returns_them(tmp_path, monkeypatch):
     """A long budget in a short call: the jobs are stopped (SIGINT, a clean stop) so the export fits the call."""
     monkeypatch.setenv("CAMPAIGN_PRESET", "tiny")
@@ -87,7 +93,7 @@ def test_every_job_has_a_recipe_and_the_bgt_recipes_are_bgt_en_frs_but_for_the_p
 
 
 def test_train_returns_the_packages_with_decoders_as_a_bundle_within_the_device_limits(trained, tmp_path):
-    out, runs, result = trained
+    out, runs, stdout = trained
     used = campaign.check_return(out)  # raises beyond 8 files / 16 MiB each / 64 MiB / 2 folders down
     assert {"bundle.json", "train.log"} <= {p.name for p in out.iterdir()} and used["files"] >= 3
     for job in JOBS.split(","):
@@ -102,7 +108,7 @@ def test_train_returns_the_packages_with_decoders_as_a_bundle_within_the_device_
             "best")
         assert any(k.startswith("decoders.") for f in manifest["files"] if f.endswith(".safetensors")
                    for k in load_file(str(package / f)))  # --init-from can continue it, and BGT can transfer
-    assert "wait for the next call" not in result.stdout
+    assert "wait for the next call" not in stdout
 
 
 def test_parts_that_do_not_fit_wait_for_fetch_and_unbundle_joins_every_return(trained, tmp_path, monkeypatch):
@@ -154,6 +160,7 @@ def test_parts_that_do_not_fit_wait_for_fetch_and_unbundle_joins_every_return(tr
         campaign.unbundle(returns, tmp_path / "again")
 
 
+@pytest.mark.slow
 def test_a_package_split_into_small_shards_imports_as_the_same_model(trained, tmp_path):
     _, runs, _ = trained
     package = export_shards(runs / "bgt-en-fr", tmp_path / "packages", name="bgt-en-fr", shard_mib=0.05)

@@ -33,12 +33,13 @@ def test_demo_end_to_end_on_reduced_sizes(tmp_path):
 def test_first_run_line_names_what_is_still_to_build():
     from workbench.data.corpora import SplitConfig
     from workbench.reports.demo import first_run_line
-    from workbench.probing.build import _tokenised_pool, build_task, pending
+    from workbench.probing.build import build_task, pending
     from workbench.probing.parse import stored_parses
+    from workbench.probing.pool import tokenised_pool
     sizes = {"train": 301, "valid": 31, "test": 31}  # sizes no other test builds
     assert pending(("length", "punct_num"), sizes) == (["length", "punct_num"], {})  # neither parses
     build_task("length", sizes=sizes)
-    pool = _tokenised_pool("en", SplitConfig())
+    pool = tokenised_pool("en", SplitConfig())
     parsed = stored_parses(pool, "en") is not None  # shipped with the repository, or parsed by an earlier test
     assert pending(("length", "subj_num"), sizes) == (["subj_num"], {} if parsed else {"en": len(pool)})
     line = first_run_line(("en-fr",), sizes, tasks=("length", "subj_num"))

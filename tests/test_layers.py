@@ -302,6 +302,7 @@ def test_without_the_extra_the_call_names_it(monkeypatch):
         wb.hf_encoder(".")
 
 
+@pytest.mark.slow
 def test_sweep_figures_show_each_layer(semantic, tmp_path):
     from workbench.reports.figures import figures_for
     df = probe_layers(semantic, ["bigram_shift"], sizes=SIZES, show_progress=False)

@@ -7,7 +7,7 @@ import pytest
 from workbench.data.corpora import probe_pool
 from workbench.data.tokenizer import preprocess, tokenise
 from workbench.checks import UnknownNameError, WorkbenchError
-from workbench.probing import build, builders
+from workbench.probing import build, builders, pool
 from workbench.probing.classifiers import LogisticProbe
 from workbench.probing.control import control_labels, control_words, first_word_type
 from workbench.probing.probe import probe
@@ -129,6 +129,32 @@ def test_built_dataset_labels_sizes_and_disjoint_splits(length_task):
     again = build.build_task("length", sizes=SMALL)
     assert again.path == length_task.path and again.data.equals(length_task.data)
 
+
+
+def test_a_task_at_new_sizes_in_a_new_process_reads_the_stored_candidates_and_damaged_ones_are_made_again(
+        monkeypatch, tmp_path, caplog):
+    monkeypatch.setenv("WORKBENCH_HOME", str(tmp_path))
+    pool.pool_candidates.cache_clear()
+    first = build.build_task("punct_num", sizes={"train": 300, "valid": 50, "test": 50})
+    [stored] = (tmp_path / "probing" / "candidates").glob("punct_count-en-*.json.gz")
+    pool.pool_candidates.cache_clear()  # a new process: the builder is not run again
+    monkeypatch.setitem(builders.BUILDERS, "punct_count", lambda *a, **k: pytest.fail("labelled the pool again"))
+    again = build.build_task("punct_num", sizes={"train": 301, "valid": 50, "test": 50})
+    assert again.manifest["n_pool"] == first.manifest["n_pool"] and len(again.data) > len(first.data)
+    monkeypatch.undo()
+    monkeypatch.setenv("WORKBENCH_HOME", str(tmp_path))
+    fresh = build.build_task("punct_num", sizes={"train": 301, "valid": 50, "test": 50}, force=True)
+    assert fresh.data.equals(again.data)  # the stored candidates are the builder's
+    stored.write_bytes(stored.read_bytes()[:-20])  # cut short: made again, with a warning
+    pool.pool_candidates.cache_clear()
+    assert build.build_task("punct_num", sizes={"train": 302, "valid": 50, "test": 50}).manifest["n_pool"] == \
+        first.manifest["n_pool"]
+    assert "are damaged; building them again" in caplog.text and pool.read_candidates(stored) is not None
+    params = pool.builder_params(get_task("punct_num"), 0)
+    assert pool.candidates_path("punct_count", "en", False, params, pool.SplitConfig()) == stored
+    monkeypatch.setitem(builders.VERSIONS, "punct_count", builders.VERSIONS["punct_count"] + 1)  # a changed builder
+    assert pool.candidates_path("punct_count", "en", False, params, pool.SplitConfig()) != stored
+    pool.pool_candidates.cache_clear()
 
 def test_small_pool_scales_sizes_with_warning(caplog):
     pool = [f"sentence number {i} , with commas , here ." for i in range(200)]
@@ -387,11 +413,12 @@ def test_a_task_has_an_english_version_when_the_two_share_labels():
     assert english_version("punct_first_ja") is None and english_version("punct_first_ar") == "punct_first"
 
 
+@pytest.mark.slow
 def test_language_identity_separates_surface_from_meaning():
     """A random-init shared encoder tells the languages apart by their pieces; shuffled labels and an encoder
     that gives a sentence and its translation one vector both sit near 50%."""
     from workbench.encoders import untrained_encoder
-    from workbench.probing.build import _pair_pool
+    from workbench.probing.pool import pair_pool
     from workbench.data.corpora import SplitConfig
     dataset = build.build_task("language_id_en_fr", sizes=SMALL)
     random_init = untrained_encoder("random-transformer", pair="en-fr")
@@ -400,7 +427,7 @@ def test_language_identity_separates_surface_from_meaning():
         label=np.random.default_rng(0).permutation(dataset.data["label"].to_numpy())), {})
     assert abs(probe(random_init, shuffled, control=False, cache=False).accuracy - 0.5) < 0.07
     meaning = {}
-    for english, french in _pair_pool("en-fr", SplitConfig()):
+    for english, french in pair_pool("en-fr", SplitConfig()):
         meaning[english] = meaning[french] = english
 
     class OneVectorPerMeaning(FeatureEncoder):
@@ -460,6 +487,7 @@ def test_a_task_read_from_no_word_reports_no_seen_or_unseen_accuracy(length_task
     assert not result.to_frame()["metric"].str.contains("seen_word").any()
 
 
+@pytest.mark.slow
 def test_seeds_report_the_mean_the_spread_and_the_ci_of_the_mean(length_task):
     noisy = FeatureEncoder("noisy-length-seeds", lambda s: len(preprocess(s).split()) + np.random.default_rng(
         zlib.crc32(s.encode())).normal(0, 3))

@@ -31,6 +31,7 @@ def test_the_table3_models_are_shipped_and_small_enough():
     assert total < 340 * 2 ** 20, f"trained/ holds {total / 2 ** 20:.0f} MiB; the limit is 340 MiB"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", SHIPPED)
 def test_shipped_model_matches_its_card(name):
     info = card(name)

@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from workbench.checks import WorkbenchError
-from workbench.probing import build
+from workbench.probing import build, pool
 from workbench.probing.build import build_task, shipped_manifest
 from workbench.probing.builders import BUILDERS, VERSIONS
 from workbench.probing.tasks import task_names
@@ -40,7 +40,7 @@ def test_a_changed_builder_or_corpus_refuses_the_shipped_manifests(monkeypatch):
     with pytest.raises(WorkbenchError, match=r"holds no build of \w+ from today's card.*--ship-manifests"):
         docfacts._probe_sizes()
     monkeypatch.undo()
-    monkeypatch.setattr(build, "corpus_digest", lambda pair: "0" * 64)
+    monkeypatch.setattr(pool, "corpus_digest", lambda pair: "0" * 64)
     assert shipped_manifest("length") is None
 
 
@@ -59,7 +59,7 @@ def test_shipping_again_refuses_a_builder_changed_without_a_version_bump(monkeyp
                                                  "data: its builder length_bins changed; bump its version"):
             build.ship_manifests([None])
     finally:
-        build._pool_candidates.cache_clear()  # nothing the changed builder gave outlives the test
+        pool.pool_candidates.cache_clear()  # nothing the changed builder gave outlives the test
 
 
 @pytest.mark.parametrize("damage,message", [

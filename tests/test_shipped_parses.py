@@ -8,7 +8,7 @@ import pytest
 from workbench.data import sha256_of
 from workbench.data.corpora import SplitConfig
 from workbench.probing import parse as parse_module
-from workbench.probing.build import _tokenised_pool
+from workbench.probing.pool import tokenised_pool
 from workbench.probing.builders import PARSING
 from workbench.probing.parse import SHIPPED, parse, stored_parses
 from workbench.probing.tasks import get_task, task_names
@@ -25,12 +25,12 @@ def test_every_parsing_language_has_its_pools_parses_shipped_with_their_digests(
     assert sorted(manifest["files"]) == sorted(p.name for p in SHIPPED.glob("*.spacy"))
     assert all(sha256_of(SHIPPED / name) == digest for name, digest in manifest["files"].items())
     for language in LANGUAGES:  # the pools as the tasks read them today
-        assert stored_parses(_tokenised_pool(language, SplitConfig()), language) is not None, language
+        assert stored_parses(tokenised_pool(language, SplitConfig()), language) is not None, language
 
 
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_the_shipped_parses_equal_a_fresh_parse_of_a_slice(language, tmp_path, monkeypatch):
-    pool = _tokenised_pool(language, SplitConfig())
+    pool = tokenised_pool(language, SplitConfig())
     shipped = parse(pool, language, show_progress=False)
     assert len(shipped) == len(pool)
     monkeypatch.setenv("WORKBENCH_HOME", str(tmp_path))  # nothing stored there: the slice is parsed anew
@@ -44,7 +44,7 @@ def test_a_damaged_shipped_file_is_not_used(tmp_path, monkeypatch, caplog):
     shutil.copytree(SHIPPED, copy)
     monkeypatch.setattr(parse_module, "SHIPPED", copy)
     monkeypatch.setenv("WORKBENCH_HOME", str(tmp_path / "home"))
-    pool = _tokenised_pool("en", SplitConfig())
+    pool = tokenised_pool("en", SplitConfig())
     assert stored_parses(pool, "en").parent == copy
     target = stored_parses(pool, "en")
     data = bytearray(target.read_bytes())

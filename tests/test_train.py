@@ -179,6 +179,7 @@ def test_a_new_run_continues_a_trained_model_when_its_run_directory_is_lost(tiny
     assert curve["train_seconds"].is_monotonic_increasing and curve["update"].max() == 30
 
 
+@pytest.mark.slow
 def test_an_export_that_keeps_its_decoders_continues_training_when_the_run_is_lost(tiny_run, tmp_path):
     from workbench.zoo.packaging import export
     _, run_dir = tiny_run
@@ -370,6 +371,7 @@ def train_command(config, out, *extra):
     return [sys.executable, "-m", "workbench.cli", "train", "--config", str(config), "--out", str(out), *extra]
 
 
+@pytest.mark.slow
 def test_sigkill_and_resume_reproduces_the_uninterrupted_losses(tmp_path, tiny_tokenizer):
     config = write_config(tmp_path / "quick.toml", **QUICK)
     env = {**os.environ, "TQDM_DISABLE": "1"}
@@ -392,6 +394,7 @@ def test_sigkill_and_resume_reproduces_the_uninterrupted_losses(tmp_path, tiny_t
         assert a.get("valid_loss") == b.get("valid_loss")
 
 
+@pytest.mark.slow
 def test_ddp_two_processes_on_gloo_match_one_process_with_accumulation(tmp_path, tiny_tokenizer):
     base = {**QUICK, "max_updates": 3, "save_every": 3, "valid_every": 3}
     env = {**os.environ, "TQDM_DISABLE": "1"}

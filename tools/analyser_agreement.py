@@ -17,8 +17,8 @@ import re
 
 from workbench.data.corpora import SplitConfig
 from workbench.data.tokenizer import detokenise
-from workbench.probing.build import _tokenised_pool
 from workbench.probing.morphology import FEATURES, japanese_predicate, turkish_predicates
+from workbench.probing.pool import tokenised_pool
 
 
 def mecab_predicate(tagger, sentence: str) -> tuple[str, bool] | None:
@@ -68,14 +68,14 @@ def main() -> None:
     import fugashi
 
     tagger, rng = fugashi.Tagger(), random.Random(0)
-    japanese = [detokenise(s) for s in _tokenised_pool("ja", SplitConfig())]
+    japanese = [detokenise(s) for s in tokenised_pool("ja", SplitConfig())]
     ours = [japanese_predicate(s) for s in japanese]
     theirs = [mecab_predicate(tagger, s) for s in japanese]
     print("ja tense, Sudachi vs MeCab+UniDic-lite:",
           _agreement([(p and p.tense, q and q[0]) for p, q in zip(ours, theirs)]))
     print("ja politeness, Sudachi vs MeCab+UniDic-lite:",
           _agreement([(p and p.polite, q and q[1]) for p, q in zip(ours, theirs)]))
-    turkish = list(_tokenised_pool("tr", SplitConfig()))
+    turkish = list(tokenised_pool("tr", SplitConfig()))
     finals = [next((t for t in reversed(s.split()) if any(ch.isalpha() for ch in t)), "") for s in turkish]
     read = dict(zip(words := sorted(set(finals) - {""}), turkish_predicates(words)))
     read = [read.get(w) for w in finals]

@@ -6,31 +6,29 @@ fixed seed and splits each label proportionally into train/valid/test of the car
 factor, with a warning, when the pool is smaller. Datasets are stored under ``<home>/probing/<task>-<key>/`` in
 SentEval's ``split<TAB>label<TAB>sentence`` format plus a fourth column, the label word (``cut -f1-3`` gives
 SentEval's file), beside a ``manifest.json`` (digest, label counts, sizes, builder version); a built task is
-reused.
+reused, and so are a builder's candidates (:mod:`.pool`).
 """
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 import logging
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from ..checks import WorkbenchError, check_sizes
-from ..data.corpora import PAIRS, SplitConfig, bucket, corpus_digest, load_splits, normalise, probe_pool
+from ..data.corpora import SplitConfig
 from ..data.moses import tokenise_many
-from ..data.tokenizer import detokenise
 from ..paths import PROBES_DIR, atomic_write, home_dir, read_json
 from ..progress import progress_bar
 from .builders import BUILDERS, PARSING, VERSIONS
 from .parse import parse, ship, stored_parses
+from .pool import builder_params, candidates_path, is_paired, labelled, pool_candidates, pool_key, tokenised_pool
 from .tasks import TaskCard, get_task, task_names
 
 log = logging.getLogger(__name__)
@@ -149,39 +147,10 @@ def split_by_word(by_label: dict[str, list[tuple[str, str]]], targets: dict[str,
     return rows
 
 
-def _pool_key(config: SplitConfig) -> str:
-    """What the probe pools are drawn from: the split and every corpus's bytes (not its file's date, so a copy of
-    the data keeps its builds)."""
-    h = hashlib.sha256(json.dumps(config.__dict__, sort_keys=True).encode())
-    for pair in PAIRS:
-        h.update(f"{pair}\0{corpus_digest(pair)}".encode())
-    return h.hexdigest()
-
-
-def _pair_pool(pair: str, config: SplitConfig) -> list[tuple[str, str]]:
-    """The pair's held-out translation pairs whose English side no pair trains on (as :func:`probe_pool`)."""
-    seen: dict[str, tuple[str, str]] = {}
-    for english, foreign in load_splits(pair, config=config)["probe"]:
-        if bucket(english, config) == "probe":
-            seen.setdefault(normalise(english), (english, foreign))
-    return [seen[key] for key in sorted(seen)]
-
-
-@lru_cache(maxsize=None)
-def translations(pair: str, config: SplitConfig = SplitConfig()) -> dict[str, str]:
-    """English sentence key (:func:`normalise`) → its translation, over the pair's held-out pairs."""
-    return {normalise(english): foreign for english, foreign in _pair_pool(pair, config)}
-
-
-@lru_cache(maxsize=None)
-def _tokenised_pool(language: str, config: SplitConfig) -> tuple[str, ...]:
-    return tuple(tokenise_many(probe_pool(language=language, config=config)))
-
-
 def _spec_and_folder(card: TaskCard, sizes: dict[str, int], pool: Sequence[str] | None, seed: int,
                      config: SplitConfig) -> tuple[dict, Path]:
     spec = {"card": card.digest, "sizes": sizes, "seed": seed, "builder_version": VERSIONS[card.builder],
-            "pool": _pool_key(config) if pool is None else hashlib.sha256("\n".join(pool).encode()).hexdigest()}
+            "pool": pool_key(config) if pool is None else hashlib.sha256("\n".join(pool).encode()).hexdigest()}
     key = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
     return spec, home_dir() / "probing" / f"{card.name}-{key}"
 
@@ -189,15 +158,16 @@ def _spec_and_folder(card: TaskCard, sizes: dict[str, int], pool: Sequence[str] 
 def pending(tasks: Sequence[str], sizes: dict[str, int] | None = None, config: SplitConfig = SplitConfig()
             ) -> tuple[list[str], dict[str, int]]:
     """What building ``tasks`` (from the probe pool, seed 0) still has to do: the tasks not yet built, and per
-    language the number of pool sentences still to be parsed for them."""
+    language the number of pool sentences still to be parsed for them (none where their candidates are stored)."""
     cards = [get_task(task) for task in tasks]
     folders = [_spec_and_folder(card, check_sizes(card.sizes if sizes is None else sizes), None, 0, config)[1]
                for card in cards]
     missing = [card for card, folder in zip(cards, folders) if not (folder / "manifest.json").is_file()]
     to_parse: dict[str, int] = {}
     for card in missing:
-        if card.builder in PARSING and card.language not in to_parse:
-            pool = _tokenised_pool(card.language, config)
+        if card.builder in PARSING and card.language not in to_parse and not candidates_path(
+                card.builder, card.language, is_paired(card), builder_params(card, 0), config).is_file():
+            pool = tokenised_pool(card.language, config)
             if stored_parses(pool, card.language) is None:
                 to_parse[card.language] = len(pool)
     return [card.name for card in missing], to_parse
@@ -249,7 +219,7 @@ def ship_manifests(size_sets: Sequence[dict[str, int] | None], tasks: Sequence[s
     without building every dataset (for maintainers, after a card, pool or builder change). A task whose data
     differs from the shipped manifest of the same spec is refused: its builder changed without a bump of its
     ``version`` (:func:`.builders.builder`), and every stored build of it is stale. Returns the file."""
-    _pool_candidates.cache_clear()  # afresh: candidates memoised in this process may be a builder's older output
+    pool_candidates.cache_clear()  # afresh: candidates memoised in this process may be a builder's older output
     chosen = list(tasks) if tasks is not None else task_names()
     builds = []
     for sizes in size_sets:
@@ -278,28 +248,10 @@ def ship_parses(config: SplitConfig = SplitConfig()) -> Path:
     languages = sorted({get_task(name).language for name in task_names() if get_task(name).builder in PARSING})
     paths = []
     for language in languages:
-        pool = _tokenised_pool(language, config)
+        pool = tokenised_pool(language, config)
         parse(pool, language)
         paths.append(stored_parses(pool, language))
     return ship(paths)
-
-
-def _candidates(builder: str, language: str, paired: bool, params: dict, sentences: Sequence
-                ) -> list[tuple[str, str, str]]:
-    """The builder's labelled sentences: from held-out translation pairs as they are (``paired``: a pair's
-    task), or from Moses-tokenised sentences, detokenised after."""
-    if paired:
-        return BUILDERS[builder](sentences, language, **params)
-    return [(label, detokenise(s), word) for label, s, word in BUILDERS[builder](sentences, language, **params)]
-
-
-@lru_cache(maxsize=None)
-def _pool_candidates(builder: str, language: str, paired: bool, params: str, config: SplitConfig
-                     ) -> tuple[int, tuple[tuple[str, str, str], ...]]:
-    """:func:`_candidates` of the probe pool and the pool's size, once per process: every size of a task draws
-    from the same candidates, and the builder (parses, frequency tables) is most of a build's time."""
-    sentences = _pair_pool(language, config) if paired else _tokenised_pool(language, config)
-    return len(sentences), tuple(_candidates(builder, language, paired, json.loads(params), sentences))
 
 
 def build_task(task: str | TaskCard, sizes: dict[str, int] | None = None, pool: Sequence[str] | None = None,
@@ -320,15 +272,13 @@ def build_task(task: str | TaskCard, sizes: dict[str, int] | None = None, pool: 
     spec, folder = _spec_and_folder(card, sizes, pool, seed, config)
     if not force and (folder / "manifest.json").is_file():
         return load_dataset(card, folder)
-    params = {**card.params, **({"seed": seed} if "seed" in inspect.signature(BUILDERS[card.builder]).parameters
-                                else {})}
-    paired = len(card.languages) > 1  # a pair's task: the builder gets held-out translation pairs, raw
+    params, paired = builder_params(card, seed), is_paired(card)
     if pool is None:
-        n_pool, candidates = _pool_candidates(card.builder, card.language, paired,
-                                              json.dumps(params, sort_keys=True), config)
+        n_pool, candidates = pool_candidates(card.builder, card.language, paired, params, config, fresh=force)
     else:
         sentences = [tuple(p) for p in pool] if paired else tokenise_many(pool)
-        n_pool, candidates = len(sentences), _candidates(card.builder, card.language, paired, params, sentences)
+        n_pool, candidates = len(sentences), labelled(card.builder, card.language, paired, json.loads(params),
+                                                         sentences)
     log.info("built task %s from %d pool items", card.name, n_pool)
     data = select(candidates, sizes, card.max_per_label, seed, card.name, card.balanced, card.lexical_split)
     unknown = sorted(set(data["label"]) - set(card.labels)) if card.labels else []

@@ -21,11 +21,12 @@ from ..cache import cached, remember
 from ..checks import WorkbenchError, check_name, whole
 from ..data.corpora import PAIRS, language_of, normalise
 from ..encoders import Encoder, check_contract, check_embeddings, check_reads
-from .build import ProbingDataset, build_task, translations
+from .build import ProbingDataset, build_task
 from .classifiers import CLASSIFIERS
 from .control import CONTROLS, control_labels, control_words, uninformative
 from .mdl import online_codelength
 from .own import dataset_or_card
+from .pool import translations
 from .result import ProbeResult, bootstrap_ci, over_seeds
 from .tasks import TaskCard, get_task, task_names
 

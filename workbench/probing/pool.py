@@ -1,0 +1,119 @@
+"""The probe pool as the builders read it (English: Moses-tokenised sentences; a pair's task: held-out translation
+pairs) and what each builder labels in it, its candidates: made once per home and stored under
+``<home>/probing/candidates/`` (gzip-compressed JSON, named by the builder, its version and parameters and the pool's
+inputs), so a task built at new sizes, or in a new process, neither parses nor labels the pool again."""
+from __future__ import annotations
+
+import gzip
+import hashlib
+import inspect
+import json
+import logging
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+
+from ..data.corpora import PAIRS, SplitConfig, bucket, corpus_digest, load_splits, normalise, probe_pool
+from ..data.moses import tokenise_many
+from ..data.tokenizer import detokenise
+from ..paths import atomic_write, home_dir
+from .builders import BUILDERS, VERSIONS
+from .tasks import TaskCard
+
+log = logging.getLogger(__name__)
+
+
+def pool_key(config: SplitConfig) -> str:
+    """What the probe pools are drawn from: the split and every corpus's bytes (not its file's date, so a copy of
+    the data keeps its builds)."""
+    h = hashlib.sha256(json.dumps(config.__dict__, sort_keys=True).encode())
+    for pair in PAIRS:
+        h.update(f"{pair}\0{corpus_digest(pair)}".encode())
+    return h.hexdigest()
+
+
+def pair_pool(pair: str, config: SplitConfig) -> list[tuple[str, str]]:
+    """The pair's held-out translation pairs whose English side no pair trains on (as :func:`probe_pool`)."""
+    seen: dict[str, tuple[str, str]] = {}
+    for english, foreign in load_splits(pair, config=config)["probe"]:
+        if bucket(english, config) == "probe":
+            seen.setdefault(normalise(english), (english, foreign))
+    return [seen[key] for key in sorted(seen)]
+
+
+@lru_cache(maxsize=None)
+def translations(pair: str, config: SplitConfig = SplitConfig()) -> dict[str, str]:
+    """English sentence key (:func:`normalise`) → its translation, over the pair's held-out pairs."""
+    return {normalise(english): foreign for english, foreign in pair_pool(pair, config)}
+
+
+@lru_cache(maxsize=None)
+def tokenised_pool(language: str, config: SplitConfig) -> tuple[str, ...]:
+    """The language's probe pool, Moses-tokenised: what the builders (and the parser) read."""
+    return tuple(tokenise_many(probe_pool(language=language, config=config)))
+
+
+def labelled(builder: str, language: str, paired: bool, params: dict, sentences: Sequence
+             ) -> list[tuple[str, str, str]]:
+    """The builder's labelled sentences: from held-out translation pairs as they are (``paired``: a pair's
+    task), or from Moses-tokenised sentences, detokenised after."""
+    if paired:
+        return BUILDERS[builder](sentences, language, **params)
+    return [(label, detokenise(s), word) for label, s, word in BUILDERS[builder](sentences, language, **params)]
+
+
+def builder_params(card: TaskCard, seed: int) -> str:
+    """The card's builder parameters (with the seed where the builder draws), as JSON: a cache key."""
+    takes_seed = "seed" in inspect.signature(BUILDERS[card.builder]).parameters
+    return json.dumps({**card.params, **({"seed": seed} if takes_seed else {})}, sort_keys=True)
+
+
+def is_paired(card: TaskCard) -> bool:
+    """A pair's task: its builder gets held-out translation pairs, raw."""
+    return len(card.languages) > 1
+
+
+def candidates_path(builder: str, language: str, paired: bool, params: str, config: SplitConfig) -> Path:
+    """Where the pool's candidates of a builder are stored: named by everything they are a function of (the
+    builder and its version, its parameters, the language and the pool's inputs)."""
+    spec = json.dumps({"builder": builder, "version": VERSIONS[builder], "language": language, "paired": paired,
+                       "params": params, "pool": pool_key(config)}, sort_keys=True)
+    key = hashlib.sha256(spec.encode()).hexdigest()[:16]
+    return home_dir() / "probing" / "candidates" / f"{builder}-{language}-{key}.json.gz"
+
+
+def read_candidates(path: Path) -> tuple[int, tuple[tuple[str, str, str], ...]] | None:
+    """Stored candidates, or None where there are none or the file is damaged (gzip's CRC and the JSON's shape
+    are checked), so they are made again."""
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            stored = json.load(f)
+        n_pool, candidates = stored["n_pool"], tuple(tuple(c) for c in stored["candidates"])
+        if isinstance(n_pool, int) and all(len(c) == 3 and all(isinstance(x, str) for x in c) for c in candidates):
+            return n_pool, candidates
+    except FileNotFoundError:
+        return None
+    except (OSError, EOFError, ValueError, KeyError, TypeError):
+        pass
+    log.warning("stored candidates %s are damaged; building them again", path)
+    return None
+
+
+@lru_cache(maxsize=None)
+def pool_candidates(builder: str, language: str, paired: bool, params: str, config: SplitConfig,
+                    fresh: bool = False) -> tuple[int, tuple[tuple[str, str, str], ...]]:
+    """:func:`labelled` of the probe pool and the pool's size, made once per home (and kept in memory once per
+    process): every size of a task draws from the same candidates, and the builder (parses, frequency tables) is
+    most of a build's time. ``fresh``: made again, not read."""
+    path = candidates_path(builder, language, paired, params, config)
+    stored = None if fresh else read_candidates(path)
+    if stored is not None:
+        return stored
+    sentences = pair_pool(language, config) if paired else tokenised_pool(language, config)
+    made = len(sentences), tuple(labelled(builder, language, paired, json.loads(params), sentences))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = json.dumps({"n_pool": made[0], "candidates": made[1]}, ensure_ascii=False).encode()
+    atomic_write(path, lambda tmp: tmp.write_bytes(gzip.compress(payload, compresslevel=6, mtime=0)))
+    return made
+
+
