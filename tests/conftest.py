@@ -1,5 +1,6 @@
 """Shared fixtures. Every test session builds into its own temporary WORKBENCH_HOME (never the user's)."""
 import atexit
+import json
 import os
 import shutil
 import tempfile
@@ -15,9 +16,13 @@ atexit.register(shutil.rmtree, _HOME, ignore_errors=True)
 # inputs and writes atomically: the sentencepiece models (about 25 s each on one core), the splits and the probing
 # builders' candidates. The first worker to need one makes it (the tokenizers under a lock; the others at worst
 # twice, with the same bytes) instead of each worker making its own. Everything else in a home stays a worker's
-# own (the embedding caches: tests count what they encode). The folder is made by the process that starts the
+# own (the embedding caches: tests count what they encode), but for the shipped models' embeddings and results:
+# many tests and both workers evaluate those on the same data. The folder is made by the process that starts the
 # workers, which removes it at its end.
-SHARED = ("tokenizers", "splits", "probing/candidates")
+REPO = Path(__file__).resolve().parent.parent
+SHARED = ("tokenizers", "splits", "probing/candidates",
+          *(f"cache/{kind}/{view['fingerprint'][:16]}" for path in sorted(REPO.glob("trained/*/card.json"))
+            for view in json.loads(path.read_text())["views"].values() for kind in ("embeddings", "results")))
 if "PYTEST_XDIST_WORKER" in os.environ:
     for part in SHARED if os.environ.get("WORKBENCH_TEST_SHARED") else ():
         os.makedirs(os.path.join(os.environ["WORKBENCH_TEST_SHARED"], part), exist_ok=True)

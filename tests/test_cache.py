@@ -185,8 +185,10 @@ def test_cache_ls_and_clear_commands(capsys):
     assert main(["cache", "ls"]) == 0
     out = capsys.readouterr().out
     assert "listed-encoder" in out and "MiB" in out
+    (cache.cache_dir() / "0123456789abcdef").mkdir()  # a folder that holds nothing is no row
     summary = cache.cache_summary()
     assert summary.loc[summary["encoder"] == "listed-encoder", "n_sentences"].item() == len(SENTENCES)
+    assert "0123456789abcdef" not in set(summary["fingerprint"])
     assert main(["cache", "clear", "--encoder", "listed-encoder"]) == 0
     assert "listed-encoder" not in set(cache.cache_summary()["encoder"])
     assert not enc.path_for(SENTENCES).exists()

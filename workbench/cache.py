@@ -253,7 +253,8 @@ def cache_summary() -> pd.DataFrame:
             except (SafetensorError, OSError, ValueError):
                 pass
         size += sum(p.stat().st_size for p in (results_dir() / folder.name).rglob("*.json"))
-        rows.append(CacheEntry(name, folder.name, entries, sentences, size).__dict__)
+        if entries or size:  # a folder that holds nothing (yet) is no row
+            rows.append(CacheEntry(name, folder.name, entries, sentences, size).__dict__)
     return pd.DataFrame(rows, columns=list(CacheEntry.__dataclass_fields__))
 
 

@@ -233,17 +233,24 @@ def probe_pool(pairs: tuple[str, ...] = PAIRS, config: SplitConfig = SplitConfig
     another pair's model). Another language: the foreign side of its pair's probe split (only that pair has it).
     """
     check_name("probe-pool language", language, ["en", *LANGUAGES])
+    pairs = (f"en-{language}",) if language != "en" else tuple(pairs)
+    return list(_probe_pool(pairs, config, language, tuple(corpus_path(pair) for pair in pairs)))
+
+
+@lru_cache(maxsize=8)
+def _probe_pool(pairs: tuple[str, ...], config: SplitConfig, language: str, paths: tuple[Path, ...]
+                ) -> tuple[str, ...]:
+    """:func:`probe_pool` once per process (keyed on the corpora's paths, as :func:`load_splits`)."""
     if language != "en":
-        pair = f"en-{language}"
-        foreign = {normalise(xx): xx for _, xx in load_splits(pair, config=config)["probe"] if normalise(xx)}
-        return [foreign[k] for k in sorted(foreign, key=_stable_order)]
+        foreign = {normalise(xx): xx for _, xx in load_splits(pairs[0], config=config)["probe"] if normalise(xx)}
+        return tuple(foreign[k] for k in sorted(foreign, key=_stable_order))
     seen: dict[str, str] = {}
     for pair in pairs:
         for english, _ in load_splits(pair, config=config)["probe"]:
             key = normalise(english)
             if key and key not in seen and bucket(english, config) == "probe":
                 seen[key] = english
-    return [seen[k] for k in sorted(seen, key=_stable_order)]
+    return tuple(seen[k] for k in sorted(seen, key=_stable_order))
 
 
 def _stable_order(key: str) -> bytes:
