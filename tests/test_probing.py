@@ -130,7 +130,6 @@ def test_built_dataset_labels_sizes_and_disjoint_splits(length_task):
     assert again.path == length_task.path and again.data.equals(length_task.data)
 
 
-
 def test_a_task_at_new_sizes_in_a_new_process_reads_the_stored_candidates_and_damaged_ones_are_made_again(
         monkeypatch, tmp_path, caplog):
     monkeypatch.setenv("WORKBENCH_HOME", str(tmp_path))
@@ -155,6 +154,7 @@ def test_a_task_at_new_sizes_in_a_new_process_reads_the_stored_candidates_and_da
     monkeypatch.setitem(builders.VERSIONS, "punct_count", builders.VERSIONS["punct_count"] + 1)  # a changed builder
     assert pool.candidates_path("punct_count", "en", False, params, pool.SplitConfig()) != stored
     pool.pool_candidates.cache_clear()
+
 
 def test_small_pool_scales_sizes_with_warning(caplog):
     pool = [f"sentence number {i} , with commas , here ." for i in range(200)]
