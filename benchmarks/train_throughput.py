@@ -1,23 +1,33 @@
 """Benchmark: steady-state training throughput (tokens/s), model FLOPs utilisation and where an update's time goes,
-for BGT per preset; the Trainer's update as it is beside the update as it was (a host wait per loss term), in
-one run.
+for BGT per preset; the Trainer's update as it is beside the update as it was before campaign v3, in one run; and
+the check that the v3 changes compute the same update.
 
     .venv/bin/python benchmarks/train_throughput.py [--presets cpu] [--warmup-seconds 10] [--seconds 30]
-                                                    [--syncs one per-term] [--profile]
+                                                    [--variants as-it-was current compiled] [--profile]
+    .venv/bin/python benchmarks/train_throughput.py --check-equal      # eager vs compiled + padded, 10 updates
 
-Takes about 2 minutes on 2 CPU cores in its default mode (the ``cpu`` preset, both update variants, the
-profile); on a GPU, ``--presets small paper --warmup-seconds 15 --seconds 10`` about a minute per preset
-(``scripts/gpu_campaign check`` runs ``small``).
+Takes about 2 minutes on 2 CPU cores in its default mode (the ``cpu`` preset, two variants, the profile); on a
+GPU, ``--presets small --warmup-seconds 30 --seconds 20`` about a minute per preset (``scripts/gpu_campaign
+bench``).
 
 Each measurement runs real updates of the Trainer's step (forward, backward, clip, AdamW) on real micro-batches
 of the preset's size: first ``--warmup-seconds`` of updates that are not timed (on a GPU the first tens of
-updates pay for kernel loading and allocator growth: timing them reports the warm-up, not the run), then updates
-for ``--seconds``, timed after a device synchronisation. ``syncs=one`` is the current update (the loss terms stay
-on the device and come back in one transfer per update); ``syncs=per-term`` is the update as it was (a
-``float()`` of every loss term of every micro-batch, each waiting for the device) — the same numbers, more waits.
-``--profile`` adds ``torch.profiler``'s split of a few further updates into the phases the Trainer labels
-(data and batching on the host, forward, backward, optimizer, the one sync), in milliseconds per update and as
-a share of the update; what no label covers is Python between them.
+updates pay for kernel loading, compilation and allocator growth: timing them reports the warm-up, not the
+run), then updates for ``--seconds``, timed after a device synchronisation. The variants:
+
+- ``as-it-was``: the update before campaign v3 — each micro-batch padded row by row when the update asks for
+  it, no padding to fixed shapes, eager, AdamW's default implementation;
+- ``current``: batches collated (vectorised) in a background thread while the previous update computes, padded
+  to a multiple of 8 tokens, AdamW fused on a GPU;
+- ``compiled``: ``current`` with ``compile = "inductor"`` (torch.compile of the encoders and decoder layers; on
+  CPU its first updates take about a minute to compile).
+
+``--check-equal`` trains the tiny preset with dropout 0 for 10 updates twice from the same weights and batches
+— eager and unpadded, then compiled and padded to 8 — and prints the largest relative difference of the losses
+(the changes alter only float rounding; tolerance 1e-4). ``--profile`` adds ``torch.profiler``'s split of a few
+further updates into the phases the Trainer labels (data and batching on the host, forward, backward,
+optimizer, the one sync), in milliseconds per update and as a share of the update; what no label covers is
+Python between them.
 
 FLOP formula (stated, not measured): every parameter that multiplies a token costs 2 FLOPs forward and 4
 backward, so an update costs 6 × Σ_modules (matmul parameters of the module × tokens through it), where the
@@ -33,14 +43,14 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
-from contextlib import contextmanager, nullcontext
 
 import pandas as pd
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from workbench.training import trainer
+from workbench.data.tokenizer import PAD
 from workbench.training.recipes import TrainConfig
+from workbench.training.throughput import Prefetch
 from workbench.training.trainer import Trainer
 
 PEAK_BF16 = {"H100": 989e12, "H200": 989e12, "A100": 312e12}
@@ -64,17 +74,52 @@ def update_flops(trainer: Trainer, tokens_en: int, tokens_xx: int, width: int) -
     return float(flops)
 
 
-@contextmanager
-def per_term_syncs():
-    """The update as it was: every loss term of every micro-batch read as a Python float (a wait each)."""
-    def loss_terms(out, names, device):
-        return torch.tensor([float(torch.as_tensor(out[k]).detach()) for k in names], dtype=torch.float64).to(device)
-    saved = trainer.loss_terms
-    trainer.loss_terms = loss_terms
-    try:
-        yield
-    finally:
-        trainer.loss_terms = saved
+def _row_by_row(sequences):
+    """``pad`` as it was before campaign v3: one tensor copy per sentence."""
+    out = torch.full((len(sequences), max(len(s) for s in sequences)), PAD, dtype=torch.long)
+    for i, sequence in enumerate(sequences):
+        out[i, :len(sequence)] = torch.as_tensor(sequence, dtype=torch.long)
+    return out
+
+
+class _AsItWas(Prefetch):
+    """The update's batches made when it asks for them, padded row by row (no background thread)."""
+
+    def take(self, indices):
+        en_ids, xx_ids = self.trainer.data.train
+        return [(_row_by_row([en_ids[i] for i in index]), _row_by_row([xx_ids[i] for i in index]))
+                for index in indices]
+
+
+VARIANTS = {"as-it-was": {"pad_multiple": 1, "compile": "off"}, "current": {"pad_multiple": 8, "compile": "off"},
+            "compiled": {"pad_multiple": 8, "compile": "inductor"}}
+
+
+def variant_trainer(cfg: TrainConfig, variant: str, folder: str) -> Trainer:
+    run = Trainer(TrainConfig(**{**cfg.__dict__, **VARIANTS[variant]}), f"{folder}/{variant}", show_progress=False)
+    if variant == "as-it-was":
+        run._prefetch = _AsItWas(run)
+        run.optimizer = torch.optim.AdamW(run.model.parameters(), lr=cfg.lr, betas=cfg.betas, eps=cfg.eps,
+                                          weight_decay=cfg.weight_decay)
+    return run
+
+
+def check_equal(updates: int = 10) -> float:
+    """Largest relative difference of the losses of ``updates`` updates, eager and unpadded vs compiled and
+    padded to 8 tokens (tiny preset, dropout 0, the same initial weights and batches)."""
+    cfg = TrainConfig.from_preset("tiny", overrides={"dropout": 0.0}, max_updates=10 ** 9)
+    losses = {}
+    with tempfile.TemporaryDirectory(prefix="train-equal-") as folder:
+        for variant in ("as-it-was", "compiled"):
+            run = variant_trainer(cfg, variant, folder)
+            losses[variant] = [run._update()["loss"] for _ in range(updates)]
+            run._release()
+    worst = max(abs(a - b) / abs(a) for a, b in zip(losses["as-it-was"], losses["compiled"]))
+    for i, (a, b) in enumerate(zip(losses["as-it-was"], losses["compiled"]), 1):
+        print(f"update {i}: eager {a:.6f}  compiled+padded {b:.6f}", flush=True)
+    print(f"largest relative difference of the losses over {updates} updates: {worst:.2e} "
+          f"({'within' if worst <= 1e-4 else 'BEYOND'} the 1e-4 tolerance)", flush=True)
+    return worst
 
 
 def cpu_matmul_rate(n: int = 2048, repeats: int = 10) -> float:
@@ -146,41 +191,52 @@ def phase_split(trainer: Trainer, updates: int, cuda: bool) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--presets", nargs="+", help="default: cpu on a CPU, small and paper on a GPU")
+    parser.add_argument("--config", help="a recipe file to measure instead of presets (e.g. recipes/campaign/"
+                                         "bgt-small-en-fr.toml)")
     parser.add_argument("--pair", default="en-fr")
     parser.add_argument("--update-freq", type=int, help="micro-batches per update (default: the preset's)")
     parser.add_argument("--warmup-seconds", type=float, default=10.0, help="untimed updates first (10)")
     parser.add_argument("--seconds", type=float, default=30.0, help="timed window per measurement (30)")
-    parser.add_argument("--syncs", nargs="+", choices=("per-term", "one"), default=["per-term", "one"],
-                        help="update variants to measure (one: the current update)")
+    parser.add_argument("--variants", nargs="+", choices=tuple(VARIANTS), default=["as-it-was", "current"],
+                        help="update variants to measure side by side (default: as-it-was current)")
+    parser.add_argument("--check-equal", action="store_true", help="only check that the v3 update computes the same "
+                        "losses (eager vs compiled and padded)")
     parser.add_argument("--profile", action=argparse.BooleanOptionalAction, default=True,
-                        help="the per-phase split of the current update (default on)")
+                        help="the per-phase split of the last variant (default on)")
     parser.add_argument("--profile-updates", type=int, default=5)
     args = parser.parse_args()
+    if args.check_equal:
+        raise SystemExit(0 if check_equal() <= 1e-4 else 1)
     cuda = torch.cuda.is_available()
     device = torch.cuda.get_device_name() if cuda else f"CPU ({torch.get_num_threads()} threads)"
     peak = next((v for k, v in PEAK_BF16.items() if k in device), None) if cuda else cpu_matmul_rate()
     if not cuda:
         print(f"fp32 matmul rate of this CPU: {peak / 1e9:.1f} GFLOP/s", flush=True)
     rows, splits = [], []
-    for preset in args.presets or (["small", "paper"] if cuda else ["cpu"]):
-        cfg = TrainConfig.from_preset(preset, pair=args.pair, max_pairs=20000, max_valid_pairs=10,
-                                      update_freq=args.update_freq, max_updates=10**9)
+    presets = [args.config] if args.config else args.presets or (["small", "paper"] if cuda else ["cpu"])
+    for preset in presets:
+        quick = {"max_pairs": 20000, "max_valid_pairs": 10, "max_updates": 10 ** 9}
+        if args.config:
+            recipe = TrainConfig.from_file(args.config)
+            cfg = TrainConfig(**{**recipe.__dict__, **quick, "update_freq": args.update_freq or recipe.update_freq})
+        else:
+            cfg = TrainConfig.from_preset(preset, pair=args.pair, update_freq=args.update_freq, **quick)
         with tempfile.TemporaryDirectory(prefix="train-throughput-") as folder:
-            trainer = Trainer(cfg, f"{folder}/run", show_progress=False)
-            for i, syncs in enumerate(args.syncs):
-                with per_term_syncs() if syncs == "per-term" else nullcontext():  # warm once per trainer
-                    measured = steady_state(trainer, args.warmup_seconds if i == 0 else 0, args.seconds, cuda)
-                rows.append({"preset": preset, "syncs": syncs, "device": device,
-                             "params_M": sum(p.numel() for p in trainer.model.parameters()) / 1e6, **measured,
+            for variant in args.variants:
+                run = variant_trainer(cfg, variant, folder)
+                measured = steady_state(run, args.warmup_seconds, args.seconds, cuda)
+                rows.append({"preset": preset, "variant": variant, "device": device,
+                             "params_M": sum(p.numel() for p in run.model.parameters()) / 1e6, **measured,
                              "TFLOP_per_s": measured["flops_per_s"] / 1e12,
                              "MFU_%": 100 * measured["flops_per_s"] / peak if peak else None})
                 print({k: v for k, v in rows[-1].items() if k != "flops_per_s"}, flush=True)
-            if len(args.syncs) == 2:
-                before, after = rows[-2]["tokens_per_s"], rows[-1]["tokens_per_s"]  # the updates' batches differ
-                print(f"{preset}: tokens/s, one sync / per-term syncs = {after / before:.3f}x", flush=True)
-            if args.profile:
-                splits.append({"preset": preset, **phase_split(trainer, args.profile_updates, cuda)})
-            trainer._release()
+                if variant == args.variants[-1] and args.profile:
+                    splits.append({"preset": preset, **phase_split(run, args.profile_updates, cuda)})
+                run._release()
+            base = rows[-len(args.variants)]["tokens_per_s"]  # each variant's own batches: tokens/s compares
+            for row in rows[-len(args.variants) + 1:]:
+                print(f"{preset}: tokens/s, {row['variant']} / {args.variants[0]} = "
+                      f"{row['tokens_per_s'] / base:.3f}x", flush=True)
     print()
     print(pd.DataFrame(rows).drop(columns="flops_per_s").round(3).to_string(index=False))
     if splits:

@@ -31,15 +31,18 @@ STUDY = RUNS / "study.csv"
 WORKBENCH = ROOT / ".venv" / "bin" / "workbench"
 STARTS = {"lang128-squeeze": "bgt-en-fr-lang128", "lang128-sample-all": "bgt-en-fr-lang128",
           "lang32": None, "lang64": None, "ws-sample": None, "ws-mean": None,
-          "ws-mean-wd": str(RUNS / "ws-mean-4400" / "checkpoints" / "update-4400")}  # None: from scratch (a new
+          "ws-mean-wd": str(RUNS / "ws-mean-4400" / "checkpoints" / "update-4400"),
+          **{f"en-{lang}-ws-mean": None for lang in ("es", "ar", "tr", "ja")}}  # None: from scratch (a new
 # shape) or from the warm_start its recipe names
 FORM_TASKS = ("length", "punct_num", "punct_first")  # where the paper's language encoder beats the semantic one
 
 
 def recipe(name: str) -> Path:
-    path = ROOT / "recipes" / "style-study" / f"bgt-en-fr-{name}.toml"
+    """A candidate's recipe: ``NAME`` for en-fr, ``en-XX-NAME`` for another pair."""
+    folder = ROOT / "recipes" / "style-study"
+    path = folder / (f"bgt-{name}.toml" if name.startswith("en-") else f"bgt-en-fr-{name}.toml")
     if not path.is_file():
-        known = sorted(p.stem.removeprefix("bgt-en-fr-") for p in path.parent.glob("*.toml"))
+        known = sorted(p.stem.removeprefix("bgt-").removeprefix("en-fr-") for p in folder.glob("*.toml"))
         sys.exit(f"no candidate {name!r}; the recipes give: {', '.join(known)}")
     return path
 

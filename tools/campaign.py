@@ -1,26 +1,28 @@
-"""The GPU campaign: a lent GPU's 15 minutes turned into BGT for all five pairs, with decoders
-(``scripts/gpu_campaign``; the minute-by-minute plan is ``docs/campaign.md``).
+"""The GPU campaign v3: a lent GPU's 15 minutes turned into GPU-scale BGTs with their decoders, one pair per return
+(``scripts/gpu_campaign``; the plan, call by call, is ``docs/campaign.md``).
 
 Each step fits one device call (≤ 10 minutes) with margin, prints its progress unbuffered and leaves what must
 come back in ``$OUT`` within the device's return limits (:data:`RETURN_LIMITS`):
 
-- ``pack`` (here, before any device call): ``.campaign/`` with what the device cannot fetch — the five pairs'
-  data and STS-B, the sentencepiece models the jobs and the check need, wheels of the pure-Python packages its
-  image lacks — and the size of what will travel;
+- ``pack`` (here, before any device call): ``.campaign/`` with what the device cannot fetch — the jobs' pairs'
+  data and STS-B, their sentencepiece models, wheels of the pure-Python packages its image lacks — and, with
+  ``--continue DIR``, the packages of an earlier loan to train on, bundled into upload folders that each fit one
+  call (:func:`plan_calls`); it prints the calls to make;
 - ``check``: ``nvidia-smi``, versions and ``pytest -m gpu`` (about 2 minutes);
-- ``bench`` (only when asked): the steady-state throughput of one ``small`` BGT with its per-phase split;
-- ``train``: the campaign's jobs (:data:`JOBS`: BGT for every pair with the recipe in ``recipes/``, then
-  BILINGUALTRANS en–fr) side by side on the one GPU, each stopped by its recipe's length or a shared time budget,
-  STS-B-dev checkpoint selection, each exported *with decoders* as a package (:func:`workbench.zoo.packaging.export_shards`);
-  the packages travel as one bundle cut into parts that fit the return, the first parts in this call's return;
-- ``fetch``: return the parts that waited (call it at once: the machine goes back ~30 s after a call);
-- ``unbundle`` (here): join the parts of every return, check each file's sha256, and write the packages for
-  ``workbench models import``.
+- ``bench`` (only when asked): the steady-state throughput of one job as it is beside the update as it was;
+- ``train``: the campaign's jobs (:data:`JOBS`, ``recipes/campaign/``: BGT at d = 512 with wide language latents
+  for every pair, en–fr first) side by side on the one GPU — each continuing its uploaded package where there is
+  one — stopped by a shared time budget or the call's deadline, STS-B-dev checkpoint selection, each exported
+  *with decoders* in int8 (:mod:`workbench.zoo.transport`) and bundled per package, the first packages in this
+  call's return;
+- ``fetch``: return the next packages that wait (call it at once: the machine goes back ~30 s after a call);
+- ``unbundle`` (here): join every package whose parts came back, check each file's sha256, and write the
+  packages for ``workbench models import``.
 
 Steps can be chained in one call (``check train``); ``train`` stops its jobs early (SIGINT: a clean stop) when the
 call's limit would otherwise cut off its export (:func:`_call_deadline`). ``CAMPAIGN_PRESET=tiny`` runs the same
-steps on CPU with the tiny preset instead of the recipes (the dry run of the test suite); ``CAMPAIGN_SECONDS`` is
-the time budget, ``CAMPAIGN_JOBS`` a comma-separated subset of :data:`KNOWN_JOBS`.
+jobs with the tiny preset's sizes and every other setting of their recipes, on CPU (the dry run of the test
+suite); ``CAMPAIGN_SECONDS`` is the time budget, ``CAMPAIGN_JOBS`` a comma-separated subset of :data:`JOBS`.
 """
 from __future__ import annotations
 
@@ -34,37 +36,20 @@ import sys
 import time
 from pathlib import Path
 
-from workbench.checks import WorkbenchError, check_keys
-from workbench.data.corpora import PAIRS
-from workbench.paths import REPO_ROOT, data_dir
+from workbench.checks import WorkbenchError
+from workbench.paths import REPO_ROOT
+from tools import carry
 from tools.bundle import BUNDLE, make_bundle, unbundle
+from tools.campaign_jobs import PRECISION, RECIPES, chosen, job_config, preset
+from tools.carry import folder_bytes, pack, say
 
 # Each step runs as its own short process on a device billed by the second (pack and fetch need neither torch nor
 # the models), so a step imports torch, the recipes and the packaging only inside the functions that use them.
 RETURN_LIMITS = {"files": 8, "file_bytes": 16 * 2 ** 20, "total_bytes": 64 * 2 ** 20, "depth": 2}
-# tracked folders the device does not need (the tree must fit TREE_LIMIT)
-STAY_BEHIND = ("trained", "workbench/probes/parses")
-TREE_LIMIT = 64 * 2 ** 20  # what travels to the device: tracked and untracked-not-ignored files + carried paths
-JOBS = (*(f"bgt-{pair}" for pair in PAIRS), "bilingual_trans-en-fr")  # in order of priority for the return
-KNOWN_JOBS = (*JOBS, *(f"bilingual_trans-{pair}" for pair in PAIRS if pair != "en-fr"))  # CAMPAIGN_JOBS may name
-RECIPES = REPO_ROOT / "recipes"
-PACK = REPO_ROOT / ".campaign"
-DEVICE_PYTHON = "3.12"  # the device image's interpreter (for the wheels pack downloads)
-WHEELS = ("plotly==7.1.0", "sacremoses==0.2.0")  # imported by the workbench, absent from the device image
 DEFAULT_SECONDS = 400  # each job's training budget on the device (docs/campaign.md)
 CALL_SECONDS = 600  # the device's limit on one call: past it the tool kills the call and nothing comes back
-AFTER_TRAINING_SECONDS = 60  # the jobs' clean stop (SIGINT), export, bundle and delivery (~30 s on 2026-11-27)
+AFTER_TRAINING_SECONDS = 75  # the jobs' clean stop (SIGINT), int8 export, bundle and delivery
 _PROCESS_START = time.time()  # the call's start where scripts/gpu_campaign did not record it
-
-
-def _preset() -> str:
-    return os.environ.get("CAMPAIGN_PRESET", "recipes")
-
-
-def _jobs() -> tuple[str, ...]:
-    chosen = tuple(j for j in os.environ.get("CAMPAIGN_JOBS", "").split(",") if j) or JOBS
-    check_keys(chosen, KNOWN_JOBS, "CAMPAIGN_JOBS", "jobs")
-    return chosen
 
 
 def _runs() -> Path:
@@ -90,10 +75,6 @@ def _call_deadline() -> float:
     return started + limit - AFTER_TRAINING_SECONDS
 
 
-def _say(text: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {text}", flush=True)
-
-
 def check_return(out: Path) -> dict:
     """Count what ``out`` would send back and refuse what the device would leave behind."""
     files = [p for p in out.rglob("*") if p.is_file()]
@@ -110,77 +91,12 @@ def check_return(out: Path) -> dict:
     return {"files": len(files), "bytes": total}
 
 
-def job_config(job: str, seconds: float):
-    """A job's TrainConfig: its recipe in ``recipes/`` (the dry run: the tiny preset) under the time budget,
-    checkpoints rarer than on CPU (only ``best/`` is exported)."""
-    from workbench.training.recipes import TrainConfig
-    model, pair = job.rsplit("-", 2)[0], "-".join(job.rsplit("-", 2)[1:])
-    if _preset() == "recipes":
-        cfg = TrainConfig.from_file(RECIPES / f"{job}.toml")
-        changes = {"save_every": 500, "keep_checkpoints": 2}
-    else:
-        cfg = TrainConfig.from_preset(_preset(), model=model, pair=pair)
-        # the time budget, not the preset's 40 updates, ends a dry run, as it ends the device's runs
-        changes = {"eval_every": 10, "valid_every": 10, "save_every": 10, "max_updates": 10 ** 6}
-    return TrainConfig(**{**cfg.__dict__, **changes, "max_seconds": seconds})
-
-
-# --- pack (here) -------------------------------------------------------------------------------------------
-
-def _unexclude(folder: str) -> str:
-    return "\\#^/" + folder + "/$#d"
-
-
-def _travelling_bytes() -> int:
-    """Bytes of the tracked and untracked-not-ignored files: the working tree the device receives."""
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO_ROOT,
-                            capture_output=True, check=True).stdout.split(b"\0")
-    return sum((REPO_ROOT / name.decode()).stat().st_size for name in listed
-               if name and (REPO_ROOT / name.decode()).is_file())
-
-
-def pack(download_wheels: bool = True) -> None:
-    """Build ``.campaign/`` (data, tokenizers, wheels) and say what a device call carries."""
-    from workbench.training.recipes import TrainConfig
-    shutil.rmtree(PACK, ignore_errors=True)
-    (PACK / "data" / "parallel").mkdir(parents=True)
-    source = data_dir()
-    jobs = _jobs()
-    pairs = sorted({job_config(job, 1).pair for job in jobs})
-    for pair in pairs:
-        shutil.copy2(source / "parallel" / f"{pair}.tsv.gz", PACK / "data" / "parallel")
-    shutil.copytree(source / "eval" / "stsb", PACK / "data" / "eval" / "stsb")
-    needed = [job_config(job, 1) for job in jobs]
-    needed += [TrainConfig.from_preset(p) for p in ("tiny", "small")]  # the gpu tests and the throughput bench
-    for folder in sorted({Path(cfg.tokenizer().model_file).parent for cfg in needed}):
-        shutil.copytree(folder, PACK / "home" / "tokenizers" / folder.name)
-        _say(f"tokenizer {folder.name}")
-    if download_wheels:
-        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
-                        "--python-version", DEVICE_PYTHON, "--platform", "manylinux2014_x86_64",
-                        "-d", str(PACK / "wheels"), *WHEELS], check=True)
-    carried = sum(p.stat().st_size for p in PACK.rglob("*") if p.is_file())
-    tree = _travelling_bytes()
-    _say(f".campaign: {carried / 2 ** 20:.1f} MiB; the working tree: {tree / 2 ** 20:.1f} MiB; limit "
-         f"{TREE_LIMIT / 2 ** 20:.0f} MiB together")
-    if carried + tree > TREE_LIMIT:
-        print("The tree is too large to travel. trained/ and workbench/probes/parses/ are not needed on the device: "
-              "for the campaign's calls\n"
-              f"  git rm -r -q --cached {' '.join(STAY_BEHIND)} && printf '/%s/\\n' {' '.join(STAY_BEHIND)} "
-              ">> .git/info/exclude\n"
-              "and afterwards\n"
-              f"  git reset -q -- {' '.join(STAY_BEHIND)} && sed -i '{';'.join(_unexclude(d) for d in STAY_BEHIND)}' "
-              ".git/info/exclude", flush=True)
-    print("device call 1: run(command='bash scripts/gpu_campaign check train', carry=['.campaign'], timeout_s=600);"
-          " call 2 at once: '... fetch'", flush=True)
-
-
 # --- check (device) ----------------------------------------------------------------------------------------
 
 def _run_logged(title: str, command: list[str], log_name: str) -> None:
     """Run ``command``, print its tail, append it to ``$OUT/log_name``; a failure stops the call."""
     out = _out()
-    _say(f"{title}: {' '.join(command[1:])}")
+    say(f"{title}: {' '.join(command[1:])}")
     result = subprocess.run(command, capture_output=True, text=True, cwd=REPO_ROOT)
     text = result.stdout + result.stderr
     print(text[-6000:], flush=True)
@@ -199,22 +115,30 @@ def check() -> None:
     versions = (f"python {sys.version.split()[0]}, torch {torch.__version__}, CUDA {torch.version.cuda}, "
                 f"device {torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'CPU'}")
     print(smi, flush=True)
-    _say(versions)
+    say(versions)
     (out / "check.log").write_text(f"{smi}\n{versions}\n")
     _run_logged("gpu tests", [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider",
                               "--durations", "5", str(REPO_ROOT / "tests" / "test_gpu.py")], "check.log")
-    _say("check passed")
+    say("check passed")
 
 
 def bench() -> None:
-    """Steady-state throughput of one ``small`` BGT with its per-phase split (~1.5 minutes). Not part of ``check``:
-    on 2026-11-27 its 10-s warm-up held 7 updates, far from the ~70 a GPU needs before its rate is steady, so
-    its numbers said little and its time came out of training."""
+    """Steady-state throughput of the first job's recipe as the update was before v3, as it is, and compiled,
+    with the per-phase split (~3 minutes on a GPU; the dry run: tiny, two variants). Not part of ``check``:
+    its time comes out of training."""
     import torch
     cuda = torch.cuda.is_available()
-    _run_logged("throughput", [sys.executable, str(REPO_ROOT / "benchmarks" / "train_throughput.py"),
-                               "--presets", "small" if cuda else "tiny", "--warmup-seconds", "30" if cuda else "1",
-                               "--seconds", "20" if cuda else "1", "--profile"], "bench.log")
+    recipe = RECIPES / f"{chosen()[0]}.toml"
+    sizes = (["--config", str(recipe), "--warmup-seconds", "30", "--seconds", "20", "--variants", "as-it-was",
+              "current", "compiled"] if cuda else ["--presets", "tiny", "--warmup-seconds", "1", "--seconds", "1"])
+    _run_logged("throughput", [sys.executable, str(REPO_ROOT / "benchmarks" / "train_throughput.py"), *sizes,
+                               "--profile"], "bench.log")
+
+
+def receive() -> None:
+    """A call that only carries upload parts (the plan's middle calls): say what has arrived."""
+    arrived = sorted(p.name for folder in carry.PACK.parent.glob(carry.UPLOAD + "*") for p in folder.iterdir())
+    say(f"upload parts on this machine: {', '.join(arrived) or 'none'}")
 
 
 # --- train and fetch (device) ------------------------------------------------------------------------------
@@ -230,15 +154,17 @@ def _progress(run: Path) -> str:
 
 
 def train(seconds: float | None = None) -> None:
-    """Train the jobs side by side, export their packages with decoders, bundle them and return what fits."""
+    """Train the jobs side by side (each continuing its uploaded package, if any), export their packages with
+    decoders in int8, bundle them per package and return the first ones."""
     out, runs = _out(), _runs()
     seconds = seconds or float(os.environ.get("CAMPAIGN_SECONDS", DEFAULT_SECONDS))
-    configs = {job: job_config(job, seconds) for job in _jobs()}
+    configs = {job: job_config(job, seconds) for job in chosen()}
     from workbench.zoo.packaging import export_shards
     for cfg in configs.values():  # once, before several runs of a pair need it
         cfg.tokenizer()
     runs.mkdir(parents=True, exist_ok=True)
-    procs = {job: _start_job(job, cfg, runs, len(configs)) for job, cfg in configs.items()}
+    starts = _continued(runs)
+    procs = {job: _start_job(job, cfg, runs, len(configs), starts.get(job)) for job, cfg in configs.items()}
     stopping = _wait_for(procs)
     summary, finished = [], []
     for job, (run, proc, log) in procs.items():
@@ -247,29 +173,45 @@ def train(seconds: float | None = None) -> None:
             print((runs / f"{job}.log").read_text()[-4000:], flush=True)
             if not stopping:
                 raise WorkbenchError(f"training {job} failed (exit {proc.returncode}); its log is above")
-            _say(f"{job}: stopped before its first checkpoint; nothing to export")  # the others still come back
+            say(f"{job}: stopped before its first checkpoint; nothing to export")  # the others still come back
             continue
         finished.append(job)
         summary.append(f"{job}: update {_progress(run)}")
     staging = runs / "packages"
     shutil.rmtree(staging, ignore_errors=True)
+    packages = []
     for job in finished:
-        package = export_shards(runs / job, staging, name=job, keep_decoders=True, shard_mib=64)
-        _say(f"packed {package.name}: {sum(p.stat().st_size for p in package.iterdir()) / 2 ** 20:.1f} MiB")
+        packages.append(export_shards(runs / job, staging, name=job, keep_decoders=True, shard_mib=64,
+                                      precision=PRECISION))
+        say(f"packed {job}: {folder_bytes(packages[-1]) / 2 ** 20:.1f} MiB ({PRECISION})")
     (out / "train.log").write_text("\n".join(summary) + "\n")
-    make_bundle(staging, runs / "parts")
+    make_bundle(packages, runs / "parts")
     _deliver(runs / "parts", out)
 
 
-def _start_job(job: str, cfg, runs: Path, n_jobs: int) -> tuple:
-    """Start one job's training (resuming its run where one is there): (run folder, process, log file)."""
+def _continued(runs: Path) -> dict[str, Path]:
+    """The packages uploaded for this loan (``.campaign/upload/bundle.json`` and the parts the calls carried),
+    each joined, checked and written as a model folder to continue: {job: folder}."""
+    index = carry.PACK / "upload"
+    if not (index / BUNDLE).is_file():
+        return {}
+    from workbench.zoo.packaging import unpack_shards
+    packages = unbundle([index, *sorted(carry.PACK.parent.glob(carry.UPLOAD + "*"))], runs / "uploaded", force=True)
+    starts = {package.name: unpack_shards(package, runs / "init" / package.name) for package in packages}
+    say(f"continuing {', '.join(starts) or 'nothing'} from the uploaded packages")
+    return starts
+
+
+def _start_job(job: str, cfg, runs: Path, n_jobs: int, init_from: Path | None = None) -> tuple:
+    """Start one job's training — resuming its run where one is there, else from ``init_from`` where given:
+    (run folder, process, log file)."""
     run, recipe = runs / job, runs / f"{job}.json"
     recipe.write_text(json.dumps(cfg.__dict__))
-    command = [sys.executable, "-m", "workbench.cli", "train", "--config", str(recipe), "--out", str(run),
-               *(["--resume"] if (run / "latest").is_file() else [])]
+    start = (["--resume"] if (run / "latest").is_file() else ["--init-from", str(init_from)] if init_from else [])
+    command = [sys.executable, "-m", "workbench.cli", "train", "--config", str(recipe), "--out", str(run), *start]
     log = open(runs / f"{job}.log", "a")
     env = {**os.environ, "OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 2) // n_jobs))}
-    _say(f"{job}: {' '.join(command[3:])}")
+    say(f"{job}: {' '.join(command[3:])}")
     return run, subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=REPO_ROOT, env=env), log
 
 
@@ -277,23 +219,23 @@ def _wait_for(procs: dict) -> bool:
     """Wait for the jobs, saying how far each is; at the call's deadline stop them cleanly (SIGINT: each ends its
     update and saves). Returns whether they were stopped."""
     started, deadline, stopping = time.perf_counter(), _call_deadline(), False
-    _say(f"the jobs are stopped at {time.strftime('%H:%M:%S', time.localtime(deadline))} at the latest, so that "
+    say(f"the jobs are stopped at {time.strftime('%H:%M:%S', time.localtime(deadline))} at the latest, so that "
          "this call's export and return fit its limit")
     while any(proc.poll() is None for _, proc, _ in procs.values()):
-        time.sleep(max(0.5, min(20 if _preset() != "tiny" else 2, deadline - time.time())))
+        time.sleep(max(0.5, min(20 if preset() != "tiny" else 2, deadline - time.time())))
         if time.time() >= deadline and not stopping:
             stopping = True
-            _say("the call's deadline: stopping the jobs (SIGINT)")
+            say("the call's deadline: stopping the jobs (SIGINT)")
             for _, proc, _ in procs.values():
                 if proc.poll() is None:
                     proc.send_signal(signal.SIGINT)
-        _say(f"{time.perf_counter() - started:.0f} s: "
+        say(f"{time.perf_counter() - started:.0f} s: "
              + "; ".join(f"{job} {_progress(run)}" for job, (run, _, _) in procs.items()))
     return stopping
 
 
 def fetch() -> None:
-    """Return the bundle's parts ``train`` could not fit in its return."""
+    """Return the packages ``train`` could not fit in its return."""
     parts = _runs() / "parts"
     if not parts.is_dir() or not any(p.name != BUNDLE for p in parts.iterdir()):
         raise WorkbenchError(f"nothing waits in {parts}: the machine was given back (or everything came back "
@@ -302,21 +244,33 @@ def fetch() -> None:
 
 
 def _deliver(parts: Path, out: Path) -> None:
-    """Copy the index and move parts from ``parts`` into ``out``, in order, while the return limits allow."""
+    """Copy the index into ``out`` and move whole packages' parts there, in the bundle's order, while the return
+    limits allow; a package larger than a whole return goes part by part."""
     out.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(parts / BUNDLE, out / BUNDLE)
     used = check_return(out)
-    for part in sorted(p for p in parts.iterdir() if p.name != BUNDLE):
-        size = part.stat().st_size
-        if used["files"] + 1 > RETURN_LIMITS["files"] or used["bytes"] + size > RETURN_LIMITS["total_bytes"]:
+    empty = dict(used)
+    for entry in json.loads((parts / BUNDLE).read_text())["packages"]:
+        waiting = [parts / name for name in entry["parts"] if (parts / name).is_file()]
+        if not waiting:
+            continue
+        whole = (used["files"] + len(waiting) <= RETURN_LIMITS["files"]
+                 and used["bytes"] + sum(p.stat().st_size for p in waiting) <= RETURN_LIMITS["total_bytes"])
+        if not whole and used != empty:  # whole packages first: the next return takes this one
             break
-        shutil.move(str(part), out / part.name)
-        used = check_return(out)
+        for part in waiting:
+            if (used["files"] + 1 > RETURN_LIMITS["files"]
+                    or used["bytes"] + part.stat().st_size > RETURN_LIMITS["total_bytes"]):
+                break
+            shutil.move(str(part), out / part.name)
+            used = check_return(out)
+        if not whole:
+            break
     left = sorted(p.name for p in parts.iterdir() if p.name != BUNDLE)
     if left:
-        _say(f"{len(left)} part(s) wait for the next call: call `scripts/gpu_campaign fetch` NOW (the machine "
+        say(f"{len(left)} part(s) wait for the next call: call `scripts/gpu_campaign fetch` NOW (the machine "
              "stays only ~30 s after a call)")
-    _say(f"$OUT: {used['files']} files, {used['bytes'] / 2 ** 20:.1f} MiB; back here: scripts/gpu_campaign "
+    say(f"$OUT: {used['files']} files, {used['bytes'] / 2 ** 20:.1f} MiB; back here: scripts/gpu_campaign "
          "unbundle <files_at of every return> --to DIR")
 
 
@@ -333,16 +287,17 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
         steps, actions = ["unbundle"], {"unbundle": lambda: unbundle(args.returns, args.to, args.force)}
     else:
-        parser.add_argument("steps", nargs="+", choices=("pack", "check", "bench", "train", "fetch"),
-                            metavar="STEP", help="pack | check | bench | train | fetch (several in one "
+        parser.add_argument("steps", nargs="+", choices=("pack", "check", "bench", "receive", "train", "fetch"),
+                            metavar="STEP", help="pack | check | bench | receive | train | fetch (several in one "
                                                  "device call: check train) | unbundle RETURN... --to DIR")
         parser.add_argument("--seconds", type=float, help=f"train: each job's time budget (default {DEFAULT_SECONDS})")
         parser.add_argument("--no-wheels", action="store_true", help="pack: skip downloading the device's wheels")
+        parser.add_argument("--continue", dest="continuing", nargs="+", metavar="DIR",
+                            help="pack: continue the packages in DIR (an earlier loan's, unbundled) on this loan")
         args = parser.parse_args(argv)
         steps = args.steps
-        actions = {"pack": lambda: pack(not args.no_wheels), "check": check, "bench": bench,
-                   "train": lambda: train(args.seconds),
-                   "fetch": fetch}
+        actions = {"pack": lambda: pack(not args.no_wheels, args.continuing), "check": check, "bench": bench,
+                   "receive": receive, "train": lambda: train(args.seconds), "fetch": fetch}
     for name in steps:
         try:
             actions[name]()

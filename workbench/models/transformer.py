@@ -112,6 +112,8 @@ def masked_mean(states: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
 class SentenceEncoder(nn.Module):
     """Inference network q(z | x): Transformer layers, masked mean pool, ``mu = W_mu h̄`` (and ``logv``)."""
 
+    compilable = True  # static control flow: torch.compile takes it whole (TrainConfig.compile)
+
     def __init__(self, cfg: TransformerConfig, with_logv: bool = True):
         super().__init__()
         self.cfg, self.output_dim, self.max_len = cfg, cfg.latent_dim, cfg.max_len
@@ -171,6 +173,8 @@ class LatentDecoder(nn.Module):
 
 
 class DecoderLayer(nn.Module):
+    compilable = True  # the decoder's selection of real target tokens, outside it, has data-dependent shapes
+
     def __init__(self, tcfg: TransformerConfig, cond_dim: int, attention_relu: bool):
         super().__init__()
         self.attn = SelfAttention(tcfg.d_model, tcfg.n_heads)

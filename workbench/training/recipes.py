@@ -20,6 +20,8 @@ from ..models import KINDS
 from ..paths import read_json
 
 
+COMPILE_BACKENDS = ("off", "inductor", "aot_eager")
+
 PRESETS = {
     # CI: trains in well under a minute on CPU and the loss visibly falls.
     "tiny": {"vocab_size": 1000, "max_pairs": 3000, "tokenizer_pairs": 20000, "max_sentence_len": 32,
@@ -74,6 +76,11 @@ class TrainConfig:
     keep_checkpoints: int = 2
     warm_start: str | None = None  # a trained model of another kind whose weights the new run starts from, as the
     # model kind maps them (BGT from BILINGUALTRANS): update 0 and the full schedule, unlike --init-from
+    # GPU throughput (docs/campaign.md#throughput); neither changes what an update computes beyond float rounding,
+    # so a resume may change them
+    pad_multiple: int = 1  # batches padded to a multiple of this many tokens: few shapes for a compiled network
+    compile: str = "off"  # torch.compile backend for the network's compilable parts (encoders, decoder layers):
+    # "inductor" (generated kernels), "aot_eager" (graph capture and autograd tracing only: a check), or "off"
 
     def __post_init__(self):
         check_name("model", self.model, tuple(KINDS))
@@ -85,6 +92,7 @@ class TrainConfig:
         check_name("preset", self.preset, PRESETS)
         check_name("amp mode", self.amp, ("auto", "bf16", "off"))
         check_name("lr schedule", self.schedule, ("inverse_sqrt", "constant"))
+        check_name("compile backend", self.compile, COMPILE_BACKENDS)
         self.betas = tuple(self.betas)
         wrong = [f"{name} must be {rule} (got {getattr(self, name)!r})" for name, rule, ok in _CHECKS
                  if getattr(self, name) is not None and not ok(getattr(self, name))]
@@ -193,7 +201,7 @@ def _number(low: float, high: float = math.inf, open_low: bool = False):
 # What each numeric TrainConfig field accepts (checked when a config is built: presets, files, CLI flags).
 _CHECKS = [(name, "an integer ≥ 1", _count(1)) for name in (
                "vocab_size", "max_tokens", "update_freq", "max_updates", "log_every", "valid_every", "save_every",
-               "keep_checkpoints", "max_valid_pairs", "kl_x0")] + [
+               "keep_checkpoints", "max_valid_pairs", "kl_x0", "pad_multiple")] + [
            ("max_sentence_len", "an integer ≥ 2 (EOS included)", _count(2)),
            ("max_pairs", "an integer ≥ 0 (0: all pairs)", _count(0)),
            ("tokenizer_pairs", "an integer ≥ 1 (unset: every training pair)", _count(1)),

@@ -48,6 +48,7 @@ from ..paths import swap_folder
 from ..progress import progress_bar
 from .recipes import TrainConfig, learning_rate
 from .resume import check_resumable, continue_from, restore, warm_start
+from .throughput import Prefetch, compile_parts
 
 log = logging.getLogger(__name__)
 
@@ -158,8 +159,14 @@ class Trainer:
                 check_resumable(folder, cfg, self.tokenizer.digest, self.data.digest, initialising=folder is start)
         torch.manual_seed(cfg.seed)
         self.model = build_model(cfg.model_config(self.tokenizer)).to(self.device)
+        widest = -(-cfg.max_sentence_len // cfg.pad_multiple) * cfg.pad_multiple
+        if widest > getattr(self.model.cfg, "max_len", widest):
+            raise WorkbenchError(f"pad_multiple={cfg.pad_multiple} pads {cfg.max_sentence_len}-token sentences to "
+                                 f"{widest}, beyond the network's max_len={self.model.cfg.max_len}")
+        # fused: one kernel for the whole step on a GPU (the same update up to rounding); CPU runs keep the
+        # default, whose resumes repeat an uninterrupted run bit for bit
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, betas=cfg.betas, eps=cfg.eps,
-                                           weight_decay=cfg.weight_decay)
+                                           weight_decay=cfg.weight_decay, fused=self.device.type == "cuda")
         self.state = {"update": 0, "epoch": 0, "position": 0, "world": self.world, "pairs_seen": 0,
                       "train_seconds": 0.0, "best": None}
         if resumed is not None:
@@ -168,9 +175,12 @@ class Trainer:
             continue_from(self, start)
         elif cfg.warm_start:
             warm_start(self, cfg.warm_start)
+        if cfg.compile != "off":
+            compile_parts(self.model, cfg.compile)
         self.net = self.model
         if self.world > 1:
             self.net = torch.nn.parallel.DistributedDataParallel(self.model, find_unused_parameters=False)
+        self._prefetch = Prefetch(self)
 
     def _next_update_batches(self) -> list[np.ndarray]:
         """The micro-batches of the next update for every process (update_freq × world)."""
@@ -186,17 +196,15 @@ class Trainer:
         cfg, update = self.cfg, self.state["update"]
         with record_function("data"):
             batches = self._next_update_batches()
-        n_sentences = sum(len(b) for b in batches)  # the gradient is divided by all pairs in the update
-        mine = batches[self.rank::self.world]
-        en_ids, xx_ids = self.data.train
+            n_sentences = sum(len(b) for b in batches)  # the gradient is divided by all pairs in the update
+            mine = self._prefetch.take(batches[self.rank::self.world])  # collated while the last update ran
         self.model.train()
         summed = ("loss", *self.model.LOGGED, *COUNTS)
         totals = torch.zeros(len(summed), dtype=torch.float64, device=self.device)
-        for micro, index in enumerate(mine):
+        for micro, (en, xx) in enumerate(mine):
             step = update * len(mine) + micro  # the forward counter (a model may alternate on it)
             with record_function("data"):
-                batch = collate(en_ids, xx_ids, index)
-                en, xx = batch.en.to(self.device, non_blocking=True), batch.xx.to(self.device, non_blocking=True)
+                en, xx = en.to(self.device, non_blocking=True), xx.to(self.device, non_blocking=True)
             with record_function("forward"), self._autocast():
                 out = self.net(en, xx, update, step)
             with record_function("backward"):
@@ -235,7 +243,7 @@ class Trainer:
         en, xx = self.data.valid
         total, n = 0.0, 0
         for step, index in enumerate(self.data.valid_batches()):
-            batch = collate(en, xx, index)
+            batch = collate(en, xx, index, self.cfg.pad_multiple)
             with self._autocast():
                 out = self.model(batch.en.to(self.device), batch.xx.to(self.device), self.state["update"], step)
             total, n = total + out["loss"].item(), n + len(index)

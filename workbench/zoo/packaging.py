@@ -13,6 +13,7 @@ an export that keeps them (``keep_decoders=True``) can be trained on with ``work
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from pathlib import Path
 
@@ -32,9 +33,11 @@ from ..training import train
 from ..training.recipes import TrainConfig
 from ..training.trainer import hardware
 from .cards import CARD_SIZES, write_card
+from .transport import PRECISIONS, fingerprint, pack_tensors, restore_tensors
 
 WITH_DECODERS = ("bgt-en-fr",)  # the style-transfer model (paper §5.3 uses the en–fr model)
-SHARDS_FORMAT = "bgt-workbench model package 1"
+SHARDS_FORMAT = "bgt-workbench model package 2"  # 2: a precision, int8 scales and the restored weights' fingerprint
+FIRST_SHARDS_FORMAT = "bgt-workbench model package 1"  # float16 shards (the campaigns of 2026-11-26/27)
 
 
 def _training_record(run: Path, lines: list[dict], update: int | None = None) -> dict:
@@ -170,18 +173,20 @@ def export(run: str | Path, name: str, keep_decoders: bool | None = None, root: 
 
 
 def export_shards(run: str | Path, out: str | Path, name: str | None = None, keep_decoders: bool = False,
-                  checkpoint: str = "best", shard_mib: float = 15) -> Path:
-    """A run's model as a package to carry between machines: ``out/<name>/`` with float16 safetensors shards of
-    at most ``shard_mib`` MiB each (encoders only unless ``keep_decoders``; a tensor larger than a shard is
-    split by rows), ``spm.model`` and ``manifest.json`` (config, training record, learning curve, sha256 of
-    every file). :func:`import_shards` rebuilds the shipped model from it."""
+                  checkpoint: str = "best", shard_mib: float = 15, precision: str = "fp16") -> Path:
+    """A run's model as a package to carry between machines: ``out/<name>/`` with safetensors shards of at most
+    ``shard_mib`` MiB each in ``precision`` (float16, or int8 with a scale per tensor: :mod:`.transport`;
+    encoders only unless ``keep_decoders``; a tensor larger than a shard is split by rows), ``spm.model`` and
+    ``manifest.json`` (config, training record, learning curve, the scales, the fingerprint of the restored
+    weights and the sha256 of every file). :func:`import_shards` rebuilds the shipped model from it."""
     name, state, config, spm_model, curve = _exported(run, name, keep_decoders, checkpoint, None)
     if spm_model is None:
         raise WorkbenchError(f"{config['model']['setting']} is fitted on a CPU in minutes: ship it with "
                              "`workbench models export`")
+    packed, scales = pack_tensors(state, precision)
     limit = int(shard_mib * 2 ** 20)
     pieces, split = {}, {}
-    for key, tensor in state.items():
+    for key, tensor in packed.items():
         if tensor.nbytes <= limit:
             pieces[key] = tensor
             continue
@@ -201,6 +206,8 @@ def export_shards(run: str | Path, out: str | Path, name: str | None = None, kee
         save_file(shard, str(tmp / f"model-{i:05d}-of-{len(shards):05d}.safetensors"))
     (tmp / "spm.model").write_bytes(spm_model)
     manifest = {"format": SHARDS_FORMAT, "name": name, "config": config, "split": split,
+                "precision": precision, "scales": scales, "restored_sha256": fingerprint(restore_tensors(packed,
+                                                                                                        scales)),
                 "curve": None if curve is None else curve.to_dict("records"),
                 "files": {p.name: sha256_of(p) for p in sorted(tmp.iterdir())}}
     (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1))
@@ -215,10 +222,20 @@ def _checked_manifest(package: Path) -> dict:
     manifest = read_json(package / "manifest.json")
     if not isinstance(manifest, dict):
         raise WorkbenchError(f"{package}/manifest.json is not a package manifest (a JSON object)")
-    if manifest.get("format") != SHARDS_FORMAT:
+    if manifest.get("format") not in (SHARDS_FORMAT, FIRST_SHARDS_FORMAT):
         raise WorkbenchError(f"{package}: unknown package format {manifest.get('format')!r} (expected "
                              f"{SHARDS_FORMAT!r})")
+    if manifest["format"] == FIRST_SHARDS_FORMAT:  # float16 shards, before packages recorded their precision
+        manifest = {**manifest, "precision": "fp16", "scales": {}, "restored_sha256": None}
     problems = []
+    scales = manifest.get("scales")
+    if manifest.get("precision") not in PRECISIONS:
+        problems.append(f"'precision' must be one of {', '.join(PRECISIONS)}")
+    if not isinstance(scales, dict) or not all(isinstance(v, float) and math.isfinite(v) and v > 0
+                                               for v in scales.values()):
+        problems.append("'scales' must map int8 tensor names to positive numbers")
+    if manifest["format"] == SHARDS_FORMAT and not sha256_hex(manifest.get("restored_sha256")):
+        problems.append("'restored_sha256' must be the restored weights' fingerprint (64 hex digits)")
     files, split = manifest.get("files"), manifest.get("split", {})
     if not isinstance(files, dict) or not files:
         problems.append("'files' must map file names to sha256 digests")
@@ -248,13 +265,10 @@ def _checked_manifest(package: Path) -> dict:
     return manifest
 
 
-def import_shards(package: str | Path, name: str | None = None, root: str | Path | None = None,
-                  sizes: dict[str, int] = CARD_SIZES, show_progress: bool = True, force: bool = False,
-                  transfer_pairs: int = 200) -> Path:
-    """Rebuild ``trained/<name>`` (default: the package's name) from a package of :func:`export_shards` (every
-    file's sha256 checked first), then measure it here for its card, exactly as :func:`export` does (and, like
-    it, replace an existing model only with ``force``). Returns the model folder."""
-    package = Path(package)
+def _restored(package: Path) -> tuple[str, dict, dict, bytes, pd.DataFrame | None]:
+    """What a package of :func:`export_shards` holds, every file's sha256 checked first and the weights restored
+    to float16 and checked against the fingerprint taken where the package was made: (name, state, config,
+    spm.model's bytes, curve)."""
     if not (package / "manifest.json").is_file():
         raise WorkbenchError(f"{package} is not a model package (no manifest.json); packages are written by "
                              "export_shards (scripts/gpu_campaign)")
@@ -269,21 +283,56 @@ def import_shards(package: str | Path, name: str | None = None, root: str | Path
         if sha256_of(package / file) != digest:
             raise WorkbenchError(f"{package / file} does not match its sha256 in manifest.json (damaged in "
                                  "transfer?); copy it again")
-    state = {}
+    packed = {}
     for file in sorted(f for f in manifest["files"] if f.endswith(".safetensors")):
-        state.update(read_weights(package / file))
+        packed.update(read_weights(package / file))
     for key, n in manifest["split"].items():
-        missing = [f"{key}#part{i}" for i in range(n) if f"{key}#part{i}" not in state]
+        missing = [f"{key}#part{i}" for i in range(n) if f"{key}#part{i}" not in packed]
         if missing:
             raise WorkbenchError(f"{package}: the shards lack {', '.join(missing[:3])} of the {n} parts of {key} "
                                  "that manifest.json lists; export the package again")
-        state[key] = torch.cat([state.pop(f"{key}#part{i}") for i in range(n)])
-    name = check_model_name(name or manifest["name"])
+        packed[key] = torch.cat([packed.pop(f"{key}#part{i}") for i in range(n)])
+    state = restore_tensors(packed, manifest["scales"])
+    if manifest["restored_sha256"] is not None and fingerprint(state) != manifest["restored_sha256"]:
+        raise WorkbenchError(f"{package}: the restored {manifest['precision']} weights differ from those the "
+                             "package was made from (fingerprint mismatch); export the package again")
+    name = check_model_name(manifest["name"])
     curve = pd.DataFrame(manifest["curve"]).assign(run=name) if manifest.get("curve") else None
-    return _install(name, Path(root) if root else trained_dir(), state, manifest["config"],
-                    (package / "spm.model").read_bytes(), curve, sizes, show_progress, force, transfer_pairs)
+    return name, state, manifest["config"], (package / "spm.model").read_bytes(), curve
 
 
+def import_shards(package: str | Path, name: str | None = None, root: str | Path | None = None,
+                  sizes: dict[str, int] = CARD_SIZES, show_progress: bool = True, force: bool = False,
+                  transfer_pairs: int = 200) -> Path:
+    """Rebuild ``trained/<name>`` (default: the package's name) from a package of :func:`export_shards` (every
+    file's sha256 and the restored weights' fingerprint checked first), then measure it here for its card,
+    exactly as :func:`export` does (and, like it, replace an existing model only with ``force``). Returns the
+    model folder."""
+    packaged, state, config, spm_model, curve = _restored(Path(package))
+    name = check_model_name(name or packaged)
+    if curve is not None:
+        curve = curve.assign(run=name)
+    return _install(name, Path(root) if root else trained_dir(), state, config, spm_model, curve, sizes,
+                    show_progress, force, transfer_pairs)
+
+
+def unpack_shards(package: str | Path, dest: str | Path) -> Path:
+    """A package as a model folder at ``dest`` without a card (nothing measured): what ``workbench train
+    --init-from DEST`` continues, on a machine that only trains (the campaign's device)."""
+    _, state, config, spm_model, curve = _restored(Path(package))
+    dest = Path(dest)
+    tmp = temp_sibling(dest)
+    try:
+        save_file(state, str(tmp / "model.safetensors"))
+        (tmp / "spm.model").write_bytes(spm_model)
+        if curve is not None and not curve.empty:
+            curve.to_csv(tmp / "curve.csv", index=False)
+        (tmp / "config.json").write_text(sealed_config({**config, "files_sha256": file_digests(tmp)}))
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    swap_folder(tmp, dest)
+    return dest
 
 
 def retrain_plan(names: list[str] | None = None, root: str | Path | None = None) -> pd.DataFrame:
