@@ -230,6 +230,10 @@ def inputs(tmp_path):
     (tmp_path / "in.txt").write_text("A man is playing a guitar.\n")
     (tmp_path / "latin.txt").write_bytes(b"\xff\xfeabc\n")
     (tmp_path / "exists.csv").write_text("x\n")
+    (tmp_path / "amodel").mkdir()
+    (tmp_path / "amodel" / "config.json").write_text("{}")  # a model folder
+    (tmp_path / "earlier").mkdir()
+    (tmp_path / "earlier" / "STS12.json").write_text("{}")  # results of an earlier --mteb
     (tmp_path / "adir").mkdir()
     (tmp_path / "blank.txt").write_text("")
     os.mkfifo(tmp_path / "fifo")  # reading it would wait for a writer for ever
@@ -412,7 +416,8 @@ CLI_CASES = [  # (argv with {tmp} for the test's folder, a fragment of the one-l
     ("models export {tmp}/emptyrun --name x2", "{tmp}/emptyrun is neither a checkpoint"),
     ("models export {tmp}/emptyrun --name x2 --checkpoint first", "argument --checkpoint: invalid choice"),
     ("models import {tmp}/missing", "{tmp}/missing is not a model package (no manifest.json)"),
-    ("models import {tmp}/pkg", "unknown package format None (expected 'bgt-workbench model package 1')"),
+    ("models import {tmp}/pkg",
+     "unknown package format None (expected 'bgt-workbench model package 2' or the older 'bgt-workbench model package 1')"),
     ("models import {tmp}/in.txt", "is not a model package"),
     ("models delete bgt-en-fr", "argument ACTION: invalid choice: 'delete'"),
     # cache
@@ -424,6 +429,13 @@ CLI_CASES = [  # (argv with {tmp} for the test's folder, a fragment of the one-l
     # before any work: empty values, FIFOs, bounds on options a command would not use, a report's .html
     ("probe --model bgt-en-fr --given '' --task length", "--given '' is empty; give a value"),
     ("evaluate --encoder random-sp-average --mteb ' '", "--mteb ' ' is empty; give a value"),
+    # before any evaluation (#79): never into a model folder, never over earlier results without --force
+    ("evaluate --model bgt-en-fr --suite sts --mteb trained", "--mteb trained is inside trained/"),
+    ("evaluate --model bgt-en-fr --suite sts --mteb trained/bgt-en-fr", "is inside the model folder "),
+    ("evaluate --encoder random-sp-average --mteb {tmp}/amodel/results", "is inside the model folder {tmp}/amodel"),
+    ("evaluate --encoder random-sp-average --mteb {tmp}/earlier", "--mteb {tmp}/earlier already holds STS12.json; "
+     "--force replaces them"),
+    ("evaluate --encoder random-sp-average --mteb {tmp}/exists.csv", "--mteb {tmp}/exists.csv is a file"),
     ("train --out ''", "--out '' is empty; give a folder"),
     ("train --config {tmp}/fifo --out {tmp}/r", "--config {tmp}/fifo is not a regular file or folder (a FIFO"),
     ("probe --encoder random-sp-average --task {tmp}/fifo", "--task {tmp}/fifo is not a regular file or folder"),

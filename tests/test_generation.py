@@ -6,7 +6,8 @@ import torch
 from workbench.data.tokenizer import detokenise
 from workbench.checks import WorkbenchError
 from workbench.style_transfer.evaluation import FORM
-from workbench.style_transfer.generation import content_words, latent_ablation, transfer, transfer_table
+from workbench.style_transfer.generation import (NO_REPEAT_NGRAM, content_words, latent_ablation, transfer,
+                                                 transfer_table, truecase)
 from workbench.models.folder import load
 
 
@@ -39,9 +40,10 @@ def test_latent_ablation_decodes_from_each_latent_with_the_other_at_the_prior_me
     both = table[table["latents"] == "both"]
     assert list(both["output"]) == transfer(model, sentences, sentences, beam=1, max_len=30)
     z_sem = torch.as_tensor(model.encoder("semantic").encode(sentences))
-    alone = model.generate(z_sem, torch.zeros(2, model.cfg.language_dim), decoder="en", max_len=30)
+    alone = model.generate(z_sem, torch.zeros(2, model.cfg.language_dim), decoder="en", max_len=30,
+                           no_repeat_ngram=NO_REPEAT_NGRAM)
     assert list(table[table["latents"] == "semantic only"]["output"]) == [
-        detokenise(model.tokenizer.decode(ids)) for ids in alone]
+        truecase(detokenise(model.tokenizer.decode(ids))) for ids in alone]
     for _, row in table.iterrows():
         assert set(filter(None, row["kept"].split(", "))) == content_words(row["output"]) & content_words(
             row["sentence"])
@@ -155,3 +157,16 @@ def test_form_origins_name_the_attributes_each_output_took_from_its_style_and_it
     assert second["form_from_style"] == "" and "negation=True" in second["form_from_source"]
     with pytest.raises(WorkbenchError, match="lacks columns"):
         form_origins(table.drop(columns="output"))
+
+
+def test_outputs_repeat_no_trigram_and_are_truecased():
+    model = load("bgt-en-fr")
+    source = ["the company provides health care and life insurance benefits for all of its employees ."]
+    style = ["no matter how long it takes , i will finish the job ."]
+    z_sem, z_lang = (torch.as_tensor(model.encoder(v).encode(s)) for v, s in (("semantic", source), ("en", style)))
+    ids = model.generate(z_sem, z_lang, decoder="en", max_len=40, beam=5, no_repeat_ngram=NO_REPEAT_NGRAM)[0]
+    trigrams = [tuple(ids[i:i + 3]) for i in range(len(ids) - 2)]
+    assert len(trigrams) == len(set(trigrams))  # the guard holds on pieces (this pair loops without it)
+    output = transfer(model, source, style)[0]
+    assert output[0].isupper() and output == truecase(output)
+    assert truecase("i think i'm here, said i.") == "I think I'm here, said I." and truecase("iris is in.") == "Iris is in."

@@ -123,11 +123,12 @@ def test_the_profile_says_where_a_property_is_strongest_where_it_is_lost_and_if_
 
 
 def test_a_probe_or_sweep_without_sizes_runs_at_the_model_cards_sizes_and_says_so(capsys, monkeypatch):
-    monkeypatch.setattr("workbench.cli.measuring.CARD_SIZES", {"train": 300, "valid": 100, "test": 100})  # small, same path
+    monkeypatch.setattr("workbench.probing.build.DEFAULT_SIZES", {"train": 300, "valid": 100, "test": 100})  # small, same path
+    monkeypatch.delenv("WORKBENCH_QUICK", raising=False)
     for sweep in (["--layers", "0"], []):  # one default size for sweeps and plain probes, as demo and notebooks
         assert cli.main(["probe", "--model", "bgt-en-fr", "--task", "length", *sweep, "--no-control"]) == 0
         out = capsys.readouterr().out
-        assert "probing at the model cards' sizes, 300/100/100 sentences per task" in out and "length" in out
+        assert "probing at the default sizes, 300/100/100 sentences per task" in out and "length" in out
 
 
 def test_cli_sweeps_layers_and_refuses_conflicting_options(capsys):

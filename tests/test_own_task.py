@@ -115,7 +115,7 @@ def test_the_cli_probes_an_own_file_and_saves_it(questions, tmp_path, capsys):
                      "--sentence-column", "text", "--label-column", "kind", "--no-control", "--out", str(out)])
     assert code == 0
     printed = capsys.readouterr().out
-    assert "questions" in printed and "model cards' sizes" not in printed  # an own task is probed whole
+    assert "questions" in printed and "probing at the default sizes" not in printed  # an own task is probed whole
     rows = pd.read_csv(out)
     accuracy = rows.loc[rows["metric"] == "accuracy", "value"].item()
     assert rows["task"].unique().tolist() == ["questions"] and 0.5 < accuracy <= 1

@@ -172,6 +172,19 @@ def test_length_exposing_encoder_wins_random_sits_at_majority(length_task):
     assert good.ci_low <= good.accuracy <= good.ci_high
 
 
+def test_a_named_task_is_probed_at_the_default_sizes_unless_asked_and_full_on_request(monkeypatch):
+    """One default for Python, the CLI, the demo and the cards (a first probe(enc, task) took 8.5 minutes at the
+    task's full size); sizes="full" is the task card's own."""
+    monkeypatch.setattr(build, "DEFAULT_SIZES", {"train": 400, "valid": 100, "test": 100})
+    exact = FeatureEncoder("exact-length", lambda s: len(preprocess(s).split()))
+    result = probe(exact, "length", control=False)
+    assert (result.n_train, result.n_test) == (400, 100)
+    assert probe(exact, "length", control=False, sizes={"train": 300, "valid": 100, "test": 50}).n_test == 50
+    assert build.probing_sizes("full") is None  # build_task then takes the card's sizes
+    with pytest.raises(WorkbenchError, match="probing sizes must give train, valid, test"):
+        build.probing_sizes("half")
+
+
 def test_bad_encoders_and_datasets_are_rejected(length_task):
     class WrongShape(FeatureEncoder):
         def encode(self, sentences, **kw):
@@ -276,7 +289,7 @@ def test_logistic_probe_picks_l2_on_validation_only():
     rng = np.random.default_rng(0)
     X = rng.standard_normal((400, 20)).astype(np.float32)
     y = (X[:, 0] > 0).astype(int)
-    clf = LogisticProbe().fit(X[:300], y[:300], X[300:], y[300:])
+    clf = LogisticProbe(validation=(X[300:], y[300:])).fit(X[:300], y[:300])
     assert set(clf.valid_scores_) == set(LogisticProbe().l2_grid) and clf.score(X[300:], y[300:]) > 0.9
     proba = clf.predict_proba(X[300:])
     np.testing.assert_allclose(proba.sum(axis=1), 1, rtol=1e-5)
@@ -554,7 +567,7 @@ def test_the_logistic_probe_fits_the_same_on_one_thread_as_on_two(length_task, s
     try:
         for n in (1, 2):
             torch.set_num_threads(n)
-            fits.append(LogisticProbe().fit(X["tr"], y["tr"], X["va"], y["va"]))
+            fits.append(LogisticProbe(validation=(X["va"], y["va"])).fit(X["tr"], y["tr"]))
     finally:
         torch.set_num_threads(threads)
     assert fits[0].l2_ == fits[1].l2_ and fits[0].valid_scores_ == fits[1].valid_scores_

@@ -81,6 +81,8 @@ def test_style_transfer_app_generates_swaps_and_draws_examples():
     assert app.source.value in examples and app.style.value in examples
     assert app.source.value != app.style.value
 
+    long = "the company provides health care and life insurance benefits for all of its employees ."
+    app._set(long, long)
     app.max_len.value = 5  # a cap the sentence runs into is marked, not silently cut
     assert "[cut at 5 pieces" in app.output.value
     app.max_len.value = 40
@@ -88,6 +90,19 @@ def test_style_transfer_app_generates_swaps_and_draws_examples():
 
     app.source.value = "   "
     assert app.result == "" and "type a Source" in app.output.value
+
+
+def test_style_transfer_app_offers_every_shipped_bgt_with_decoders():
+    from workbench.zoo.cards import with_decoders
+    names = with_decoders()
+    assert names[0] == "bgt-en-fr" and "bgt-en-fr-lang16" in names and "bgt-small-en-fr" not in names  # no decoders
+    model = wb.load("bgt-en-fr")
+    examples = ["where did you go last night ?", "you are late again ."]
+    app = StyleTransferApp(model, examples=examples, choices=names)
+    assert list(app.chooser.options) == names and app.chooser.value == "bgt-en-fr"
+    app.chooser.value = "bgt-en-fr-lang16"
+    assert app.model.name == "bgt-en-fr-lang16"
+    assert app.result == wb.transfer(app.model, examples[:1], examples[1:], beam=5, max_len=40)[0]
 
 
 def test_style_transfer_rejects_bad_input():
@@ -108,3 +123,14 @@ def test_a_comparison_report_opens_with_the_table3_layout(results):
     semantic = results[(results.metric == "accuracy") & (results.encoder == "bgt-en-fr:semantic")]
     assert table.loc["bgt-en-fr:semantic", "length"] == pytest.approx(
         100 * semantic.set_index("task").loc["length", "value"])
+
+
+def test_each_pairs_plain_bgt_shows_both_halves_best_of_the_shipped_bgts_with_decoders():
+    """What reads ``bgt-en-XX`` (the demo, the notebooks, the reproduction) shows the pair's best model, and says why."""
+    from workbench.reports import why_shown
+    from workbench.zoo.cards import card, halves_rank, with_decoders
+    for name in with_decoders():
+        info = card(name)
+        plain = card(f"bgt-{info['pair']}")
+        assert halves_rank(plain["halves"]) >= halves_rank(info["halves"]), name
+    assert "PunctNum by +" in why_shown("bgt-en-fr") and "semantic view leads on STS12–16" in why_shown("bgt-en-fr")

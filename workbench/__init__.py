@@ -15,29 +15,60 @@
     mine = wb.hf_encoder("path/to/hf-model", layer=4)       # any local Hugging Face encoder ('hf' extra)
     wb.probe_layers(bgt.encoder("semantic"), ["length", "bigram_shift"])   # every layer: where does it live?
 """
-from .cache import cached
-from .data.corpora import load_splits
-from .checks import WorkbenchError
-from .encoders import Encoder, LayeredEncoder, untrained_encoder
-from .evaluation import compare_hard_sts, compare_sts, evaluate
-from .models.folder import load, shipped
-from .models.runlog import learning_curve
-from .models.huggingface import hf_encoder, minilm
-from .probing.across import probe_across
-from .probing.build import build_task
-from .probing.erase import erase, erasure_effects
-from .probing.layers import layer_profile, probe_layers
-from .probing.own import own_task
-from .probing.probe import probe, probe_all
-from .probing.result import ProbeResult
-from .probing.tasks import get_task, readable_tasks, task_names
-from .reports.pages import report
-from .style_transfer.evaluation import form_origins, transfer_scores
-from .style_transfer.generation import latent_ablation, transfer, transfer_table
-from .zoo.cards import CARD_SIZES, card
+from __future__ import annotations
 
-__all__ = ["WorkbenchError", "Encoder", "LayeredEncoder", "untrained_encoder", "evaluate", "compare_sts", "compare_hard_sts", "report",
-           "build_task", "ProbeResult", "probe", "probe_all", "probe_across", "erase", "get_task", "task_names", "load", "learning_curve",
-           "cached", "shipped", "transfer", "transfer_scores", "hf_encoder", "minilm", "probe_layers", "layer_profile",
-           "own_task", "readable_tasks", "load_splits", "erasure_effects", "form_origins", "latent_ablation",
-           "transfer_table", "card", "CARD_SIZES"]
+import importlib
+
+# Each public name and the module it lives in: ``import workbench`` imports none of them (no torch, no models),
+# so the CLI and a first ``import`` are quick; a name is imported when it is first used.
+_PUBLIC = {
+    "WorkbenchError": ".checks",
+    "Encoder": ".encoders",
+    "LayeredEncoder": ".encoders",
+    "untrained_encoder": ".encoders",
+    "evaluate": ".evaluation",
+    "compare_sts": ".evaluation",
+    "compare_hard_sts": ".evaluation",
+    "report": ".reports.pages",
+    "build_task": ".probing.build",
+    "ProbeResult": ".probing.result",
+    "probe": ".probing.probe",
+    "probe_all": ".probing.probe",
+    "probe_across": ".probing.across",
+    "erase": ".probing.erase",
+    "get_task": ".probing.tasks",
+    "task_names": ".probing.tasks",
+    "load": ".models.folder",
+    "learning_curve": ".models.runlog",
+    "cached": ".cache",
+    "shipped": ".models.folder",
+    "transfer": ".style_transfer.generation",
+    "transfer_scores": ".style_transfer.evaluation",
+    "hf_encoder": ".models.huggingface",
+    "minilm": ".models.huggingface",
+    "probe_layers": ".probing.layers",
+    "layer_profile": ".probing.layers",
+    "own_task": ".probing.own",
+    "readable_tasks": ".probing.tasks",
+    "load_splits": ".data.corpora",
+    "erasure_effects": ".probing.erase",
+    "form_origins": ".style_transfer.evaluation",
+    "latent_ablation": ".style_transfer.generation",
+    "transfer_table": ".style_transfer.generation",
+    "card": ".zoo.cards",
+    "CARD_SIZES": ".zoo.cards",
+}
+
+__all__ = list(_PUBLIC)
+
+
+def __getattr__(name: str):
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'workbench' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_PUBLIC[name], __name__), name)
+    globals()[name] = value  # imported once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_PUBLIC])

@@ -12,11 +12,11 @@ from ..checks import WorkbenchError, check_name, whole
 from ..encoders import NAMED_ENCODERS, check_embeddings
 from ..data.sts import STS17_TRACKS
 from ..evaluation import SUITES, compare_hard_sts, compare_sts, evaluate, mteb_view
-from ..evaluation.mteb import write_mteb
+from ..evaluation.mteb import check_mteb_folder, write_mteb
 from ..evaluation.significance import check_n_boot, p_text
 from ..models.folder import load
 from ..probing.baselines import BASELINES, SENTEVAL_NAMES, text_baselines
-from ..probing.build import build_task, ship_manifests, ship_parses
+from ..probing.build import build_task, default_sizes, ship_manifests, ship_parses
 from ..probing.layers import layer_profile, probe_layers
 from ..probing.own import dataset_or_card, is_own, own_task
 from ..probing.probe import MAX_SEEDS, check_options, probe
@@ -115,10 +115,10 @@ def _probe(args) -> None:
             print(f"left out, their analysers are not installed: {', '.join(left_out)} (`workbench probes list` "
                   "says what to install)", flush=True)
     if sizes is None and any(isinstance(task, str) for task in tasks):
-        sizes = CARD_SIZES
-        print(f"probing at the model cards' sizes, {sizes['train']}/{sizes['valid']}/{sizes['test']} sentences per "
-              "task, as the demo and notebooks do (--train-size/--valid-size/--test-size for others; a task's full "
-              "size: `workbench probes list`)", flush=True)
+        sizes = default_sizes()
+        print(f"probing at the default sizes, {sizes['train']}/{sizes['valid']}/{sizes['test']} sentences per "
+              "task, as Python's probe(), the demo and the notebooks do (--train-size/--valid-size/--test-size for "
+              "others; a task's full size: `workbench probes list`)", flush=True)
     if args.layers:
         return _probe_layers(args, encoder, given, tasks, sizes)
     rows = []
@@ -286,7 +286,7 @@ def _evaluate_arguments(p: argparse.ArgumentParser) -> None:
                    help="; ".join(f"{s.name}: {s.about} (reads {s.describe_reads()})" for s in SUITES.values())
                    + "; all: every suite the encoder can take (default sts)")
     p.add_argument("--out", help="also write the tidy results as CSV")
-    p.add_argument("--force", action="store_true", help="replace --out if it exists")
+    p.add_argument("--force", action="store_true", help="replace --out (and the results in --mteb) if they exist")
     p.add_argument("--force-languages", action="store_true",
                    help="evaluate a suite in languages the encoder does not declare (as MTEB does; rows marked)")
     p.add_argument("--against", metavar="ENCODER",
@@ -319,6 +319,8 @@ def _evaluate(args) -> None:
             raise WorkbenchError(f"--tracks chooses STS17 tracks; give --suite sts17 (not {args.suite})")
         options["tracks"] = [check_name("STS17 track", track, STS17_TRACKS)  # "a,b" or "a b"
                              for given in args.tracks for track in given.split(",") if track]
+    if args.mteb:
+        check_mteb_folder(args.mteb, args.force)  # before minutes of evaluation, as --out is
     encoder = chosen_encoder(args)
     df = evaluate(encoder, args.suite, show_progress=True, force_languages=args.force_languages, **options)
     shown = df[df["metric"].isin(["pearson", "spearman", "error xx->en", "error en->xx", "f1 xx->en"])
@@ -338,7 +340,7 @@ def _evaluate(args) -> None:
     if args.out:
         spreadsheet_safe(df).to_csv(args.out, index=False)
     if args.mteb:
-        written = write_mteb(df, args.mteb)
+        written = write_mteb(df, args.mteb, args.force)
         print(f"MTEB results layout -> {Path(args.mteb).resolve()} ({', '.join(p.stem for p in written)})")
     if against is not None:
         tests = [test for suite, test in (("sts", compare_sts), ("hard_sts", compare_hard_sts))

@@ -18,7 +18,8 @@ from ..progress import progress_bar
 from ..reports.pages import curve_report
 from ..training import train
 from ..training.recipes import PRESETS, TrainConfig
-from ..zoo.cards import card, remeasure_languages, remeasure_transfer, summary_markdown
+from ..zoo.cards import (card, halves_won, remeasure_halves, remeasure_languages, remeasure_transfer, rename,
+                         summary_markdown)
 from ..zoo.packaging import export, import_shards, retrain, retrain_plan
 from .common import Command
 
@@ -40,9 +41,9 @@ def _models_arguments(p: argparse.ArgumentParser) -> None:
     q = msub.add_parser("card", help="measure one section of shipped models' cards again (after its evaluation "
                                      "or its tasks changed); the other numbers stay as measured")
     q.add_argument("names", nargs="+", metavar="NAME", help="shipped BGTs")
-    q.add_argument("--section", choices=("style_transfer", "languages"), default="style_transfer",
-                   help="style_transfer (BGTs with decoders) or languages (each view on the pair's other "
-                        "language's own tasks)")
+    q.add_argument("--section", choices=("style_transfer", "languages", "halves"), default="style_transfer",
+                   help="style_transfer (BGTs with decoders), languages (each view on the pair's other "
+                        "language's own tasks) or halves (English minus semantic view on the form tasks and STS)")
     q = msub.add_parser("retrain", help="train shipped models again from scratch with their recorded recipes "
                                         "(config.json) and export them (scripts/train_shipped)")
     q.add_argument("--only", nargs="+", metavar="NAME", help="these shipped models (default: all)")
@@ -55,6 +56,10 @@ def _models_arguments(p: argparse.ArgumentParser) -> None:
     q.add_argument("--name", help="model name (default: the package's)")
     q.add_argument("--force", action="store_true", help="replace an existing model of that name (once the new "
                                                          "one is measured)")
+    q = msub.add_parser("rename", help="give a model of trained/ another name (its folder, card and pin; the weights "
+                                       "and numbers stay)")
+    q.add_argument("name", help="the model's name now")
+    q.add_argument("new", help="its new name (free: move the model of that name aside first)")
 
 
 def _models(args) -> None:
@@ -70,11 +75,18 @@ def _models(args) -> None:
             for path in retrain(plan, args.runs, force=args.force):
                 print(f"shipped: {path.resolve()}")
         return
+    if args.action == "rename":
+        print(f"renamed: {rename(args.name, args.new).resolve()}")
+        return
     if args.action == "card":
         for name in progress_bar(args.names, desc="cards", unit="model", disable=len(args.names) == 1):
             if args.section == "languages":
                 tasks = remeasure_languages(name)["languages"]["tasks"]
                 print(f"{name}: {len(tasks)} own-language tasks measured again", end="")
+            elif args.section == "halves":
+                won = halves_won(remeasure_halves(name)["halves"])
+                print(f"{name}: both halves measured again (English view wins {', '.join(won) or 'no form task'})",
+                      end="")
             else:
                 form = remeasure_transfer(name)["style_transfer"]["form_follows_style"]
                 print(f"{name}: style transfer measured again (form follows the style {form[0]}%)", end="")

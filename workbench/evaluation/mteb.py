@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..checks import WorkbenchError
-from ..paths import atomic_write
+from ..paths import atomic_write, trained_dir
 
 SCRIPTS = {"en": "eng-Latn", "fr": "fra-Latn", "es": "spa-Latn", "ar": "ara-Arab", "tr": "tur-Latn", "ja": "jpn-Jpan"}
 STS17_SUBSETS = {"en-en": "en-en", "es-es": "es-es", "ar-ar": "ar-ar", "en-ar": "en-ar", "en-es": "es-en",
@@ -53,15 +53,36 @@ def mteb_results(frame: pd.DataFrame) -> dict[str, dict]:
                    "mteb_version": None, "dataset_revision": None} for name, scores in tasks.items()}
 
 
-def write_mteb(frame: pd.DataFrame, folder: str | Path) -> list[Path]:
+def check_mteb_folder(folder: str | Path, force: bool = False) -> Path:
+    """``folder`` if MTEB results may go there, checked before any work: not a file, not inside ``trained/`` or
+    any model or checkpoint folder (one with a ``config.json``: its digests would no longer cover it), and
+    holding no results already unless ``force``."""
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise WorkbenchError(f"--mteb {folder} is a file; give a folder for the MTEB results")
+    resolved = folder.resolve()
+    models = trained_dir().resolve()
+    inside = next((p for p in (resolved, *resolved.parents) if (p / "config.json").is_file()), None)
+    if resolved == models or models in resolved.parents or inside is not None:
+        raise WorkbenchError(f"--mteb {folder} is inside {'trained/' if inside is None else f'the model folder {inside}'}"
+                             ", whose files are checked against their digests: write the results elsewhere")
+    there = sorted(p.name for p in folder.glob("*.json")) if folder.is_dir() else []
+    if there and not force:
+        raise WorkbenchError(f"--mteb {folder} already holds {', '.join(there[:3])}{', …' if len(there) > 3 else ''}; "
+                             "--force replaces them, or give another folder")
+    return folder
+
+
+def write_mteb(frame: pd.DataFrame, folder: str | Path, force: bool = False) -> list[Path]:
     """Write :func:`mteb_results` into ``folder`` (``TASK.json`` each, and ``model_meta.json`` naming the
-    encoder); returns the task files. Nothing MTEB has: refused, naming what the frame holds."""
+    encoder; :func:`check_mteb_folder` first); returns the task files. Nothing MTEB has: refused, naming what the
+    frame holds."""
+    folder = check_mteb_folder(folder, force)
     results = mteb_results(frame)
     if not results:
         raise WorkbenchError(f"none of these results is an MTEB task (the frame holds "
                              f"{', '.join(frame['task'].unique()) or 'nothing'}); MTEB's are STS12-16, STS-B, "
                              "STS17 and Tatoeba")
-    folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     names = list(frame["encoder"].unique())
     atomic_write(folder / "model_meta.json", json.dumps({"name": names[0] if len(names) == 1 else names,

@@ -357,11 +357,12 @@ class BGT(SentenceModel):
 
     @torch.no_grad()
     def generate(self, z_sem: torch.Tensor, z_lang: torch.Tensor | None = None, decoder: str = "en",
-                 max_len: int = 100, beam: int = 1) -> list[list[int]]:
+                 max_len: int = 100, beam: int = 1, no_repeat_ngram: int = 0) -> list[list[int]]:
         """Decode sentences from latents with ``decoders[decoder]`` (a language, or e.g. ``"en->fr"``): the
         conditioning is ``[z_lang ; z_sem]`` for BGT's generative decoders (style transfer: z_lang from the
         style sentence, z_sem from the source) and ``z_sem`` alone otherwise. Greedy (``beam=1``) or beam
-        search with length-normalised scores; returns id lists without the final EOS."""
+        search with length-normalised scores, with ``no_repeat_ngram`` as :func:`beam_search` takes it; returns
+        id lists without the final EOS."""
         if not self.decoders:
             raise ValueError("this model was shipped without its decoders (encoders only); style transfer needs a "
                              "model with decoders, such as the shipped bgt-en-fr or a training run")
@@ -375,6 +376,6 @@ class BGT(SentenceModel):
         was_training = self.training
         self.eval()
         try:
-            return beam_search(dec, cond, cfg.eos_id, max_len, beam)
+            return beam_search(dec, cond, cfg.eos_id, max_len, beam, no_repeat_ngram)
         finally:
             self.train(was_training)

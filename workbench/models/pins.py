@@ -47,3 +47,11 @@ def check_pinned(folder: Path, digest: str) -> None:
         raise WorkbenchError(f"{folder}/config.json is not the one {PINS} pins for {folder.name!r} (its files were "
                              "replaced and its digests made to agree, or it was edited and re-sealed); restore it "
                              f"(git checkout {folder}), or export or import it again to pin the new one")
+
+
+def unpin(root: Path, name: str) -> None:
+    """Forget ``name``'s pin in ``root``'s pins (a model renamed or removed)."""
+    pins = pinned(root)
+    if name in pins:
+        del pins[name]
+        atomic_write(root / PINS, json.dumps(dict(sorted(pins.items())), indent=1) + "\n")

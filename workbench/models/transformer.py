@@ -203,11 +203,23 @@ def shift_right(tokens: torch.Tensor, eos_id: int, pad_id: int) -> torch.Tensor:
     return prev
 
 
+def repeated_ngram_tokens(prefix: torch.Tensor, n: int) -> list[list[int]]:
+    """For each row of ``prefix`` (rows, T; column 0 the start symbol), the tokens that would repeat an n-gram the
+    row already holds: those that followed an earlier occurrence of its last n − 1 tokens."""
+    banned = []
+    for row in prefix[:, 1:].tolist():
+        key = tuple(row[len(row) - n + 1:]) if len(row) >= n - 1 else None
+        banned.append([row[i + n - 1] for i in range(len(row) - n + 1) if tuple(row[i:i + n - 1]) == key]
+                      if key is not None else [])
+    return banned
+
+
 @torch.no_grad()
-def beam_search(decoder: LatentDecoder, cond: torch.Tensor, eos_id: int, max_len: int, beam: int = 1
-                ) -> list[list[int]]:
+def beam_search(decoder: LatentDecoder, cond: torch.Tensor, eos_id: int, max_len: int, beam: int = 1,
+                no_repeat_ngram: int = 0) -> list[list[int]]:
     """Decode one sentence per row of ``cond`` (B, C) with ``decoder`` (in eval mode): greedy (``beam=1``) or beam
-    search with length-normalised scores; id lists without the final EOS."""
+    search with length-normalised scores; id lists without the final EOS. ``no_repeat_ngram=n`` (n ≥ 2) never
+    lets a hypothesis repeat an n-gram it holds (small decoders loop on a phrase otherwise)."""
     B, device = cond.shape[0], cond.device
     cond = cond.repeat_interleave(beam, dim=0)
     prefix = torch.full((B * beam, 1), eos_id, dtype=torch.long, device=device)
@@ -219,6 +231,9 @@ def beam_search(decoder: LatentDecoder, cond: torch.Tensor, eos_id: int, max_len
         logp = F.log_softmax(decoder(prefix, cond)[:, -1].float(), dim=-1)  # (B*beam, V)
         V = logp.shape[-1]
         logp[~alive] = -math.inf
+        if no_repeat_ngram >= 2:
+            for row, tokens in enumerate(repeated_ngram_tokens(prefix, no_repeat_ngram)):
+                logp[row, tokens] = -math.inf
         total = (scores.view(-1, 1) + logp).view(B, beam * V)
         best, index = total.topk(beam, dim=-1)
         source = index // V + torch.arange(B, device=device)[:, None] * beam

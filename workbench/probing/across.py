@@ -16,7 +16,7 @@ import pandas as pd
 from ..cache import cached
 from ..checks import WorkbenchError
 from ..encoders import Encoder, check_contract
-from .build import build_task
+from .build import build_task, probing_sizes
 from .probe import Features, check_options, checked_splits, new_classifier
 from .result import MIN_SUBSET, bootstrap_ci
 from .tasks import get_task, task_names
@@ -40,14 +40,14 @@ def english_version(task: str) -> str | None:
 
 
 def probe_across(encoder: Encoder, source: str, target: str, classifier: str = "logreg", seed: int = 0,
-                 sizes: dict[str, int] | None = None, cache: bool = True) -> pd.DataFrame:
+                 sizes: dict[str, int] | str | None = None, cache: bool = True) -> pd.DataFrame:
     """Train ``classifier`` on task ``source`` and test it on task ``target``'s test sentences (those whose label
     ``source`` has, or names otherwise: :data:`SAME_LABEL`), with ``encoder`` reading both. Tidy rows (encoder,
     task ``source→target``, metric, value, CI, n): ``transfer_accuracy``; the same test sentences under the probe
     trained on ``target`` (``target_accuracy``); their ``majority`` class share; ``transfer_ratio``, how much of
     the in-language probe's lead over the majority the transferred probe keeps (only where the in-language
     probe's CI is above the majority); and ``source_accuracy`` on ``source``'s own test split. ``sizes`` as for
-    :func:`.build.build_task` (default: each card's)."""
+    :func:`.probe.probe` (default :data:`~.build.DEFAULT_SIZES`; ``"full"``: each card's own)."""
     check_contract(encoder)
     check_options(classifier, False, False)
     cards = [get_task(source), get_task(target)]
@@ -84,14 +84,14 @@ def probe_across(encoder: Encoder, source: str, target: str, classifier: str = "
 
 def _read(encoder, card, sizes) -> tuple[dict, dict]:
     """``card``'s task built at ``sizes``: its embeddings and labels per split (``tr``, ``va``, ``te``)."""
-    dataset = build_task(card, sizes=sizes)
+    dataset = build_task(card, sizes=probing_sizes(sizes))
     splits = checked_splits(card, dataset)
     return Features(dataset, splits)(encoder), {tag: frame["label"].to_numpy() for tag, frame in splits.items()}
 
 
 def _fitted(X: dict, y: dict, classifier: str, seed: int):
     """A probe trained on the training split, its hyper-parameters chosen on the validation split."""
-    return new_classifier(classifier, seed).fit(X["tr"], y["tr"], X["va"], y["va"])
+    return new_classifier(classifier, seed, (X["va"], y["va"])).fit(X["tr"], y["tr"])
 
 
 def _row(metric: str, hits: np.ndarray, seed: int) -> dict:

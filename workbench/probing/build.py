@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,6 +35,26 @@ from .tasks import TaskCard, get_task, task_names
 log = logging.getLogger(__name__)
 
 SPLIT_NAMES = ("tr", "va", "te")  # SentEval's split tags
+# The sizes a named task is probed at, the same from Python, the CLI, the demo, the notebooks and the model cards:
+# a minute or less per task on 2 cores. sizes="full" asks for the task card's own sizes.
+DEFAULT_SIZES = {"train": 6000, "valid": 1000, "test": 1000}
+QUICK_SIZES = {"train": 600, "valid": 200, "test": 200}  # with WORKBENCH_QUICK=1: how CI runs notebooks and docs
+
+
+def default_sizes() -> dict[str, int]:
+    """:data:`DEFAULT_SIZES`, or :data:`QUICK_SIZES` when ``WORKBENCH_QUICK`` is set (to anything but 0)."""
+    quick = os.environ.get("WORKBENCH_QUICK", "") not in ("", "0")
+    return dict(QUICK_SIZES if quick else DEFAULT_SIZES)
+
+
+def probing_sizes(sizes) -> dict[str, int] | None:
+    """The sizes to build a named task at for a probe: :func:`default_sizes` when none are given, the task card's
+    own (``None`` to :func:`build_task`) for ``"full"``, else ``sizes`` checked."""
+    if sizes is None:
+        return default_sizes()
+    if isinstance(sizes, str) and sizes == "full":
+        return None
+    return check_sizes(sizes)
 COLUMNS = ["split", "label", "sentence", "word"]
 
 

@@ -7,8 +7,11 @@
   Linear, Adam, batches of 64, validation after every 4 passes over the data and early stopping after 5
   checks without gain ("tenacity"), hidden size, dropout and L2 chosen on the validation split (grid: :data:`MLP_GRID`).
 
-Both follow the estimator conventions (``fit``/``predict``/``predict_proba``/``score``, ``get_params``), with
-``fit(X, y, X_valid, y_valid)`` taking the validation split for model selection.
+Both are scikit-learn estimators: ``fit(X, y)``, ``predict``/``predict_proba``/``score``, ``get_params``/
+``set_params``, ``random_state``; ``clone`` and pipelines compose, and predicting before ``fit`` raises
+``NotFittedError``. The validation split that chooses the hyper-parameters is a parameter
+(``validation=(X_valid, y_valid)``, as :func:`workbench.probe` passes the task's own); without one, a seeded
+tenth of the training data is held out to choose them (none when the grid has one point).
 """
 from __future__ import annotations
 
@@ -17,18 +20,37 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 # Three strengths, 50 L-BFGS iterations each (warm-started): on WordContent, BShift and Length this was within
 # 0.2 accuracy points of a five-value grid (1e-1 … 1e-5) at 100 iterations, in about half the time.
 L2_GRID = (1e-2, 1e-3, 1e-4)
+HELD_OUT = 0.1  # the share of the training data that chooses the hyper-parameters when no validation is given
 
 
-class _TorchProbe(BaseEstimator, ClassifierMixin):
+class _TorchProbe(ClassifierMixin, BaseEstimator):
     dtype = torch.float32
+
+    def _grid_size(self) -> int:
+        return int(np.prod([len(v) for k, v in self.get_params().items() if k.endswith("_grid")]))
+
+    def _splits(self, X, y):
+        """Training data, and validation data (``validation``, else a seeded held-out tenth; ``None`` when the
+        grid leaves nothing to choose), checked as scikit-learn checks them."""
+        X, y = validate_data(self, X, y, dtype=np.float32)
+        check_classification_targets(y)
+        if self.validation is not None:
+            X_valid, y_valid = self.validation
+            return X, y, validate_data(self, X_valid, reset=False, dtype=np.float32), np.asarray(y_valid)
+        if self._grid_size() == 1 or len(y) < 10:
+            return X, y, None, None
+        order = np.random.default_rng(self.random_state).permutation(len(y))
+        cut = max(1, int(round(HELD_OUT * len(y))))
+        return X[order[cut:]], y[order[cut:]], X[order[:cut]], y[order[:cut]]
 
     def _prepare(self, X, y):
         self.classes_, target = np.unique(np.asarray(y), return_inverse=True)
-        X = np.asarray(X, dtype=np.float32)
         self.mean_ = X.mean(axis=0)
         self.scale_ = X.std(axis=0)
         self.scale_[self.scale_ < 1e-8] = 1.0
@@ -43,9 +65,12 @@ class _TorchProbe(BaseEstimator, ClassifierMixin):
 
     @torch.no_grad()
     def predict_proba(self, X) -> np.ndarray:
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float32)
         return torch.softmax(self.model_(self._standardise(X)), dim=1).numpy()
 
     def predict(self, X) -> np.ndarray:
+        check_is_fitted(self)
         return self.classes_[self.predict_proba(X).argmax(axis=1)]
 
     @staticmethod
@@ -62,23 +87,22 @@ class LogisticProbe(_TorchProbe):
 
     dtype = torch.float64
 
-    def __init__(self, l2_grid: Sequence[float] = L2_GRID, max_iter: int = 50):
-        self.l2_grid, self.max_iter = l2_grid, max_iter
+    def __init__(self, l2_grid: Sequence[float] = L2_GRID, max_iter: int = 50, validation: tuple | None = None,
+                 random_state: int = 0):
+        self.l2_grid, self.max_iter, self.validation, self.random_state = l2_grid, max_iter, validation, random_state
 
-    def fit(self, X, y, X_valid=None, y_valid=None) -> "LogisticProbe":
+    def fit(self, X, y) -> "LogisticProbe":
+        X, y, X_valid, y_valid = self._splits(X, y)
         X, target = self._prepare(X, y)
         grid = sorted(self.l2_grid, reverse=True)
-        if X_valid is None:
-            if len(grid) > 1:
-                raise ValueError("choosing l2 among several values needs X_valid and y_valid")
-        else:
+        if X_valid is not None:
             Xv, tv = self._standardise(X_valid), self._valid_target(y_valid)
         model = torch.nn.Linear(X.shape[1], len(self.classes_), dtype=self.dtype)
         torch.nn.init.zeros_(model.weight)
         torch.nn.init.zeros_(model.bias)
-        self.valid_scores_, best = {}, None
+        self.valid_scores_, self.n_iter_, best = {}, 0, None
         for l2 in grid:
-            self._lbfgs(model, X, target, l2)
+            self.n_iter_ += self._lbfgs(model, X, target, l2)
             if X_valid is None:
                 best = (l2, {k: v.clone() for k, v in model.state_dict().items()})
                 break
@@ -91,7 +115,8 @@ class LogisticProbe(_TorchProbe):
         self.model_ = model
         return self
 
-    def _lbfgs(self, model, X, target, l2: float) -> None:
+    def _lbfgs(self, model, X, target, l2: float) -> int:
+        """L-BFGS on the loss at ``l2`` from the model's current weights; returns the iterations it took."""
         optimiser = torch.optim.LBFGS(model.parameters(), lr=1.0, max_iter=self.max_iter, history_size=10,
                                       tolerance_grad=1e-6, tolerance_change=1e-9, line_search_fn="strong_wolfe")
 
@@ -102,6 +127,7 @@ class LogisticProbe(_TorchProbe):
             return loss
 
         optimiser.step(closure)
+        return int(optimiser.state[model.weight]["n_iter"])
 
 
 MLP_GRID = {"hidden": (50,), "dropout": (0.0, 0.1, 0.2), "l2": (1e-5, 1e-3)}  # SentEval's probing MLP
@@ -113,13 +139,17 @@ class MLPProbe(_TorchProbe):
 
     def __init__(self, hidden_grid: Sequence[int] = MLP_GRID["hidden"],
                  dropout_grid: Sequence[float] = MLP_GRID["dropout"], l2_grid: Sequence[float] = MLP_GRID["l2"],
-                 max_epochs: int = 50, epoch_size: int = 4, tenacity: int = 5, batch_size: int = 64, seed: int = 0):
+                 max_epochs: int = 50, epoch_size: int = 4, tenacity: int = 5, batch_size: int = 64,
+                 validation: tuple | None = None, random_state: int = 0):
         self.hidden_grid, self.dropout_grid, self.l2_grid = hidden_grid, dropout_grid, l2_grid
         self.max_epochs, self.epoch_size, self.tenacity = max_epochs, epoch_size, tenacity
-        self.batch_size, self.seed = batch_size, seed
+        self.batch_size, self.validation, self.random_state = batch_size, validation, random_state
 
-    def fit(self, X, y, X_valid, y_valid) -> "MLPProbe":
+    def fit(self, X, y) -> "MLPProbe":
+        X, y, X_valid, y_valid = self._splits(X, y)
         X, target = self._prepare(X, y)
+        if X_valid is None:  # nothing held out: early stopping watches the training data
+            X_valid, y_valid = X.numpy() * self.scale_ + self.mean_, y
         Xv, tv = self._standardise(X_valid), self._valid_target(y_valid)
         self.valid_scores_, best = {}, None
         for hidden in self.hidden_grid:
@@ -133,8 +163,8 @@ class MLPProbe(_TorchProbe):
         return self
 
     def _train(self, X, target, Xv, tv, hidden: int, dropout: float, l2: float):
-        generator = torch.Generator().manual_seed(self.seed)
-        torch.manual_seed(self.seed)
+        generator = torch.Generator().manual_seed(self.random_state)
+        torch.manual_seed(self.random_state)
         model = torch.nn.Sequential(torch.nn.Linear(X.shape[1], hidden), torch.nn.Dropout(dropout),
                                     torch.nn.Sigmoid(), torch.nn.Linear(hidden, len(self.classes_)))
         optimiser = torch.optim.Adam(model.parameters(), weight_decay=l2)

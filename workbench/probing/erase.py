@@ -23,7 +23,7 @@ from ..evaluation import evaluate_tatoeba
 from ..evaluation.sts import evaluate_sts
 from ..models.base import NamedEncoder
 from ..progress import progress_bar
-from .build import build_task
+from .build import build_task, probing_sizes
 from .own import dataset_or_card
 from .probe import probe
 
@@ -45,9 +45,9 @@ class ErasedEncoder(NamedEncoder):
 
 
 
-def erase(encoder: Encoder, task, sizes: dict[str, int] | None = None, seed: int = 0) -> ErasedEncoder:
+def erase(encoder: Encoder, task, sizes: dict[str, int] | str | None = None, seed: int = 0) -> ErasedEncoder:
     """``encoder`` with the concept of probing task ``task`` (a name, or an own task as :func:`probe` takes)
-    linearly erased (LEACE fitted on the task's train split at ``sizes``, default the card's)."""
+    linearly erased (LEACE fitted on the task's train split at ``sizes``, as for :func:`.probe.probe`)."""
     try:
         from concept_erasure import LeaceEraser
     except ImportError:
@@ -55,7 +55,7 @@ def erase(encoder: Encoder, task, sizes: dict[str, int] | None = None, seed: int
                              "(or bash scripts/setup)") from None
     dataset, card = dataset_or_card(task, **({"sizes": sizes} if sizes else {}))
     card.check_encoder(encoder)
-    train = (dataset if dataset is not None else build_task(card, sizes=sizes, seed=seed)).split("tr")
+    train = (dataset if dataset is not None else build_task(card, sizes=probing_sizes(sizes), seed=seed)).split("tr")
     labels = sorted(set(train["label"]))
     if len(labels) < 2:
         raise WorkbenchError(f"task {card.name!r} has one label in its train split: nothing to erase")

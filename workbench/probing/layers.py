@@ -20,7 +20,7 @@ from ..cache import cache_layers
 from ..checks import WorkbenchError
 from ..encoders import Encoder, LayeredEncoder
 from ..progress import progress_bar
-from .build import ProbingDataset, build_task
+from .build import ProbingDataset, build_task, probing_sizes
 from .own import dataset_or_card
 from .probe import check_options, probe
 
@@ -44,11 +44,11 @@ def encoder_layers(encoder: Encoder, layers: str | Sequence[int] = "all") -> lis
 
 
 def probe_layers(encoder: Encoder, tasks, layers: str | Sequence[int] = "all", show_progress: bool = True,
-                 sizes: dict[str, int] | None = None, **probe_options) -> pd.DataFrame:
+                 sizes: dict[str, int] | str | None = None, **probe_options) -> pd.DataFrame:
     """Probe each of ``tasks`` (names, own tasks or built datasets, as :func:`probe` takes; or one of them) at
     each of ``layers`` of ``encoder``: the rows of :meth:`ProbeResult.to_frame` with ``layer`` and
-    ``layer_encoder`` columns (``probe_options``: ``classifier``, ``control``, ``mdl``, ``seed``, ... as for
-    :func:`probe`)."""
+    ``layer_encoder`` columns (``sizes`` and ``probe_options`` — ``classifier``, ``control``, ``mdl``, ``seed``, ...
+    — as for :func:`probe`)."""
     tasks = [tasks] if isinstance(tasks, (str, Path, pd.DataFrame, ProbingDataset)) else list(tasks)
     if not tasks:
         raise WorkbenchError(f"no tasks to probe {encoder.name!r} on: give one or more (task_names(), or your own)")
@@ -64,7 +64,7 @@ def probe_layers(encoder: Encoder, tasks, layers: str | Sequence[int] = "all", s
                        disable=not show_progress)  # one bar, a step per (task, layer): fitting a layer shows progress
     for dataset, card in resolved:
         if dataset is None:
-            dataset = build_task(card, **({"sizes": sizes} if sizes else {}))
+            dataset = build_task(card, sizes=probing_sizes(sizes))
         sentences = list(dict.fromkeys(dataset.data["sentence"]))
         bar.set_postfix_str(f"{card.name}: encoding")
         for layer, view in zip(chosen, cache_layers(encoder, sentences, chosen, show_progress=show_progress)):

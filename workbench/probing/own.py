@@ -90,7 +90,8 @@ def dataset_or_card(task, **build_options) -> tuple[ProbingDataset | None, TaskC
         unknown = set(build_options) - {"sizes"}
         if unknown:
             raise WorkbenchError(f"an own task takes sizes= only, not {', '.join(sorted(unknown))}")
-        dataset = own_task(task, **build_options)
+        sizes = build_options.get("sizes")
+        dataset = own_task(task, sizes=None if isinstance(sizes, str) and sizes == "full" else sizes)
         return dataset, dataset.card
     if not isinstance(task, str):
         raise WorkbenchError(f"a task is a name (`workbench probes list`), a file or DataFrame of your own labelled "

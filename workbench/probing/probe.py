@@ -21,7 +21,7 @@ from ..cache import cached, remember
 from ..checks import WorkbenchError, check_name, whole
 from ..data.corpora import PAIRS, language_of, normalise
 from ..encoders import Encoder, check_contract, check_embeddings, check_reads
-from .build import ProbingDataset, build_task
+from .build import ProbingDataset, build_task, probing_sizes
 from .classifiers import CLASSIFIERS
 from .control import CONTROLS, control_labels, control_words, uninformative
 from .mdl import online_codelength
@@ -39,9 +39,10 @@ def probe(encoder: Encoder, task: str | Path | pd.DataFrame | ProbingDataset, cl
           given: Encoder | None = None, transfer: str | None = None, seeds: int = 1, **build_options) -> ProbeResult:
     """Train a probe for ``task`` on ``encoder``'s embeddings and report its test accuracy.
 
-    ``task`` is a task name (built on demand; ``build_options`` such as ``sizes`` go to :func:`build_task`), a
-    built dataset, or your own labelled sentences: a DataFrame or the path of a file (:func:`.own.own_task`,
-    which ``sizes`` also goes to); ``classifier`` is ``"logreg"`` or ``"mlp"``; ``control`` adds a control task and
+    ``task`` is a task name (built on demand at ``sizes``, default :data:`~.build.DEFAULT_SIZES` — 6,000/1,000/
+    1,000 sentences, as the CLI, the demo and the model cards — or ``sizes="full"``, the task card's own;
+    other ``build_options`` go to :func:`build_task`), a built dataset, or your own labelled sentences: a
+    DataFrame or the path of a file (:func:`.own.own_task`, which ``sizes`` also goes to; default all of them); ``classifier`` is ``"logreg"`` or ``"mlp"``; ``control`` adds a control task and
     selectivity: ``"word"`` (or ``True``) keys it on the word the label is read from, ``"first_word"`` on the
     first word, ``False`` skips it (see :mod:`.control`); ``mdl`` adds the online codelength. ``given``, another
     encoder (e.g. BGT's English view when ``encoder`` is its semantic view), makes it a conditional probe: the
@@ -93,7 +94,9 @@ def _checked_request(encoder: Encoder, task, given: Encoder | None, transfer: st
             raise WorkbenchError(f"conditional probe of {encoder.name!r} given itself: give another view")
     if transfer is not None:
         _check_transfer(card, encoder, transfer, given)
-    return (dataset if dataset is not None else build_task(card, **build_options)), card
+    if dataset is None:
+        dataset = build_task(card, **{**build_options, "sizes": probing_sizes(build_options.get("sizes"))})
+    return dataset, card
 
 
 @dataclass
@@ -194,8 +197,9 @@ def check_options(classifier: str, control: bool | str, mdl: bool) -> str | bool
     return control if control is False else check_name("control", control, CONTROLS)
 
 
-def new_classifier(name: str, seed: int, **params):
-    return CLASSIFIERS[name](seed=seed, **params) if name == "mlp" else CLASSIFIERS[name](**params)
+def new_classifier(name: str, seed: int, validation: tuple, **params):
+    """The probe ``name`` whose hyper-parameters ``validation`` (``(X_valid, y_valid)``) chooses."""
+    return CLASSIFIERS[name](random_state=seed, validation=validation, **params)
 
 
 def _grid(clf) -> str:
@@ -234,7 +238,7 @@ def _transfer(clf, encoder, frame: pd.DataFrame, X: np.ndarray, language: str) -
 def _run_probe(encoder, features, dataset, splits, classifier, seed, control, mdl, transfer=None) -> ProbeResult:
     X = features(encoder)
     y = {tag: frame["label"].to_numpy() for tag, frame in splits.items()}
-    clf = new_classifier(classifier, seed).fit(X["tr"], y["tr"], X["va"], y["va"])
+    clf = new_classifier(classifier, seed, (X["va"], y["va"])).fit(X["tr"], y["tr"])
     correct = (clf.predict(X["te"]) == y["te"]).astype(float)
     majority_label = pd.Series(y["tr"]).value_counts().idxmax()
     low, high = bootstrap_ci(correct, seed=seed)
@@ -256,14 +260,14 @@ def _run_probe(encoder, features, dataset, splits, classifier, seed, control, md
         fake = {tag: fake[(dataset.data["split"] == tag).to_numpy()] for tag in ("tr", "va", "te")}
         chosen_grid = {"l2_grid": (clf.l2_,), **({"hidden_grid": (clf.hidden_,), "dropout_grid": (clf.dropout_,)}
                                                  if classifier == "mlp" else {})}
-        control_clf = new_classifier(classifier, seed, **chosen_grid).fit(X["tr"], fake["tr"], X["va"], fake["va"])
+        control_clf = new_classifier(classifier, seed, (X["va"], fake["va"]), **chosen_grid).fit(X["tr"], fake["tr"])
         result.control_accuracy = float((control_clf.predict(X["te"]) == fake["te"]).mean())
         result.control_caveat = uninformative(dataset.data, control)
     if transfer:
         for key, value in _transfer(clf, encoder, splits["te"], X["te"], transfer).items():
             setattr(result, key, value)
     if mdl:  # the online code reuses the regularisation chosen on the full training set
-        codes = online_codelength(lambda: new_classifier("logreg", seed, l2_grid=(clf.l2_,)), X["tr"], y["tr"],
+        codes = online_codelength(lambda: new_classifier("logreg", seed, None, l2_grid=(clf.l2_,)), X["tr"], y["tr"],
                                   seed=seed)
         result.mdl_bits, result.compression = codes["online_bits"], codes["compression"]
     return result

@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 
 from ..checks import WorkbenchError
+from ..probing.tasks import get_task
 
 RESULT_COLUMNS = ("encoder", "task", "dataset", "metric", "value", "ci_low", "ci_high", "n")
 SHARE_METRICS = ("accuracy", "majority", "control_accuracy", "given_accuracy", "transfer_accuracy",
@@ -199,6 +200,25 @@ def table3_figure(table: pd.DataFrame, title: str = "Probing accuracy by encoder
                                texttemplate="%{text}", colorbar=dict(title="× 100")))
     fig.update_layout(title=title, template="plotly_white", yaxis=dict(autorange="reversed"),
                       height=max(300, 28 * len(table) + 150))
+    return fig
+
+
+def halves_figure(cards: dict[str, dict]) -> go.Figure:
+    """Both halves of BGT's story for the BGTs of ``cards`` whose card has a ``halves`` section: the English view
+    minus the semantic view on the form tasks and the semantic view minus the English view on STS12–16, with
+    95% CIs. Above zero everywhere is the paper's pattern (its language encoder wins every form task)."""
+    fig = go.Figure()
+    for name, info in cards.items():
+        halves = info.get("halves")
+        if not halves:
+            continue
+        cells = {**{get_task(t).title: v for t, v in halves["english_minus_semantic"].items()},
+                 "STS12–16 (semantic − English)": halves["semantic_minus_english_sts"]}
+        rows = pd.DataFrame([(task, *v) for task, v in cells.items()], columns=["task", "value", "ci_low", "ci_high"])
+        fig.add_trace(ci_bars(name, rows, 1.0))
+    fig.add_hline(y=0, line_color="grey")
+    fig.update_layout(barmode="group", title="Both halves: English − semantic view on form, semantic − English on STS",
+                      yaxis_title="difference (accuracy or Pearson × 100)", legend_title="model")
     return fig
 
 

@@ -125,12 +125,25 @@ def figure_html(figures: dict[str, go.Figure]) -> str:
                    for i, (name, fig) in enumerate(figures.items()))
 
 
+def numbers_table(df: pd.DataFrame) -> str:
+    """All numbers as one collapsed table (a report reads its finding first), the ``note`` column's texts as
+    numbered footnotes below it rather than a wrapped paragraph in every row."""
+    notes = df["note"].fillna("").astype(str) if "note" in df else pd.Series("", index=df.index)
+    numbered = {text: i for i, text in enumerate(dict.fromkeys(t for t in notes if t), 1)}
+    shown = df.assign(note=[f"[{numbered[t]}]" if t else "" for t in notes]) if numbered else df
+    table = shown.to_html(index=False, float_format=lambda v: f"{v:.4f}", na_rep="", classes="results")
+    footnotes = "".join(f"<li value='{i}'>{html.escape(text)}</li>" for text, i in numbered.items())
+    return (f"<details><summary>All {len(df):,} numbers (click to open)</summary>{table}"
+            + (f"<ol class='footnotes'>{footnotes}</ol>" if footnotes else "") + "</details>")
+
+
 def report(df: pd.DataFrame, path: str | Path, title: str = "BGT workbench report", notes: str = "",
-           static: bool = True, notes_html: str = "") -> Path:
+           static: bool = True, notes_html: str = "", after_figures_html: str = "") -> Path:
     """Write a self-contained HTML report (plotly.js embedded: works offline) with the CSV and JSON of all
     numbers beside it (``<stem>.csv``, ``<stem>.json``) and, per figure, its data and (``static``, needs
-    Chromium) PNG and PDF. Returns the HTML path. ``notes`` is plain text (escaped); ``notes_html`` is inserted
-    as it is, for HTML the caller built and trusts."""
+    Chromium) PNG and PDF. Returns the HTML path. The page reads: ``notes`` (plain text, escaped) and
+    ``notes_html`` (inserted as it is, for HTML the caller built and trusts: the finding first), the figures,
+    ``after_figures_html``, then every number in a collapsed table with its notes as footnotes."""
     path = Path(path)
     if path.is_dir() or path.suffix.lower() not in (".html", ".htm"):
         example = path / "report.html" if path.is_dir() else path.with_suffix(".html")
@@ -146,12 +159,11 @@ def report(df: pd.DataFrame, path: str | Path, title: str = "BGT workbench repor
     for problem in problems:
         log.warning("%s", problem)
     warnings = "".join(f'<p class="warn">{html.escape(p)}</p>' for p in problems)
-    table = df.to_html(index=False, float_format=lambda v: f"{v:.4f}", na_rep="", classes="results")
     notes = "".join(f"<p>{html.escape(p)}</p>" for p in notes.split("\n\n") if p.strip()) + notes_html
-    body = (f"{notes}{warnings}{figure_html({k: f for k, (f, _) in figures.items()})}<h2>Numbers</h2>"
-            f"<p>Also in <code>{html.escape(path.stem)}.csv</code> and <code>{html.escape(path.stem)}.json</code> "
-            f"beside this file; each figure's own numbers in <code>{html.escape(path.stem)}-FIGURE.csv</code>.</p>"
-            f"{table}")
+    body = (f"{notes}{warnings}{figure_html({k: f for k, (f, _) in figures.items()})}{after_figures_html}"
+            f"<h2>Numbers</h2><p>Also in <code>{html.escape(path.stem)}.csv</code> and "
+            f"<code>{html.escape(path.stem)}.json</code> beside this file; each figure's own numbers in "
+            f"<code>{html.escape(path.stem)}-FIGURE.csv</code>.</p>{numbers_table(df)}")
     atomic_write(path, page(title, body))
     atomic_write(path.with_suffix(".csv"), spreadsheet_safe(df).to_csv(index=False))
     atomic_write(path.with_suffix(".json"), json.dumps(json.loads(df.to_json(orient="records")), indent=1))

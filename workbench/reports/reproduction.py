@@ -28,6 +28,7 @@ from ..paths import REPO_ROOT, atomic_write
 from ..probing.erase import erasure_effects
 from ..style_transfer.generation import latent_ablation, transfer_table
 from ..zoo.cards import CARD_SIZES, TABLE3_MODELS, card, measure, summarise_views
+from .demo import why_shown
 from .distance import METRIC, gap_correlations, language_distances, missing_features
 from .figures import gap_figure, pair_figure, table3_figure
 from .languages import own_language_section
@@ -91,7 +92,8 @@ def _introduction(cards: dict) -> str:
             f"on 1M (Figure 3) or full OpenSubtitles (Table 3) pairs with 20k updates of 25k tokens; ours saw "
             f"{bgt['training']['pairs_seen']:,} pairs. Compare patterns, not absolute values. Probing at "
             f"{CARD_SIZES['train']}/{CARD_SIZES['valid']}/{CARD_SIZES['test']} sentences (the paper: "
-            "100k/10k/10k); TreeDepth/TopConst are dependency-based analogues.</p>")
+            "100k/10k/10k); TreeDepth/TopConst are dependency-based analogues.</p>"
+            + "".join(f"<p>{html.escape(why_shown(name))}</p>" for name in cards if name == f"bgt-{cards[name]['pair']}"))
 
 
 def _random_init(model):

@@ -6,7 +6,6 @@ Each explorer is a small class holding its controls as attributes (so tests driv
 from __future__ import annotations
 
 import html
-import os
 from collections.abc import Callable, Sequence
 
 try:
@@ -18,6 +17,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from ..models.folder import load
+from ..probing.build import default_sizes
 from ..style_transfer.generation import transfer as default_transfer
 from ..zoo.cards import CARD_SIZES
 from .figures import ci_bars, layer_lines, majority_marks, tidy
@@ -26,9 +27,9 @@ from .figures import ci_bars, layer_lines, majority_marks, tidy
 __all__ = ["notebook_sizes", "ProbeExplorer", "LayerExplorer", "GapExplorer", "StyleTransferApp"]
 
 def notebook_sizes() -> dict[str, int]:
-    """Probing sizes for notebooks: the cards' sizes, or small ones when ``WORKBENCH_QUICK=1`` (CI)."""
-    quick = os.environ.get("WORKBENCH_QUICK", "") not in ("", "0")
-    return {"train": 600, "valid": 200, "test": 200} if quick else dict(CARD_SIZES)
+    """Probing sizes for notebooks: every probe's default (the cards' sizes), or small ones when
+    ``WORKBENCH_QUICK=1`` (CI)."""
+    return default_sizes()
 
 
 class ProbeExplorer:
@@ -177,12 +178,19 @@ class GapExplorer:
 
 
 class StyleTransferApp:
-    """Two text boxes (Source → z_sem, Style → z_en), decoding options, live output, a swap button and a
-    button that draws an example pair from held-out data."""
+    """Two text boxes (Source → z_sem, Style → z_en), decoding options, live output, a swap button, a button that
+    draws an example pair from held-out data and, given ``choices`` (model names: e.g. every shipped BGT with
+    decoders, :func:`~workbench.zoo.cards.with_decoders`), a menu that switches the model."""
 
-    def __init__(self, model, examples: Sequence[str] = (), transfer: Callable | None = None):
+    def __init__(self, model, examples: Sequence[str] = (), transfer: Callable | None = None,
+                 choices: Sequence[str] = ()):
         self.model, self.examples = model, list(examples)
         self._transfer = transfer or default_transfer
+        self._loaded = {getattr(model, "name", ""): model}
+        names = list(dict.fromkeys([*([model.name] if getattr(model, "name", None) in choices else []), *choices]))
+        self.chooser = w.Dropdown(options=names, value=names[0] if names else None, description="model",
+                                  layout={"display": "flex" if names else "none"})
+        self.chooser.observe(lambda change: self._switch(change["new"]), "value")
         first = self.examples[:2] if len(self.examples) >= 2 else ["", ""]
         self.source = w.Textarea(value=first[0], description="Source", placeholder="meaning comes from here",
                                  continuous_update=False, layout={"width": "95%"})
@@ -200,8 +208,16 @@ class StyleTransferApp:
         for control in (self.source, self.style, self.search, self.beam, self.max_len):
             control.observe(lambda _: None if self._quiet else self.update(), "value")
         self.update()
-        self.widget = w.VBox([self.source, self.style, w.HBox([self.search, self.beam, self.max_len]),
+        self.widget = w.VBox([self.chooser, self.source, self.style, w.HBox([self.search, self.beam, self.max_len]),
                               w.HBox([self.swap, self.example]), self.output])
+
+    def _switch(self, name: str) -> None:
+        """Transfer with the model ``name`` (loaded once)."""
+        if name not in self._loaded:
+            self._loaded[name] = load(name)
+        self.model = self._loaded[name]
+        self.max_len.max = self.model.cfg.max_len
+        self.update()
 
     def _set(self, source: str, style: str) -> None:
         """Set both boxes, then generate once."""

@@ -23,6 +23,15 @@ def _latents(model, view: str, sentences: Sequence[str]) -> torch.Tensor:
 
 
 MAX_BEAM = 64  # wider beams cost memory in proportion and find nothing a sentence-length search needs
+NO_REPEAT_NGRAM = 3  # no output repeats a trigram: the CPU models' decoders loop on a phrase otherwise
+_PRONOUN_I = re.compile(r"\bi\b(?=$|[\s'’.,!?;:])")
+
+
+def truecase(sentence: str) -> str:
+    """An output as a reader expects it: the models read and write lower case, so its first letter and the
+    pronoun *I* (i, i'm, i've, ...) are capitalised. Scoring lowercases, so this changes no measure."""
+    sentence = _PRONOUN_I.sub("I", sentence)
+    return sentence[:1].upper() + sentence[1:]
 
 
 def _check_search(model, beam: int, max_len: int | None) -> None:
@@ -41,9 +50,10 @@ def _check_search(model, beam: int, max_len: int | None) -> None:
 
 
 def transfer(model, sources: Sequence[str], styles: Sequence[str], beam: int = 5, max_len: int | None = None,
-             language: str = "en") -> list[str]:
-    """Generate, for each (source, style) pair, a sentence with the source's meaning in the style's form.
-    ``beam=1`` is greedy; ``max_len`` caps generated pieces (default: the model's maximum length)."""
+             language: str = "en", no_repeat_ngram: int = NO_REPEAT_NGRAM) -> list[str]:
+    """Generate, for each (source, style) pair, a sentence with the source's meaning in the style's form
+    (truecased: :func:`truecase`). ``beam=1`` is greedy; ``max_len`` caps generated pieces (default: the model's
+    maximum length); ``no_repeat_ngram`` (0: off) keeps the search from repeating an n-gram."""
     _check_search(model, beam, max_len)
     for name, given in (("sources", sources), ("styles", styles)):
         if isinstance(given, str):  # a bare string would be transferred character by character
@@ -63,8 +73,9 @@ def transfer(model, sources: Sequence[str], styles: Sequence[str], beam: int = 5
     if not sources:
         return []
     z_sem, z_lang = _latents(model, "semantic", sources), _latents(model, language, styles)
-    ids = model.generate(z_sem, z_lang, decoder=language, max_len=max_len or model.cfg.max_len, beam=beam)
-    return [detokenise(model.tokenizer.decode(x)) for x in ids]
+    ids = model.generate(z_sem, z_lang, decoder=language, max_len=max_len or model.cfg.max_len, beam=beam,
+                         no_repeat_ngram=no_repeat_ngram)
+    return [truecase(detokenise(model.tokenizer.decode(x))) for x in ids]
 
 
 def content_words(sentence: str) -> set[str]:
@@ -74,7 +85,8 @@ def content_words(sentence: str) -> set[str]:
     return {w for w in words if len(w) > 2 and "'" not in w and w not in ENGLISH_STOP_WORDS}
 
 
-def transfer_table(model, pairs: pd.DataFrame, beam: int = 5, max_len: int | None = None) -> pd.DataFrame:
+def transfer_table(model, pairs: pd.DataFrame, beam: int = 5, max_len: int | None = None,
+                   no_repeat_ngram: int = NO_REPEAT_NGRAM) -> pd.DataFrame:
     """Batch mode: ``pairs`` has ``source`` and ``style`` columns; returns it with an ``output`` column and,
     to see where the output's meaning came from, ``from_source`` / ``from_style``: the content words
     (:func:`content_words`) the output shares with each, comma-separated."""
@@ -82,7 +94,7 @@ def transfer_table(model, pairs: pd.DataFrame, beam: int = 5, max_len: int | Non
     if missing:
         raise WorkbenchError(f"the pairs table lacks columns {sorted(missing)}; it needs 'source' and 'style'")
     out = pairs.assign(output=transfer(model, list(pairs["source"]), list(pairs["style"]), beam=beam,
-                                       max_len=max_len))
+                                       max_len=max_len, no_repeat_ngram=no_repeat_ngram))
     said = [content_words(o) for o in out["output"]]
     shared = {column: [", ".join(sorted(words & content_words(str(s)))) for words, s in zip(said, out[column])]
               for column in ("source", "style")}
@@ -107,8 +119,9 @@ def latent_ablation(model, sentences: Sequence[str], beam: int = 5, max_len: int
     rows = []
     for name, (sem, lang) in {"both": (z_sem, z_lang), "semantic only": (z_sem, torch.zeros_like(z_lang)),
                               "language only": (torch.zeros_like(z_sem), z_lang)}.items():
-        ids = model.generate(sem, lang, decoder=language, max_len=max_len or model.cfg.max_len, beam=beam)
+        ids = model.generate(sem, lang, decoder=language, max_len=max_len or model.cfg.max_len, beam=beam,
+                             no_repeat_ngram=NO_REPEAT_NGRAM)
         for sentence, said, x in zip(sentences, words, ids):
-            output = detokenise(model.tokenizer.decode(x))
+            output = truecase(detokenise(model.tokenizer.decode(x)))
             rows.append((sentence, name, output, ", ".join(sorted(content_words(output) & said))))
     return pd.DataFrame(rows, columns=["sentence", "latents", "output", "kept"])

@@ -11,16 +11,18 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
-from ..checks import WorkbenchError
+from ..checks import WorkbenchError, plain_name
 from ..data import sha256_of
-from ..evaluation import SUITES, evaluate
+from ..evaluation import SUITES, compare_sts, evaluate
 from ..models import fitted
 from ..models.folder import file_digests, load, shipped
-from ..models.pins import pin
+from ..models.pins import pin, unpin
 from ..paths import atomic_write, read_json, sealed_config, trained_dir
 from ..probing.across import english_version, probe_across
+from ..probing.build import DEFAULT_SIZES
 from ..probing.probe import probe
 from ..probing.tasks import get_task, readable_tasks, task_names
 from ..style_transfer.evaluation import transfer_pairs, transfer_scores
@@ -31,7 +33,9 @@ TABLE3_TASKS = ("subj_num", "obj_num", "tree_depth", "top_const", "word_content"
 GENDER_TASKS = {"fr": "gender_fr", "es": "gender_es"}
 TABLE3_MODELS = ("bgt", "bilingual_trans")
 CARD_SUITES = ("sts", "hard_sts", "tatoeba")
-CARD_SIZES = {"train": 6000, "valid": 1000, "test": 1000}  # probing sizes for cards, demo and reproduction
+CARD_SIZES = DEFAULT_SIZES  # probing sizes for cards, demo and reproduction: every probe's default
+# Table 3's form tasks: the paper's English language encoder beats its semantic encoder on each (BGT's other half)
+FORM_TASKS = ("length", "punct_num", "punct_first")
 
 
 def card(name: str, root: str | Path | None = None) -> dict:
@@ -65,6 +69,42 @@ def measure(model, sizes: dict[str, int] = CARD_SIZES, show_progress: bool = Fal
         if rows:
             frames.append(pd.concat(rows, ignore_index=True).assign(view=view, fingerprint=encoder.fingerprint))
     return pd.concat(frames, ignore_index=True)
+
+
+def measure_halves(model, sizes: dict[str, int] = CARD_SIZES, n_boot: int = 1000) -> dict:
+    """Both halves of BGT's story, from a BGT's semantic and English views: each form task's probe accuracy of the
+    English view minus the semantic view's, with a paired bootstrap 95% CI over the shared test sentences (the
+    paper's English encoder wins all three), and STS12–16 of the semantic view minus the English view's, paired
+    over sentence pairs (meaning apart from form). Each as ``[difference, ci_low, ci_high]`` × 100."""
+    semantic, english = model.encoder("semantic"), model.encoder("en")
+    rng, tasks = np.random.default_rng(0), {}
+    for task in FORM_TASKS:
+        diff = (probe(english, task, control=False, sizes=sizes).outcomes()
+                - probe(semantic, task, control=False, sizes=sizes).outcomes())
+        boots = diff[rng.integers(0, len(diff), (n_boot, len(diff)))].mean(axis=1)
+        tasks[task] = [round(100 * float(v), 1) for v in (diff.mean(), *np.quantile(boots, [0.025, 0.975]))]
+    sts = compare_sts(semantic, english, n_boot=n_boot).iloc[-1]  # the STS12-16 row
+    return {"english_minus_semantic": tasks,
+            "semantic_minus_english_sts": [round(float(sts[k]), 1) for k in ("difference", "ci_low", "ci_high")]}
+
+
+def halves_won(section: dict) -> list[str]:
+    """The form tasks whose English-minus-semantic CI lies above 0 in a card's ``halves`` section."""
+    return [task for task, (_, low, _) in section["english_minus_semantic"].items() if low > 0]
+
+
+def halves_rank(section: dict) -> tuple[int, float]:
+    """How much of both halves a card's ``halves`` section shows, to compare models of a pair: the form tasks
+    won (CI above 0), then the summed English-minus-semantic lead on them."""
+    return len(halves_won(section)), sum(v[0] for v in section["english_minus_semantic"].values())
+
+
+def with_decoders(root: str | Path | None = None) -> list[str]:
+    """The shipped BGTs that kept their decoders (they do style transfer): each pair's ``bgt-en-XX`` first, en–fr
+    (the paper's style-transfer pair) before the others, then the other variants."""
+    pairs = {name: info["pair"] for name in shipped(root) if (info := card(name, root))["model"] == "bgt"
+             and info["decoders"]}
+    return sorted(pairs, key=lambda name: (name != f"bgt-{pairs[name]}", pairs[name] != "en-fr", name))
 
 
 def own_language_tasks(language: str) -> list[str]:
@@ -143,14 +183,15 @@ def write_card(name: str, root: str | Path | None = None, sizes: dict[str, int] 
     transfer = (_transfer_summary(model, transfer_pairs) if config.get("decoders") and config["model"]["setting"] == "bgt"
                 else None)
     languages = measure_languages(model, sizes) if language_view(model) else None
+    halves = measure_halves(model, sizes) if {"semantic", "en"} <= set(model.views) else None
     train, record = config.get("train", {}), config["training"]
     size = sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
     info = {"name": name, "model": config["model"]["setting"], "pair": train.get("pair", "-".join(
                 config["model"]["languages"])), "preset": train.get("preset", record.get("preset")), "training": record,
             "decoders": config.get("decoders", False), "megabytes": round(size / 2 ** 20, 1),
             "curve": (folder / "curve.csv").is_file(),
-            "probing_sizes": sizes, "views": views, **({"style_transfer": transfer} if transfer else {}),
-            **({"languages": languages} if languages else {})}
+            "probing_sizes": sizes, "views": views, **({"halves": halves} if halves else {}),
+            **({"style_transfer": transfer} if transfer else {}), **({"languages": languages} if languages else {})}
     return _save(folder, info, config)
 
 
@@ -172,6 +213,37 @@ def remeasure_languages(name: str, root: str | Path | None = None, sizes: dict[s
     info, config = card(name, root), read_json(folder / "config.json")
     info["languages"] = measure_languages(load(folder), sizes)
     return _save(folder, info, config)
+
+
+def remeasure_halves(name: str, root: str | Path | None = None, sizes: dict[str, int] = CARD_SIZES) -> dict:
+    """Measure only the both-halves section of a shipped BGT's card (the other numbers stay as measured)."""
+    folder = (Path(root) if root else trained_dir()) / name
+    info, config = card(name, root), read_json(folder / "config.json")
+    model = load(folder)
+    if not {"semantic", "en"} <= set(model.views):
+        raise WorkbenchError(f"{name} has no semantic and English views to compare (a BGT with language encoders has)")
+    info = {**{k: v for k, v in info.items() if k not in ("halves", "style_transfer", "languages")},
+            "halves": measure_halves(model, sizes),
+            **{k: info[k] for k in ("style_transfer", "languages") if k in info}}  # the card's order of sections
+    return _save(folder, info, config)
+
+
+def rename(name: str, new: str, root: str | Path | None = None) -> Path:
+    """Give the shipped model ``name`` the name ``new``: its folder, its card and its pin (re-sealed; its numbers,
+    weights and fingerprints are unchanged). A model that shows BGT's story better takes a pair's plain name so
+    that what reads ``bgt-en-XX`` shows it; the model it replaces moves aside first."""
+    root = Path(root) if root else trained_dir()
+    if not plain_name(new):
+        raise WorkbenchError(f"{new!r} is not a valid model name: use letters, digits, '_', '.' and '-'")
+    if (root / new).exists():
+        raise WorkbenchError(f"{root / new} exists; rename or remove it first")
+    info, folder = card(name, root), root / name
+    load(folder)  # verified (and its pin checked) before anything moves
+    config = read_json(folder / "config.json")
+    folder.rename(root / new)
+    unpin(root, name)
+    _save(root / new, {**info, "name": new}, config)
+    return root / new
 
 
 def _save(folder: Path, info: dict, config: dict) -> dict:
@@ -226,6 +298,8 @@ def _card_markdown(info: dict, config: dict) -> str:
              "Numbers: Pearson's r × 100 (STS) and test accuracy × 100 (logistic-regression probes, "
              f"{info['probing_sizes']['train']}/{info['probing_sizes']['valid']}/{info['probing_sizes']['test']} "
              "sentences). Recomputed by the tests from these weights.", ""]
+    if info.get("halves"):
+        lines += _halves_markdown(info["halves"])
     if info.get("style_transfer"):
         lines += _transfer_markdown(info["style_transfer"])
     if info.get("languages"):
@@ -249,6 +323,18 @@ def _card_markdown(info: dict, config: dict) -> str:
                       "|" + "---|" * len(entry["probing"]),
                       "| " + " | ".join(f"{v:.1f}" for v in entry["probing"].values()) + " |", ""]
     return "\n".join(lines)
+
+
+def _halves_markdown(section: dict) -> list[str]:
+    def cell(value: list) -> str:
+        return f"{value[0]:+.1f} [{value[1]:+.1f}, {value[2]:+.1f}]"
+
+    form = section["english_minus_semantic"]
+    return ["## both halves", "", "English view minus semantic view on Table 3's form tasks (probe accuracy) and "
+            "semantic minus English on STS12–16, × 100 with paired bootstrap 95% CIs; the paper's English encoder "
+            "wins every form task and trails on STS.", "",
+            "| " + " | ".join(get_task(t).title for t in form) + " | STS12–16 sem − en |", "|" + "---|" * (len(form) + 1),
+            "| " + " | ".join(cell(v) for v in form.values()) + f" | {cell(section['semantic_minus_english_sts'])} |", ""]
 
 
 def _transfer_markdown(section: dict) -> list[str]:

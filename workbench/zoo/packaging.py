@@ -224,7 +224,7 @@ def _checked_manifest(package: Path) -> dict:
         raise WorkbenchError(f"{package}/manifest.json is not a package manifest (a JSON object)")
     if manifest.get("format") not in (SHARDS_FORMAT, FIRST_SHARDS_FORMAT):
         raise WorkbenchError(f"{package}: unknown package format {manifest.get('format')!r} (expected "
-                             f"{SHARDS_FORMAT!r})")
+                             f"{SHARDS_FORMAT!r} or the older {FIRST_SHARDS_FORMAT!r})")
     if manifest["format"] == FIRST_SHARDS_FORMAT:  # float16 shards, before packages recorded their precision
         manifest = {**manifest, "precision": "fp16", "scales": {}, "restored_sha256": None}
     problems = []
