@@ -14,7 +14,7 @@ from safetensors.torch import load_file
 
 from workbench.cli import main
 from workbench.checks import WorkbenchError
-from workbench.encoders import RandomEmbeddingAverage
+from workbench.models.untrained import RandomEmbeddingAverage
 from workbench.models.folder import load, model_path
 from workbench.paths import config_digest, sealed_config
 from workbench.training.recipes import TrainConfig

@@ -15,6 +15,7 @@ CASES = {
     "eval_suite.py": (["--encoders", "random-sp-average", "--throughput-sentences", "300"], "sentences_per_s"),
     "layer_encoding.py": (["--n", "8"], "one_pass_s"),
     "own_task.py": (["--n", "200", "--encoder", "random-transformer", "--layers", "0", "1"], "probe + control (cached)"),
+    "startup.py": (["--repeats", "1"], "x_python"),
     "probe_suite.py": (["--encoder", "random-sp-average", "--tasks", "length", "--sizes", "300", "60", "60"],
                        "results cached"),
     "train_throughput.py": (["--presets", "tiny", "--warmup-seconds", "1", "--seconds", "1"], "share of the update"),

@@ -146,7 +146,7 @@ def test_an_entry_file_swapped_into_another_entrys_place_is_not_returned(caplog)
 
 
 def test_a_bare_string_is_refused_rather_than_encoded_character_by_character():
-    from workbench.encoders import untrained_encoder
+    from workbench.models.untrained import untrained_encoder
     from workbench.checks import WorkbenchError
     for encoder in (untrained_encoder("random-sp-average"), cached(CountingEncoder(salt="bare"))):
         with pytest.raises(WorkbenchError, match="a list of sentences, not one string"):

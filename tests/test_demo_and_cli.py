@@ -1,3 +1,5 @@
+import subprocess
+import sys
 from html import escape
 
 import pandas as pd
@@ -67,6 +69,22 @@ def test_help_lists_every_subcommand(capsys):
     for command in ("demo", "train", "encode", "probe", "evaluate", "transfer", "report", "data", "models",
                     "reproduce"):
         assert command in out
+
+
+def test_help_and_argument_errors_answer_without_torch_or_the_models():
+    """Only the command given is built, and its work is imported when it runs (#78): --help, a bad choice and a
+    missing argument import no torch. ``train`` lists the model kinds, whose registry is the models themselves."""
+    from workbench.cli.commands import COMMANDS
+    code = ("import sys; from workbench.cli import main\n"
+            "try: code = main(sys.argv[1:])\n"
+            "except SystemExit as exit_: code = exit_.code\n"
+            "print('torch' in sys.modules, code)")
+    lines = [[], ["--help"], ["probe", "--classifier", "nope"], ["encode"],
+             *[[command.name, "--help"] for command in COMMANDS if command.name != "train"]]
+    for argv in lines:
+        out = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, check=True).stdout
+        loaded, status = out.split()[-2:]  # after the help text
+        assert loaded == "False" and status in ("0", "2"), (argv, out)
 
 
 def test_help_shows_every_registered_suite_and_named_encoder(capsys):

@@ -3,7 +3,7 @@ import pandas as pd
 import pytest
 from scipy.stats import pearsonr, spearmanr
 
-from workbench.encoders import random_transformer, RandomEmbeddingAverage
+from workbench.models.untrained import random_transformer, RandomEmbeddingAverage
 from workbench.checks import UnknownNameError
 from workbench.evaluation import evaluate
 from workbench.evaluation.sts import cosine, evaluate_sts, score_pairs

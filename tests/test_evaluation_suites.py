@@ -7,7 +7,7 @@ from scipy.stats import pearsonr
 
 from workbench.cache import cached
 from workbench.data.sts import load_sts, load_sts_hard, STS_DATASETS
-from workbench.encoders import RandomEmbeddingAverage
+from workbench.models.untrained import RandomEmbeddingAverage
 from workbench.checks import WorkbenchError
 from workbench.evaluation import SUITES, compare_sts, evaluate, evaluate_tatoeba
 from workbench.evaluation.mteb import mteb_results

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-import workbench
 from workbench.paths import REPO_ROOT
 
 TUTORIALS = sorted((REPO_ROOT / "docs" / "tutorials").glob("*.md"))

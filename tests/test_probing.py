@@ -430,7 +430,7 @@ def test_a_task_has_an_english_version_when_the_two_share_labels():
 def test_language_identity_separates_surface_from_meaning():
     """A random-init shared encoder tells the languages apart by their pieces; shuffled labels and an encoder
     that gives a sentence and its translation one vector both sit near 50%."""
-    from workbench.encoders import untrained_encoder
+    from workbench.models.untrained import untrained_encoder
     from workbench.probing.pool import pair_pool
     from workbench.data.corpora import SplitConfig
     dataset = build.build_task("language_id_en_fr", sizes=SMALL)
@@ -558,7 +558,7 @@ def test_an_uninformative_control_is_named_in_the_result_and_hatched_in_the_figu
 
 def test_the_logistic_probe_fits_the_same_on_one_thread_as_on_two(length_task, small_tokenizer):
     import torch
-    from workbench.encoders import RandomEmbeddingAverage
+    from workbench.models.untrained import RandomEmbeddingAverage
     encoder = RandomEmbeddingAverage(small_tokenizer)
     X = {tag: encoder.encode(list(length_task.split(tag)["sentence"])) for tag in ("tr", "va")}
     y = {tag: length_task.split(tag)["label"].to_numpy() for tag in ("tr", "va")}

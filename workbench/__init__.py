@@ -25,7 +25,7 @@ _PUBLIC = {
     "WorkbenchError": ".checks",
     "Encoder": ".encoders",
     "LayeredEncoder": ".encoders",
-    "untrained_encoder": ".encoders",
+    "untrained_encoder": ".models.untrained",
     "evaluate": ".evaluation",
     "compare_sts": ".evaluation",
     "compare_hard_sts": ".evaluation",

@@ -1,25 +1,21 @@
-"""The Encoder protocol and the encoders that need no training.
+"""The Encoder protocol, the checks every measurement makes of an encoder, and the encoders anyone can name.
 
 Anything with ``name``, ``dim``, ``fingerprint`` and ``encode(sentences) -> float32 (n, dim)`` can be probed
-and evaluated. ``fingerprint`` changes whenever the weights or the tokenizer change; caches key on it.
+and evaluated. ``fingerprint`` changes whenever the weights or the tokenizer change; caches key on it. This module
+imports no model (nor torch): the named encoders are built by their modules when one is asked for, so the cache,
+the CLI's parser and everything that only checks an encoder stay light.
 """
 from __future__ import annotations
 
-import hashlib
+import importlib
 import inspect
 import logging
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
-import torch
 
-from .checks import WorkbenchError, check_batch_size, check_name, check_sentences
-from .data.tokenizer import Tokenizer, pair_tokenizer
-from .models.base import NamedEncoder, NetworkEncoder
-from .models.huggingface import hf_encoder, minilm
-from .models.transformer import SentenceEncoder, TransformerConfig
-from .progress import progress_bar
+from .checks import WorkbenchError, check_name
 
 log = logging.getLogger(__name__)
 
@@ -124,65 +120,14 @@ def check_reads(encoder: Encoder, languages: Sequence[str], what: str, strict: b
     return False
 
 
-def random_transformer(tokenizer: Tokenizer, cfg: TransformerConfig | None = None, seed: int = 0,
-                       name: str = "random-transformer") -> NetworkEncoder:
-    """The paper's "random encoder": a semantic encoder at initialisation (no training), embedding = mu."""
-    cfg = cfg or TransformerConfig(vocab_size=tokenizer.vocab_size, dropout=0.0)
-    if cfg.vocab_size != tokenizer.vocab_size:
-        raise ValueError(f"config vocab_size={cfg.vocab_size} differs from the tokenizer's {tokenizer.vocab_size}")
-    generator_state = torch.random.get_rng_state()
-    torch.manual_seed(seed)
-    try:
-        module = SentenceEncoder(cfg, with_logv=False)
-    finally:
-        torch.random.set_rng_state(generator_state)
-    return NetworkEncoder(name, module, tokenizer)
-
-
-class RandomEmbeddingAverage(NamedEncoder):
-    """Average of a fixed random N(0, 1) sentencepiece-token embedding table (EOS excluded): SP, untrained."""
-
-    def __init__(self, tokenizer: Tokenizer, dim: int = 512, seed: int = 0, name: str = "random-sp-average"):
-        self.name, self.tokenizer, self.dim, self.languages = name, tokenizer, dim, tokenizer.languages
-        rng = np.random.default_rng(seed)
-        self.table = rng.standard_normal((tokenizer.vocab_size, dim), dtype=np.float32)
-        self.fingerprint = hashlib.sha256(self.table.tobytes() + tokenizer.digest.encode()).hexdigest()
-
-    def encode(self, sentences: Sequence[str], batch_size: int = 256, show_progress: bool = False) -> np.ndarray:
-        sentences, batch_size = check_sentences(sentences), check_batch_size(batch_size)
-        out = np.empty((len(sentences), self.dim), dtype=np.float32)
-        for start in progress_bar(range(0, len(sentences), batch_size), desc=f"encode {self.name}",
-                          disable=not show_progress, unit="batch"):
-            for row, ids in enumerate(self.tokenizer.encode(sentences[start:start + batch_size]), start=start):
-                ids = ids[:-1] or ids  # drop EOS unless the sentence is empty
-                out[row] = self.table[ids].mean(axis=0)
-        return out
-
-
-
-UNTRAINED = ("random-transformer", "random-sp-average")
-
-
-def untrained_encoder(name: str, pair: str = "en-fr", vocab_size: int = 8000, seed: int = 0) -> Encoder:
-    """One of the encoders that need no training, on the joint sentencepiece model of ``pair``."""
-    check_name("untrained encoder", name, UNTRAINED)
-    tokenizer = pair_tokenizer(pair, vocab_size)
-    if name == "random-transformer":
-        return random_transformer(tokenizer, seed=seed)
-    return RandomEmbeddingAverage(tokenizer, seed=seed)
-
-
-def _minilm(pair: str) -> Encoder:
-    return minilm()
-
-
-# Encoders anyone can name (``--encoder NAME``, ``--against NAME``): name -> (what it is, factory(pair)).
+# Encoders anyone can name (``--encoder NAME``, ``--against NAME``): name -> (what it is, the function that builds
+# it from a language pair, as "module:function", imported only when the encoder is asked for).
 NAMED_ENCODERS = {
     "random-transformer": ("an untrained Transformer encoder on the pair's sentencepiece model (the random-init "
-                           "reference)", lambda pair: untrained_encoder("random-transformer", pair)),
+                           "reference)", "workbench.models.untrained:random_transformer_of"),
     "random-sp-average": ("the average of random sentencepiece embeddings",
-                          lambda pair: untrained_encoder("random-sp-average", pair)),
-    "minilm": ("all-MiniLM-L6-v2, offline (the 'minilm' extra)", _minilm),
+                          "workbench.models.untrained:random_sp_average_of"),
+    "minilm": ("all-MiniLM-L6-v2, offline (the 'minilm' extra)", "workbench.models.huggingface:minilm_of"),
 }
 HF_PREFIX = "hf:"  # hf:PATH[@LAYER]: any Hugging Face encoder folder (the 'hf' extra)
 
@@ -197,6 +142,12 @@ def named_encoder(name: str, pair: str = "en-fr") -> Encoder:
             path, layer = name[len(HF_PREFIX):], "-1"
         if not path:
             raise WorkbenchError("hf: needs a model folder or name, e.g. hf:path/to/model@3")
-        return hf_encoder(path, layer=int(layer))
+        return _built_by("workbench.models.huggingface:hf_encoder")(path, layer=int(layer))
     check_name("encoder", name, [*NAMED_ENCODERS, f"{HF_PREFIX}PATH[@LAYER]"])
-    return NAMED_ENCODERS[name][1](pair)
+    return _built_by(NAMED_ENCODERS[name][1])(pair)
+
+
+def _built_by(where: str):
+    """The function ``"module:function"`` names (its module imported now, not with this one)."""
+    module, _, function = where.partition(":")
+    return getattr(importlib.import_module(module), function)

@@ -1,6 +1,8 @@
-"""The ``workbench`` command: one :class:`Command` record per subcommand (its arguments, its handler and what its
-``--out`` is, side by side in :mod:`.training`, :mod:`.measuring` and :mod:`.reporting`); here the parser built
-from them, the checks every command shares, and how errors reach the user."""
+"""The ``workbench`` command: one :class:`~.common.Command` record per subcommand in :mod:`.commands` (its
+arguments, the handler that does its work in :mod:`.training`, :mod:`.measuring` or :mod:`.reporting`, and what
+its ``--out`` is); here the parser built from them, the checks every command shares, and how errors reach the
+user. Only the command given is built and only its handler's modules are imported, so ``--help`` and argument
+errors answer at once."""
 from __future__ import annotations
 
 import argparse
@@ -13,17 +15,12 @@ import tomllib
 from pathlib import Path
 
 from ..checks import WorkbenchError
-from .common import Command
-from .measuring import CACHE_COMMAND, ENCODE_COMMAND, EVALUATE_COMMAND, PROBES_COMMAND, PROBE_COMMAND
-from .reporting import DEMO_COMMAND, REPORT_COMMAND, REPRODUCE_COMMAND, TRANSFER_COMMAND
-from .training import CURVE_COMMAND, DATA_COMMAND, MODELS_COMMAND, TRAIN_COMMAND
-
-COMMANDS: tuple[Command, ...] = (
-    DEMO_COMMAND, MODELS_COMMAND, CURVE_COMMAND, REPRODUCE_COMMAND, TRANSFER_COMMAND, DATA_COMMAND, TRAIN_COMMAND,
-    ENCODE_COMMAND, PROBE_COMMAND, PROBES_COMMAND, CACHE_COMMAND, EVALUATE_COMMAND, REPORT_COMMAND)
+from .commands import COMMANDS
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or with ``only`` of that command alone (the others listed, their arguments
+    not built; ``""``: none): what ``main`` does, so no command's parser waits on another's choices."""
     parser = argparse.ArgumentParser(
         prog="workbench", description="BGT probing workbench: train sentence encoders, probe what they encode, "
         "evaluate them on STS, and export reports.")
@@ -32,13 +29,16 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
         p = sub.add_parser(command.name, help=command.help)
-        command.arguments(p)
+        if only in (None, command.name):
+            command.arguments(p)
         p.set_defaults(command_record=command)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    given = next((word for word in argv if not word.startswith("-")), None)  # the global options take no value
+    args = build_parser(given if given in {c.name for c in COMMANDS} else "").parse_args(argv)  # "": none
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(levelname)s %(name)s: %(message)s")
     for chatty in ("kaleido", "choreographer", "logistro"):  # the static-export browser's own bookkeeping

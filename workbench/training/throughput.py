@@ -5,15 +5,11 @@ from __future__ import annotations
 
 import logging
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from ..data.batching import collate
-
-if TYPE_CHECKING:
-    from .trainer import Trainer
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +36,7 @@ class Prefetch:
     batches are collated when asked for: there the thread would only take cycles from the update (measured:
     0.85-0.9x beside two runs on 2 cores)."""
 
-    def __init__(self, trainer: "Trainer"):
+    def __init__(self, trainer):  # the Trainer that owns it (its data, config, device, state and rank)
         self.trainer = trainer
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prefetch")
         self.pending: tuple[list[np.ndarray], Future] | None = None
