@@ -520,7 +520,7 @@ def _bgt(view):
 def _api_cases():
     import workbench as wb
     from workbench.evaluation import compare_sts
-    from workbench.reports.figures import read_results, tidy
+    from workbench.reports.results import read_results, tidy
     from workbench.style_transfer.generation import transfer, transfer_table
     from workbench.probing.baselines import text_baselines
     from workbench.checks import check_sizes

@@ -272,7 +272,7 @@ def test_a_folder_reads_nothing_outside_itself_and_each_tensor_once(broken_copy,
 def test_a_folder_without_a_tokenizer_or_with_a_huge_config_or_pickled_weights_is_refused(broken_copy):
     folder, set_config = broken_copy
     set_config(hidden_size=38_400)
-    with pytest.raises(WorkbenchError, match="declares about 107.3 billion parameters, more than the 2 billion"):
+    with pytest.raises(WorkbenchError, match="declares about 107.3 billion parameters: 400 GiB in float32, more than this cpu"):
         wb.hf_encoder(folder)  # refused before anything is allocated
     set_config(num_hidden_layers=100_000, hidden_size=8)
     with pytest.raises(WorkbenchError, match="declares 100000 layers; the workbench loads encoders of at most 512"):
@@ -358,7 +358,7 @@ def test_layer_explorer_redraws_for_the_chosen_tasks(semantic):
 
 
 def test_a_model_card_declares_the_languages_an_hf_encoder_reads(tmp_path):
-    from workbench.models.huggingface import _declared_languages
+    from workbench.models.hf_folder import declared_languages as _declared_languages
     (tmp_path / "README.md").write_text("---\nlanguage:\n- en\n- fr\nlicense: mit\ntags:\n- multilingual\n---\n# x\n")
     assert _declared_languages(tmp_path) == ("en", "fr")
     (tmp_path / "README.md").write_text("---\nlanguage: multilingual\n---\n")

@@ -377,9 +377,14 @@ def test_erasing_language_from_bgts_semantic_encoder_keeps_meaning():
     assert effects.loc["Tatoeba fr-en error", "change"] < 2  # ... and translations still find each other
 
 
+# Cross-lingual transfer needs a semantic space shared across the pair: the 16-dimensional BGT's is (subj_num
+# transfers at > 0.65, 0.8 of the English accuracy); the warm-start bgt-en-fr's less so (0.60, 0.78 on 2026-11-29).
+SHARED_SPACE = "bgt-en-fr-lang16"
+
+
 def test_a_probe_trained_on_english_transfers_to_the_translations():
     from workbench.models.folder import load
-    semantic = load("bgt-en-fr").encoder("semantic")
+    semantic = load(SHARED_SPACE).encoder("semantic")
     result = probe(semantic, "subj_num", sizes=SMALL, transfer="fr", control=False)
     assert result.transfer == "fr" and 50 <= result.n_transfer < result.n_test  # those with a translation
     assert result.transfer_accuracy > 0.65 and result.transfer_ratio > 0.8  # BGT's semantic space is shared
@@ -398,7 +403,7 @@ def test_a_probe_trained_on_english_transfers_to_the_translations():
 def test_a_probe_trained_on_one_languages_task_is_tested_on_the_others():
     from workbench.models.folder import load
     from workbench.probing.across import probe_across
-    semantic = load("bgt-en-fr").encoder("semantic")
+    semantic = load(SHARED_SPACE).encoder("semantic")
     number = probe_across(semantic, "subj_num", "subj_num_fr", sizes=SMALL).set_index("metric")
     assert number.loc["transfer_accuracy", "labels"] == "Plur Sing"  # NN/NNS read as UD's Sing/Plur
     assert number.loc["transfer_accuracy", "ci_low"] > number.loc["majority", "value"] + 0.1  # number is shared

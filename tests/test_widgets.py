@@ -123,6 +123,13 @@ def test_a_comparison_report_opens_with_the_table3_layout(results):
     semantic = results[(results.metric == "accuracy") & (results.encoder == "bgt-en-fr:semantic")]
     assert table.loc["bgt-en-fr:semantic", "length"] == pytest.approx(
         100 * semantic.set_index("task").loc["length", "value"])
+    # coloured by gain over each task's majority baseline (tasks differ in chance level), accuracy as the text
+    gains, grey = figures_for(results)["overview"][0].data
+    majority = results[results.metric == "majority"].groupby("task")["value"].mean()
+    column, row = list(gains.x).index("length"), list(gains.y).index("bgt-en-fr:semantic")
+    assert gains.z[row][column] == pytest.approx(table.loc["bgt-en-fr:semantic", "length"] - 100 * majority["length"])
+    assert gains.text[row][column] == f"{table.loc['bgt-en-fr:semantic', 'length']:.1f}" and gains.zmid == 0
+    assert np.isnan(gains.z[row][0]) and grey.z[row][0] == 0  # STS has no majority baseline: grey, not a colour
 
 
 def test_each_pairs_plain_bgt_shows_both_halves_best_of_the_shipped_bgts_with_decoders():

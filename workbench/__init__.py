@@ -56,6 +56,7 @@ _PUBLIC = {
     "latent_ablation": ".style_transfer.generation",
     "transfer_table": ".style_transfer.generation",
     "card": ".zoo.cards",
+    "with_decoders": ".zoo.cards",
     "CARD_SIZES": ".zoo.cards",
 }
 

@@ -129,21 +129,27 @@ NAMED_ENCODERS = {
                           "workbench.models.untrained:random_sp_average_of"),
     "minilm": ("all-MiniLM-L6-v2, offline (the 'minilm' extra)", "workbench.models.huggingface:minilm_of"),
 }
-HF_PREFIX = "hf:"  # hf:PATH[@LAYER]: any Hugging Face encoder folder (the 'hf' extra)
+HF_PREFIX = "hf:"  # hf:PATH[@LAYER]: any Hugging Face model folder (the 'hf' extra)
+HF_POOLINGS = ("mean", "last", "cls", "model")  # how a Hugging Face model's token states become one vector
+HF_DTYPES = ("float32", "bfloat16", "float16")  # the precisions a Hugging Face model can run in
 
 
-def named_encoder(name: str, pair: str = "en-fr") -> Encoder:
+def named_encoder(name: str, pair: str = "en-fr", **hf_options) -> Encoder:
     """An encoder by name (:data:`NAMED_ENCODERS`, untrained ones on ``pair``'s tokenizer), or
-    ``hf:PATH[@LAYER]``: the Hugging Face encoder in folder PATH (or already in the Hugging Face cache) at LAYER
-    (default: its top layer), mean-pooled."""
+    ``hf:PATH[@LAYER]``: the Hugging Face model in folder PATH (or already in the Hugging Face cache) at LAYER
+    (default: its top layer), mean-pooled unless ``hf_options`` say otherwise (``pooling``, ``dtype``,
+    ``device``: :func:`workbench.hf_encoder`'s)."""
     if name.startswith(HF_PREFIX):
         path, _, layer = name[len(HF_PREFIX):].rpartition("@")
         if not path or not layer.lstrip("-").isdigit():
             path, layer = name[len(HF_PREFIX):], "-1"
         if not path:
             raise WorkbenchError("hf: needs a model folder or name, e.g. hf:path/to/model@3")
-        return _built_by("workbench.models.huggingface:hf_encoder")(path, layer=int(layer))
+        return _built_by("workbench.models.huggingface:hf_encoder")(path, layer=int(layer), **hf_options)
     check_name("encoder", name, [*NAMED_ENCODERS, f"{HF_PREFIX}PATH[@LAYER]"])
+    if hf_options:
+        raise WorkbenchError(f"{', '.join(hf_options)} apply to a Hugging Face encoder ({HF_PREFIX}PATH), not to "
+                             f"{name}")
     return _built_by(NAMED_ENCODERS[name][1])(pair)
 
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..data.corpora import PAIRS
-from ..encoders import HF_PREFIX, NAMED_ENCODERS
+from ..encoders import HF_DTYPES, HF_POOLINGS, HF_PREFIX, NAMED_ENCODERS
 
 
 @dataclass(frozen=True)
@@ -54,3 +54,10 @@ def encoder_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trust-unverified", action="store_true",
                    help="with --model: load a model folder that records no sha256 of its files (otherwise "
                         "refused); only for folders you know the origin of")
+    hf = p.add_argument_group(f"a Hugging Face --encoder {HF_PREFIX}PATH")
+    hf.add_argument("--pooling", choices=HF_POOLINGS, help="how token states become one vector: mean (default), "
+                    "last (the last real token: for decoder-only language models), cls, or model (a "
+                    "sentence-transformers folder's own)")
+    hf.add_argument("--dtype", choices=HF_DTYPES, help="the precision the model runs in (default float32; "
+                    "bfloat16 on a CPU or GPU, float16 on a GPU); vectors are float32 either way")
+    hf.add_argument("--device", help="where the model runs: cpu (default), cuda, cuda:N")

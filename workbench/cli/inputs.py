@@ -17,6 +17,13 @@ def chosen_encoder(args, name: str | None = None):
             raise WorkbenchError(f"{option} {value!r} is empty: give "
                                  + ("a shipped model's name, a run directory or a checkpoint folder"
                                     if option == "--model" else "an encoder name, or a view of --model"))
+    hf_options = {key: getattr(args, key) for key in ("pooling", "dtype", "device")
+                  if getattr(args, key, None) is not None}
+    chosen = name or args.encoder or "random-transformer"
+    if hf_options and (args.model is not None and name is None or not chosen.startswith(HF_PREFIX)):
+        raise WorkbenchError(f"--pooling, --dtype and --device apply to a Hugging Face --encoder ({HF_PREFIX}PATH"
+                             f"[@LAYER]); drop {', '.join('--' + key for key in hf_options)} for "
+                             + (f"--model {args.model}" if args.model is not None and name is None else chosen))
     if args.model is not None and name is None:
         if args.pair is not None:
             raise WorkbenchError(f"--pair {args.pair} picks the tokenizer of an untrained --encoder; --model "
@@ -27,7 +34,7 @@ def chosen_encoder(args, name: str | None = None):
         if given and name is None:
             raise WorkbenchError(f"{option} applies to a --model; for a Hugging Face --encoder give the layer as "
                                  "hf:PATH@LAYER")
-    return named_encoder(name or args.encoder or "random-transformer", args.pair or "en-fr")
+    return named_encoder(chosen, args.pair or "en-fr", **hf_options)
 
 
 def encoder_spec(spec: str, pair: str | None = None):

@@ -8,7 +8,7 @@ from ..checks import WorkbenchError, check_sizes
 from ..data.corpora import PAIRS
 from ..models.folder import load
 from ..reports.demo import first_run_line, run_demo
-from ..reports.figures import read_results
+from ..reports.results import read_results
 from ..reports.pages import report, spreadsheet_safe
 from ..reports.reproduction import reproduce
 from ..style_transfer.evaluation import transfer_pairs, transfer_scores

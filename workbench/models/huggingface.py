@@ -1,17 +1,23 @@
-"""Any Hugging Face encoder as a workbench Encoder, at any layer: ``hf_encoder("path/to/model", layer=3)``.
+"""Any Hugging Face model as a workbench Encoder, at any layer: ``hf_encoder("path/to/model", layer=3)``.
 
-A local folder (or a name already in the Hugging Face cache) holding a ``transformers`` encoder — a plain model
-(``config.json``, safetensors weights, a tokenizer) or a sentence-transformers model folder (the same plus
-``modules.json``) — is loaded offline with safetensors weights only: nothing is downloaded and nothing is
-unpickled. Layers: 0 is the embedding layer's output, 1…L each block's, and -1 the sentence embedding, which
-for these models is the top layer L pooled (``workbench.encoders.LayeredEncoder``). Pooling: ``"mean"`` (over the real tokens), ``"cls"`` (the first token), or ``"model"`` — a
-sentence-transformers folder's own pooling and normalisation, which at the top layer gives exactly the vectors
-the sentence-transformers library gives. Needs the ``hf`` extra (``pip install -e '.[hf]'``).
+A local folder (or a name already in the Hugging Face cache) holding a ``transformers`` model — an encoder (BERT
+and its kin), a decoder-only language model (GPT-2, Llama, Mistral, Qwen, ...), the encoder of an encoder-decoder
+(T5), or a sentence-transformers folder (the same plus ``modules.json``) — is loaded offline with safetensors
+weights only: nothing is downloaded, nothing is unpickled and no code that comes with a folder runs. Layers: 0 is
+the embedding layer's output, 1…L each block's, and -1 the sentence embedding, which for these models is the top
+layer L pooled (``workbench.encoders.LayeredEncoder``). Pooling: ``"mean"`` (over the real tokens), ``"last"``
+(the last real token: what a causal model has read the whole sentence at), ``"cls"`` (the first token; refused for
+a decoder-only model, whose first token sees only itself), or ``"model"`` — a sentence-transformers folder's own
+pooling and normalisation, which at the top layer gives exactly the vectors the sentence-transformers library
+gives. Sentences are padded on the right, so each one's states are those of the sentence alone. ``dtype``
+(``float32``, ``bfloat16``, ``float16`` on a GPU) is the precision the model runs in; vectors come back float32.
+Needs the ``hf`` extra (``pip install -e '.[hf]'``).
 """
 from __future__ import annotations
 
 import copy
 import hashlib
+import inspect
 import os
 import re
 from collections.abc import Sequence
@@ -19,16 +25,17 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from safetensors import SafetensorError, safe_open
+from safetensors import SafetensorError
 
+from ..encoders import HF_DTYPES, HF_POOLINGS
 from ..checks import WorkbenchError, check_batch_size, check_name, check_sentences, whole
-from ..paths import read_json
 from ..progress import progress_bar
-from . import MAX_PARAMETERS
 from .base import NamedEncoder
+from .hf_folder import (WEIGHTS, check_files_inside, check_loaded, check_tokenizer, declared_languages, declared_size,
+                        display_name, folder_digest, model_folder, refuse_foreign_code, sentence_transformers_head)
 
-POOLINGS = ("mean", "cls", "model")
-_WEIGHTS = re.compile(r".+\.safetensors$")
+POOLINGS = HF_POOLINGS
+DTYPES = {name: getattr(torch, name) for name in HF_DTYPES}
 
 
 def _transformers():
@@ -41,229 +48,106 @@ def _transformers():
     return transformers
 
 
-def model_folder(name_or_path: str | Path) -> Path:
-    """The local folder of ``name_or_path``: the folder itself, or the snapshot of a model already in the Hugging
-    Face cache (never a download)."""
-    path = Path(name_or_path).expanduser()
-    if path.is_dir():
-        return path
-    if not re.fullmatch(r"[\w.-]+(/[\w.-]+)?", str(name_or_path)):
-        raise WorkbenchError(f"no model folder at {str(name_or_path)!r}, and it is not a Hugging Face model name")
-    try:
-        from huggingface_hub import snapshot_download
-        return Path(snapshot_download(str(name_or_path), local_files_only=True))
-    except Exception:  # the hub's errors for "not cached" vary between versions
-        raise WorkbenchError(f"{name_or_path!r} is neither a folder nor a model in the Hugging Face cache; the "
-                             "workbench never downloads: fetch it once (huggingface-cli download NAME) or give "
-                             "its folder") from None
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", text)[:2])
 
 
-def _display_name(folder: Path) -> str:
-    """A readable name for a model folder: ORG/NAME for a Hugging Face cache snapshot, the package's name for a
-    folder called ``model``, else the folder's name."""
-    for part in reversed(folder.parts):
-        if part.startswith("models--"):
-            return part.removeprefix("models--").replace("--", "/")
-    return folder.parent.name if folder.name in ("model", "models") else folder.name
+def _check_precision(dtype: str, device: str) -> None:
+    """Refuse, before anything loads, a precision or a device this machine cannot run."""
+    check_name("dtype", dtype, DTYPES)
+    if not isinstance(device, str) or not re.fullmatch(r"cpu|cuda(:\d+)?|mps", device):
+        raise WorkbenchError(f"device {device!r}: give cpu, cuda, cuda:N or mps")
+    if device.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise WorkbenchError(f"device {device!r}: this machine has no CUDA device (torch "
+                                 f"{torch.__version__}); use device='cpu'")
+        if dtype == "bfloat16" and not torch.cuda.is_bf16_supported():
+            raise WorkbenchError(f"dtype 'bfloat16' needs a GPU of compute capability 8 or more; this one is "
+                                 f"{torch.cuda.get_device_name(device)}: use float16 or float32")
+    elif dtype == "float16" and device == "cpu":
+        raise WorkbenchError("dtype 'float16' on the CPU is slow and loses range; use bfloat16 or float32 on the "
+                             "CPU (float16 is for GPUs)")
 
 
-def _folder_digest(folder: Path) -> str:
-    """sha256 over the names and bytes of the files that decide the model's outputs (weights, configs, tokenizer)."""
-    h = hashlib.sha256()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")
-                       and p.suffix in (".safetensors", ".json", ".txt", ".model")):
-        h.update(path.relative_to(folder).as_posix().encode() + b"\0")
-        with open(path, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                h.update(block)
-    return h.hexdigest()
+def _device_memory(device: str) -> int:
+    if device.startswith("cuda"):
+        return torch.cuda.get_device_properties(torch.device(device)).total_memory
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
-def _check_files_inside(folder: Path) -> None:
-    """Refuse a folder that would make the loaders read outside it: a file that is a link to elsewhere, or a
-    weights index or ``modules.json`` naming a path that resolves outside (``../``). The fingerprint hashes what
-    is inside, so everything read must be. Refuse, too, a tensor held by two weight shards (which one is loaded
-    would depend on the order they are read in)."""
-    root = folder.resolve()
-
-    def inside(path: Path, named_by: str) -> None:
-        if not path.resolve().is_relative_to(root):
-            raise WorkbenchError(f"{folder}: {named_by} resolves outside the folder ({path.resolve()}); a model "
-                                 "folder may only read its own files")
-
-    for path in folder.rglob("*"):
-        inside(path, f"{path.relative_to(folder)}")
-    for index in folder.glob("*.safetensors.index.json"):
-        content = read_json(index)
-        weight_map = content.get("weight_map") if isinstance(content, dict) else None
-        if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
-            raise WorkbenchError(f"{index}: its weight_map is not an object of tensor name -> shard file name")
-        for shard in set(weight_map.values()):
-            inside(folder / str(shard), f"{index.name} naming shard {shard!r}")
-    if (folder / "modules.json").is_file():
-        for module in _modules(folder):
-            inside(folder / module["path"], f"modules.json naming {module['path']!r}")
-    seen: dict[str, str] = {}
-    for shard in sorted(p for p in folder.glob("*.safetensors")):
-        try:
-            with safe_open(str(shard), framework="np") as handle:
-                keys = list(handle.keys())
-        except (SafetensorError, OSError) as err:
-            raise WorkbenchError(f"cannot load a Hugging Face encoder from {folder}: {shard.name} is not a "
-                                 f"safetensors file ({err})") from None
-        for key in keys:
-            if key in seen:
-                raise WorkbenchError(f"{folder}: tensor {key!r} is in two weight files ({seen[key]} and "
-                                     f"{shard.name}); one copy of each tensor, please")
-            seen[key] = shard.name
+def _check_fits(folder: Path, parameters: int, dtype: str, device: str) -> None:
+    """Refuse, before anything is allocated, a model whose weights alone would not fit the device's memory."""
+    needed = parameters * DTYPES[dtype].itemsize
+    memory = _device_memory(device)
+    if needed > 0.9 * memory:
+        raise WorkbenchError(f"{folder}/config.json declares about {parameters / 1e9:.1f} billion parameters: "
+                             f"{needed / 2**30:.0f} GiB in {dtype}, more than this {device}'s "
+                             f"{memory / 2**30:.0f} GiB of memory (a smaller dtype, or a larger device)")
 
 
-def _declared_languages(folder: Path) -> tuple[str, ...] | None:
-    """The ``language:`` of the model card's front matter (README.md), where it has one."""
-    readme = folder / "README.md"
-    if not readme.is_file():
-        return None
-    text = readme.read_text(encoding="utf-8", errors="replace")
-    front = re.match(r"---\n(.*?)\n---", text, re.S)
-    if not front:
-        return None
-    block = re.search(r"^language:[ \t]*(.*?)(?=^[^\s-]|\Z)", front.group(1), re.M | re.S)  # up to the next key
-    if not block:
-        return None
-    codes = re.findall(r"(?<![\w-])[a-z]{2,3}(?![\w-])", block.group(1))
-    return tuple(dict.fromkeys(codes)) or None
+def _decoder_only(transformers, config) -> bool:
+    """Whether the config's architecture is a causal language model and nothing else (GPT-2, Llama, ...): it has a
+    causal-LM head in transformers and neither a masked-LM one (BERT has both) nor an encoder-decoder design."""
+    auto = transformers.models.auto.modeling_auto
+    model_type = getattr(config, "model_type", None)
+    return (not config.is_encoder_decoder and model_type in auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+            and model_type not in auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES)
 
 
-def _modules(folder: Path) -> list[dict]:
-    """``modules.json`` checked as a whole: a list of modules, each with a ``type`` and a ``path`` (strings)."""
-    modules = read_json(folder / "modules.json")
-    if not isinstance(modules, list) or not all(isinstance(m, dict) and isinstance(m.get("type"), str)
-                                                and isinstance(m.get("path", ""), str) for m in modules):
-        raise WorkbenchError(f"{folder / 'modules.json'} is not a sentence-transformers module list (a JSON list "
-                             'of {"type": ..., "path": ...} objects, as sentence-transformers writes it)')
-    return [{**m, "path": m.get("path", "")} for m in modules]
-
-
-def _sentence_transformers_head(folder: Path) -> tuple[str, bool, int | None]:
-    """(pooling, normalise, max_seq_length) of a sentence-transformers folder, from its own configs."""
-    pooling, normalise = "mean", False
-    for module in _modules(folder):
-        kind = module["type"].rsplit(".", 1)[-1]
-        if kind == "Pooling":
-            config = read_json(folder / module["path"] / "config.json")
-            modes = [m for m in ("cls", "mean", "max") if config.get(f"pooling_mode_{m}_token")
-                     or config.get(f"pooling_mode_{m}_tokens")]
-            if len(modes) != 1:
-                raise WorkbenchError(f"{folder}: pooling {config} is not one of cls, mean or max")
-            pooling = modes[0]
-        elif kind == "Normalize":
-            normalise = True
-        elif kind != "Transformer":
-            raise WorkbenchError(f"{folder}: sentence-transformers module {kind} is not supported (Transformer, "
-                                 "Pooling and Normalize are)")
-    bert = folder / "sentence_bert_config.json"
-    max_len = read_json(bert).get("max_seq_length") if bert.is_file() else None
-    return pooling, normalise, max_len
-
-
-REMOTE_CODE_FILES = ("config.json", "tokenizer_config.json", "preprocessor_config.json")
-
-
-def _refuse_foreign_code(folder: Path) -> None:
-    """A folder whose configs ask for code of their own (``auto_map``: transformers would import Python files
-    from the folder, or ask whether to) is refused before transformers reads it, whatever stdin holds: the
-    workbench runs no code that comes with a model."""
-    for name in REMOTE_CODE_FILES:
-        path = folder / name
-        config = read_json(path) if path.is_file() else {}
-        if isinstance(config, dict) and config.get("auto_map"):
-            raise WorkbenchError(f"{path} asks for code of its own (auto_map: "
-                                 f"{', '.join(map(str, config['auto_map']))[:120]}); the workbench runs no code "
-                                 "that comes with a model folder: use a model whose architecture transformers "
-                                 "has built in")
-
-
-MAX_LAYERS = 512
-
-
-def _declared_size(config) -> int:
-    """About how many parameters ``config`` declares (blocks of 12·d² each, and the embeddings), counted before
-    anything is allocated."""
-    values = [getattr(config, k, None) for k in ("num_hidden_layers", "hidden_size", "vocab_size")]
-    if not all(map(whole, values)):
-        raise WorkbenchError(f"the model's config.json gives num_hidden_layers, hidden_size and vocab_size as "
-                             f"{values}; each must be a whole number ≥ 1")
-    layers, hidden, vocab = values
-    if layers > MAX_LAYERS:  # small blocks pass the parameter bound, yet building them takes minutes
-        raise WorkbenchError(f"the model's config.json declares {layers} layers; the workbench loads encoders of "
-                             f"at most {MAX_LAYERS} (the deepest published ones have under 100)")
-    return layers * 12 * hidden ** 2 + vocab * hidden
-
-
-def _check_loaded(folder: Path, info: dict, allow_random_weights: bool) -> None:
-    """Refuse a model whose weights file lacks tensors the model needs (transformers would fill them with random
-    numbers, and a probe on them would report a finding), unless the caller asked for that by name."""
-    missing = sorted(info.get("missing_keys") or ())
-    mismatched = sorted(str(k) for k in info.get("mismatched_keys") or ())
-    layers = sorted(k for k in info.get("unexpected_keys") or () if re.search(r"(^|\.)layers?\.\d+\.", k))
-    if layers and not allow_random_weights:  # a task head's tensors are ignored as usual; a block's are not
-        raise WorkbenchError(f"{folder}: its weights hold {len(layers)} tensor(s) of blocks its config.json does "
-                             f"not declare ({', '.join(layers[:3])}); loading it would silently drop them. Make "
-                             "num_hidden_layers (or its equivalent) match the weights")
-    if (missing or mismatched) and not allow_random_weights:
-        parts = [f"{len(missing)} tensor(s) the model needs are missing from its weights "
-                 f"({', '.join(missing[:4])}{', …' if len(missing) > 4 else ''})"] if missing else []
-        parts += [f"{len(mismatched)} have another shape ({', '.join(mismatched[:3])})"] if mismatched else []
-        raise WorkbenchError(f"{folder}: {'; '.join(parts)}. Loading it would fill them with random numbers; fix "
-                             "the folder (config.json and the weights must describe the same model), or pass "
-                             "allow_random_weights=True to study a partly random network on purpose")
-
-
-def _check_tokenizer(folder: Path, tokenizer) -> None:
-    """Refuse a tokenizer that reads ordinary English as unknown tokens (a folder without its tokenizer files
-    gets an empty one, and every sentence would look the same)."""
-    unk = getattr(tokenizer, "unk_token_id", None)
-    ids = tokenizer("The man is playing a guitar in the street.", add_special_tokens=False)["input_ids"]
-    if len(tokenizer) < 100 or not ids or (unk is not None and all(i == unk for i in ids)):
-        raise WorkbenchError(f"{folder}: its tokenizer ({len(tokenizer)} tokens) reads an ordinary English sentence "
-                             "as unknown tokens; the folder lacks its tokenizer files (tokenizer.json, vocab.txt "
-                             "or a sentencepiece model): copy them from the model's release")
+def _padding_on_the_right(tokenizer) -> None:
+    """Pad on the right, so a causal model reads each sentence at the positions it has alone (its states are
+    those of the sentence by itself); give a tokenizer without a padding token (GPT-2, Llama) its end-of-text or
+    unknown token for the padding, which the attention mask hides."""
+    tokenizer.padding_side = "right"
+    if tokenizer.pad_token is None:
+        filler = tokenizer.eos_token or tokenizer.unk_token
+        if filler is None:
+            raise WorkbenchError("the tokenizer has no padding, end-of-text or unknown token to pad a batch with")
+        tokenizer.pad_token = filler
 
 
 class HFEncoder(NamedEncoder):
     """A Hugging Face encoder at one layer with one pooling (see the module docstring)."""
 
     def __init__(self, name_or_path: str | Path, layer: int = -1, pooling: str = "mean", device: str = "cpu",
-                 max_len: int | None = None, name: str | None = None, allow_random_weights: bool = False):
+                 max_len: int | None = None, name: str | None = None, allow_random_weights: bool = False,
+                 dtype: str = "float32"):
         transformers = _transformers()
         check_name("pooling", pooling, POOLINGS)
+        _check_precision(dtype, device)
         folder = model_folder(name_or_path)
-        if not any(_WEIGHTS.fullmatch(p.name) for p in folder.iterdir()):
+        if not any(WEIGHTS.fullmatch(p.name) for p in folder.iterdir()):
             raise WorkbenchError(f"{folder} has no safetensors weights; the workbench loads no pickled weights "
                                  "(convert the model to safetensors first)")
-        _refuse_foreign_code(folder)
-        _check_files_inside(folder)
+        refuse_foreign_code(folder)
+        check_files_inside(folder)
         head = (folder / "modules.json").is_file()
         if pooling == "model" and not head:
             raise WorkbenchError(f"pooling='model' needs a sentence-transformers folder (modules.json); {folder} "
                                  "is a plain model: use pooling='mean' or 'cls'")
-        self.pool, self.normalise, st_len = (_sentence_transformers_head(folder) if pooling == "model"
+        self.pool, self.normalise, st_len = (sentence_transformers_head(folder) if pooling == "model"
                                              else (pooling, False, None))
         previous = os.environ.get("HF_HUB_OFFLINE")
         os.environ["HF_HUB_OFFLINE"] = "1"
         try:
-            declared = _declared_size(transformers.AutoConfig.from_pretrained(str(folder), local_files_only=True,
-                                                                              trust_remote_code=False))
-            if declared > MAX_PARAMETERS:
-                raise WorkbenchError(f"{folder}/config.json declares about {declared / 1e9:.1f} billion parameters, "
-                                     f"more than the {MAX_PARAMETERS / 1e9:.0f} billion the workbench loads")
+            config = transformers.AutoConfig.from_pretrained(str(folder), local_files_only=True,
+                                                             trust_remote_code=False)
+            _check_fits(folder, declared_size(config), dtype, device)
+            if pooling == "cls" and _decoder_only(transformers, config):
+                raise WorkbenchError(f"pooling='cls' reads the first token, and the first token of a decoder-only "
+                                     f"model ({config.model_type}) sees only itself: use pooling='last' (the last "
+                                     "real token, which has read the whole sentence) or 'mean'")
             self.tokenizer = transformers.AutoTokenizer.from_pretrained(str(folder), local_files_only=True,
                                                                         trust_remote_code=False)
-            _check_tokenizer(folder, self.tokenizer)
+            check_tokenizer(folder, self.tokenizer)
+            _padding_on_the_right(self.tokenizer)
+            precision = {"dtype" if _version(transformers.__version__) >= (4, 56) else "torch_dtype": DTYPES[dtype]}
             model, info = transformers.AutoModel.from_pretrained(str(folder), local_files_only=True,
                                                                  use_safetensors=True, output_loading_info=True,
-                                                                 trust_remote_code=False)
-            _check_loaded(folder, info, allow_random_weights)
+                                                                 trust_remote_code=False, **precision)
+            check_loaded(folder, info, allow_random_weights)
+            if model.config.is_encoder_decoder:  # T5 and its kin: the encoder is the sentence encoder
+                model = model.get_encoder()
             self.model = model.to(device).eval()
         except (OSError, ValueError, RuntimeError, SafetensorError) as err:
             raise WorkbenchError(f"cannot load a Hugging Face encoder from {folder}: {err}") from None
@@ -274,14 +158,15 @@ class HFEncoder(NamedEncoder):
                 os.environ["HF_HUB_OFFLINE"] = previous
         config = self.model.config
         self.n_layers = int(getattr(config, "num_hidden_layers"))
-        self.folder, self.device = folder, device
+        self.folder, self.device, self.dtype = folder, device, dtype
+        self._inputs = set(inspect.signature(self.model.forward).parameters)  # e.g. no token_type_ids in Llama
         self.max_len = min(x for x in (max_len, st_len, getattr(self.tokenizer, "model_max_length", None),
                                        getattr(config, "max_position_embeddings", None), 100_000)
                            if isinstance(x, int))
         self.dim = int(config.hidden_size)
-        self.languages = _declared_languages(folder)
-        self.base_name = (name or f"hf:{_display_name(folder)}") + (":cls" if pooling == "cls" else "")
-        self.files_digest = _folder_digest(folder)
+        self.languages = declared_languages(folder)
+        self.base_name = (name or f"hf:{display_name(folder)}") + (":cls" if pooling == "cls" else "")
+        self.files_digest = folder_digest(folder)
         self._read_at(layer)
 
     def _number(self, layer: int) -> int:
@@ -295,7 +180,8 @@ class HFEncoder(NamedEncoder):
         """Point this encoder at ``layer``: its number from 0, its name and its fingerprint."""
         self.layer = self._number(layer)
         self.name = f"{self.base_name}@{self.layer}"
-        parts = (self.files_digest, str(self.layer), self.pool, str(self.normalise), str(self.max_len))
+        parts = (self.files_digest, str(self.layer), self.pool, str(self.normalise), str(self.max_len),
+                 *([self.dtype] if self.dtype != "float32" else []))  # float32's are the fingerprints of before
         self.fingerprint = hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
     def at_layer(self, layer: int) -> "HFEncoder":
@@ -324,6 +210,7 @@ class HFEncoder(NamedEncoder):
             index = order[start:start + batch_size]
             batch = self.tokenizer([sentences[i] for i in index], padding=True, truncation=True,
                                    max_length=self.max_len, return_tensors="pt").to(self.device)
+            batch = {key: value for key, value in batch.items() if key in self._inputs}
             states = self.model(**batch, output_hidden_states=True).hidden_states
             keep = batch["attention_mask"].unsqueeze(-1).to(states[0].dtype)
             for layer in layers:
@@ -336,18 +223,24 @@ class HFEncoder(NamedEncoder):
     def _pool(self, states: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
         if self.pool == "cls":
             return states[:, 0]
+        if self.pool == "last":  # the last position the mask keeps, on whichever side the padding is
+            positions = torch.arange(keep.shape[1], device=keep.device).unsqueeze(0)
+            last = (keep.squeeze(-1) * positions).argmax(1)
+            return states[torch.arange(states.shape[0], device=states.device), last]
         if self.pool == "max":
             return states.masked_fill(keep == 0, float("-inf")).amax(1)
         return (states * keep).sum(1) / keep.sum(1).clamp_min(1.0)
 
 
 def hf_encoder(name_or_path: str | Path, layer: int = -1, pooling: str = "mean", device: str = "cpu",
-               max_len: int | None = None, name: str | None = None, allow_random_weights: bool = False) -> HFEncoder:
-    """A Hugging Face encoder (a local folder, or a model already in the Hugging Face cache) at ``layer`` with
-    ``pooling`` (``name``: what results call it; default ``hf:`` and the model's name); see
-    :mod:`workbench.models.huggingface`. A folder whose weights lack tensors of the model its config describes is
-    refused, unless ``allow_random_weights`` (they would be random numbers)."""
-    return HFEncoder(name_or_path, layer, pooling, device, max_len, name, allow_random_weights)
+               max_len: int | None = None, name: str | None = None, allow_random_weights: bool = False,
+               dtype: str = "float32") -> HFEncoder:
+    """A Hugging Face model (a local folder, or a model already in the Hugging Face cache) at ``layer`` with
+    ``pooling`` (``"last"`` for a decoder-only language model), run in ``dtype`` on ``device`` (``name``: what
+    results call it; default ``hf:`` and the model's name); see :mod:`workbench.models.huggingface`. A folder whose
+    weights lack tensors of the model its config describes is refused, unless ``allow_random_weights`` (they would
+    be random numbers)."""
+    return HFEncoder(name_or_path, layer, pooling, device, max_len, name, allow_random_weights, dtype)
 
 
 # Reference encoders that users pick today, for a row beside ours in every table (optional extra).

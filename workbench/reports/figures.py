@@ -1,85 +1,13 @@
-"""Plotly figures built from tidy result frames (:mod:`.pages` writes them out as reports).
-
-Result frames have the columns ``encoder, task, metric, value`` and optionally ``dataset, ci_low, ci_high, n``.
-Probe rows carry ``metric == "accuracy"`` (and ``"majority"``, ``"selectivity"``, ...); STS rows
-``metric == "pearson"``.
-"""
+"""Plotly figures built from tidy result frames (:mod:`.results`; :mod:`.pages` writes them out as reports)."""
 from __future__ import annotations
-
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
-from ..checks import WorkbenchError
 from ..probing.tasks import get_task
-
-RESULT_COLUMNS = ("encoder", "task", "dataset", "metric", "value", "ci_low", "ci_high", "n")
-SHARE_METRICS = ("accuracy", "majority", "control_accuracy", "given_accuracy", "transfer_accuracy",
-                 "accuracy_seen_word", "accuracy_unseen_word")  # in [0, 1]
-UNITS = {**dict.fromkeys(SHARE_METRICS, "share (0-1)"),
-         **dict.fromkeys(("selectivity", "conditional_gain", "seed_std"), "share difference (-1 to 1)"),
-         **dict.fromkeys(("pearson", "spearman", "pearson difference"), "correlation x 100"),
-         "transfer_ratio": "ratio", "compression": "ratio", "mdl_bits": "bits"}
-
-
-def unit_of(metric: str) -> str:
-    """The unit a metric's values are in (a report's ``unit`` column): probes give shares of 1, STS gives
-    correlations × 100, Tatoeba error rates in percent."""
-    return "percent" if metric.startswith("error") else UNITS.get(metric, "")
-
-
-def tidy(df: pd.DataFrame) -> pd.DataFrame:
-    """Add the optional result columns that are missing; standard columns first, any others after."""
-    if not isinstance(df, pd.DataFrame):
-        raise WorkbenchError(f"results must be a pandas DataFrame (rows of encoder, task, metric, value: what probe_all "
-                             f"and evaluate return; pd.read_csv reads a saved one), got {type(df).__name__}")
-    missing = {"encoder", "task", "metric", "value"} - set(df.columns)
-    if missing:
-        raise WorkbenchError(f"result frame lacks columns {sorted(missing)}; needs at least encoder, task, metric, "
-                             f"value (it has {', '.join(map(str, df.columns)) or 'none'})")
-    numbers = pd.to_numeric(df["value"], errors="coerce")
-    bad = df["value"][numbers.isna() & df["value"].notna()]
-    if len(bad):
-        raise WorkbenchError(f"result column 'value' must hold numbers; row {bad.index[0]} has {bad.iloc[0]!r}")
-    df = df.assign(value=numbers)
-    shares = df["metric"].isin(SHARE_METRICS) & ~df["value"].between(0, 1)
-    if shares.any():
-        row = df[shares].iloc[0]
-        raise WorkbenchError(f"a {row['metric']} must lie in [0, 1]; row {df[shares].index[0]} ({row['encoder']}, "
-                             f"{row['task']}) has {row['value']!r}")
-    if not np.isfinite(df["value"].dropna()).all():
-        raise WorkbenchError(f"result column 'value' must hold finite numbers; row "
-                             f"{df.index[~np.isfinite(df['value'].fillna(0))][0]} does not")
-    for column in RESULT_COLUMNS:
-        if column not in df.columns:
-            df[column] = "all" if column == "dataset" else float("nan")
-    key = [c for c in ("encoder", "task", "dataset", "metric", "layer", "seed") if c in df.columns]
-    repeated = df.duplicated(subset=key, keep=False)
-    if repeated.any():
-        row = df[repeated].iloc[0]
-        raise WorkbenchError(f"the results hold the same ({', '.join(key)}) more than once, e.g. "
-                             f"{tuple(str(row[c]) for c in key)}: one value per key, please")
-    return df[[*RESULT_COLUMNS, *(c for c in df.columns if c not in RESULT_COLUMNS)]]
-
-
-def read_results(path: str | Path) -> pd.DataFrame:
-    """A results CSV (as ``probe``/``evaluate``/``demo`` write them), checked against the tidy schema."""
-    try:
-        df = pd.read_csv(path)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError) as err:
-        raise WorkbenchError(f"{path}: not a results CSV ({err})") from None
-    except UnicodeDecodeError:
-        raise WorkbenchError(f"{path} is not UTF-8 text; save it as UTF-8") from None
-    if df.empty:
-        raise WorkbenchError(f"{path}: the results CSV has no rows")
-    try:
-        return tidy(df)
-    except WorkbenchError as err:
-        raise WorkbenchError(f"{path}: {err}") from None
-
+from .results import tidy
 
 def probe_figure(df: pd.DataFrame) -> go.Figure:
     """Grouped bars of probe accuracy (×100) per task and encoder, 95% CI whiskers, majority baseline marks."""
@@ -193,13 +121,36 @@ def sts_figure(df: pd.DataFrame) -> go.Figure:
     return fig
 
 
-def table3_figure(table: pd.DataFrame, title: str = "Probing accuracy by encoder (Table 3 layout)") -> go.Figure:
-    """Heat map of a Table-3-shaped frame (rows ``language / encoder``, columns tasks, values × 100)."""
-    fig = go.Figure(go.Heatmap(z=table.to_numpy(dtype=float), x=list(table.columns), y=list(table.index),
-                               colorscale="Viridis", text=table.map(lambda v: "" if pd.isna(v) else f"{v:.1f}").to_numpy(),
-                               texttemplate="%{text}", colorbar=dict(title="× 100")))
+def table3_figure(table: pd.DataFrame, title: str = "Probing accuracy by encoder (Table 3 layout)",
+                  majority: pd.DataFrame | pd.Series | None = None) -> go.Figure:
+    """Heat map of a Table-3-shaped frame (rows ``language / encoder``, columns tasks, values × 100). With the
+    majority baseline (× 100, per column or per cell) each cell is coloured by its gain over it — tasks differ in
+    chance level (a two-class task at chance and a 1,000-word one far above it would otherwise look alike) — and
+    still shows its accuracy; a cell without a baseline (STS) is grey."""
+    values = table.to_numpy(dtype=float)
+    axes = dict(x=list(table.columns), y=list(table.index), texttemplate="%{text}",
+                text=table.map(lambda v: "" if pd.isna(v) else f"{v:.1f}").to_numpy())
+    if majority is None:
+        return _table_layout(go.Figure(go.Heatmap(z=values, colorscale="Viridis", colorbar=dict(title="× 100"),
+                                                  **axes)), title, len(table))
+    base = (majority.reindex(index=table.index, columns=table.columns) if isinstance(majority, pd.DataFrame)
+            else pd.DataFrame([majority.reindex(table.columns).to_numpy()] * len(table), index=table.index,
+                              columns=table.columns)).to_numpy(dtype=float)
+    gain = values - base
+    span = max(float(np.nanmax(np.abs(gain))) if np.isfinite(gain).any() else 1.0, 1.0)
+    fig = go.Figure(go.Heatmap(z=gain, colorscale="RdBu", zmid=0, zmin=-span, zmax=span, customdata=base,
+                               colorbar=dict(title="points over<br>majority"), name="gain over majority",
+                               hovertemplate="%{y}, %{x}: %{text} (majority %{customdata:.1f})<extra></extra>",
+                               **axes))
+    fig.add_trace(go.Heatmap(z=np.where(np.isnan(base) & ~np.isnan(values), 0.0, np.nan), showscale=False,
+                             colorscale=[[0, "#eeeeee"], [1, "#eeeeee"]], hoverinfo="skip", name="no baseline",
+                             **axes))
+    return _table_layout(fig, title, len(table))
+
+
+def _table_layout(fig: go.Figure, title: str, rows: int) -> go.Figure:
     fig.update_layout(title=title, template="plotly_white", yaxis=dict(autorange="reversed"),
-                      height=max(300, 28 * len(table) + 150))
+                      height=max(300, 28 * rows + 150), margin=dict(t=90))  # plotly's buttons above the cells
     return fig
 
 
@@ -359,7 +310,9 @@ def figures_for(df: pd.DataFrame) -> dict[str, tuple[go.Figure, pd.DataFrame]]:
     df = df[~layered]
     accuracy = df[df["metric"] == "accuracy"]
     if accuracy["encoder"].nunique() > 1 and accuracy["task"].nunique() > 1:  # Table 3's layout first
-        figures["overview"] = (table3_figure(overview(df), "Encoders × tasks (Table 3 layout, × 100)"), accuracy)
+        majority = 100 * df[df["metric"] == "majority"].groupby("task")["value"].mean()
+        figures["overview"] = (table3_figure(overview(df), "Encoders × tasks (Table 3 layout, × 100; colour: gain "
+                                             "over the majority baseline)", majority), accuracy)
     if (df["metric"] == "accuracy").any():
         figures["probing"] = (probe_figure(df), df[df["metric"].isin(["accuracy", "majority"])])
     if (df["metric"] == "selectivity").any():

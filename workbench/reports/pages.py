@@ -20,7 +20,8 @@ import plotly.graph_objects as go
 
 from ..checks import WorkbenchError
 from ..paths import atomic_write
-from .figures import curve_figure, figures_for, tidy, unit_of
+from .figures import curve_figure, figures_for
+from .results import tidy, unit_of
 
 log = logging.getLogger(__name__)
 

@@ -17,6 +17,7 @@ from ..evaluation import compare_hard_sts, compare_sts
 from ..evaluation.sts import years_task
 from ..models.folder import load, shipped
 from ..paths import trained_dir
+from ..probing.build import shipped_manifest
 from ..progress import progress_bar
 from ..zoo.cards import CARD_SIZES, TABLE3_MODELS, card
 
@@ -112,6 +113,19 @@ def our_table3(cards: dict[str, dict] | None = None) -> pd.DataFrame:
                 row[column] = entry.get("probing", {}).get(key, np.nan)
         rows.append(row)
     return pd.DataFrame(rows, columns=paper.columns)
+
+
+def table3_majority(ours: pd.DataFrame, sizes: dict[str, int] = CARD_SIZES) -> pd.DataFrame:
+    """The majority baseline (× 100) of each probing cell of :func:`our_table3`'s frame, from the test splits'
+    label counts the repository ships for the cards' sizes (NaN for STS, and where none is shipped)."""
+    majority = ours.copy()
+    for task, column in TASKS.items():
+        for i, lang in ours["lang"].items():
+            empty = task == "sts" or pd.isna(ours.loc[i, column])
+            manifest = None if empty else shipped_manifest(f"gender_{lang}" if task == "gender" else task, sizes)
+            counts = manifest["label_counts"]["te"] if manifest else {}
+            majority.loc[i, column] = 100 * max(counts.values()) / sum(counts.values()) if counts else np.nan
+    return majority
 
 
 def table3_cells(ours: pd.DataFrame, n_test: int = CARD_SIZES["test"]) -> pd.DataFrame:

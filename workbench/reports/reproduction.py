@@ -35,8 +35,8 @@ from .languages import own_language_section
 from .pages import export_figures, figure_html, html_check, html_table, page, spreadsheet_safe
 from .paper import (
     FIGURE3_MODELS, GPU_FIGURE3_MODELS, LANGUAGES, ROLES, TRACK_PAIR, figure3_differences, figure3_orderings,
-    language_gaps, our_table3, paper_table, side_by_side, sts_rows, table2_expected, table3_cells, tatoeba_table,
-    training_budgets, unequal_budgets, verdict, vocabulary_overlap)
+    language_gaps, our_table3, paper_table, side_by_side, sts_rows, table2_expected, table3_cells, table3_majority,
+    tatoeba_table, training_budgets, unequal_budgets, verdict, vocabulary_overlap)
 
 
 def _uriel_section(gaps: pd.DataFrame, paper_gaps: pd.DataFrame, figures: dict, data: dict) -> str:
@@ -161,7 +161,9 @@ def _table3_section(cards: dict, figures: dict, data: dict) -> tuple[str, pd.Dat
     data["table3_cells"] = cells
     fraction = cells["match"].mean() if len(cells) else float("nan")
     labelled = ours.assign(row=ours["lang"] + " / " + ours["role"].map(ROLES)).set_index("row")
-    figures["table3"] = (table3_figure(labelled.drop(columns=["lang", "role"]), "Our Table 3 (× 100)"), ours)
+    majority = table3_majority(ours).set_index(labelled.index).drop(columns=["lang", "role"])
+    figures["table3"] = (table3_figure(labelled.drop(columns=["lang", "role"]), "Our Table 3 (× 100; colour: gain "
+                                       "over the majority baseline)", majority), ours)
     parts.append(f"<h2>Table 3 — probing, per language</h2><p><b>Winner matches the paper in "
                  f"{cells['match'].sum()} of {len(cells)} cells ({100 * fraction:.0f}%; goal ≥ 80%).</b> "
                  "A cell is one (language, task); its winner is the encoder with the highest number among those "

@@ -21,7 +21,8 @@ from ..models.folder import load
 from ..probing.build import default_sizes
 from ..style_transfer.generation import transfer as default_transfer
 from ..zoo.cards import CARD_SIZES
-from .figures import ci_bars, layer_lines, majority_marks, tidy
+from .figures import ci_bars, layer_lines, majority_marks
+from .results import tidy
 
 
 __all__ = ["notebook_sizes", "ProbeExplorer", "LayerExplorer", "GapExplorer", "StyleTransferApp"]

@@ -1,0 +1,79 @@
+"""The tidy result frame every measurement returns and every report reads: its columns, the unit of each metric,
+and reading one back from a CSV, checked.
+
+Result frames have the columns ``encoder, task, metric, value`` and optionally ``dataset, ci_low, ci_high, n``.
+Probe rows carry ``metric == "accuracy"`` (and ``"majority"``, ``"selectivity"``, ...); STS rows
+``metric == "pearson"``.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..checks import WorkbenchError
+
+RESULT_COLUMNS = ("encoder", "task", "dataset", "metric", "value", "ci_low", "ci_high", "n")
+SHARE_METRICS = ("accuracy", "majority", "control_accuracy", "given_accuracy", "transfer_accuracy",
+                 "accuracy_seen_word", "accuracy_unseen_word")  # in [0, 1]
+UNITS = {**dict.fromkeys(SHARE_METRICS, "share (0-1)"),
+         **dict.fromkeys(("selectivity", "conditional_gain", "seed_std"), "share difference (-1 to 1)"),
+         **dict.fromkeys(("pearson", "spearman", "pearson difference"), "correlation x 100"),
+         "transfer_ratio": "ratio", "compression": "ratio", "mdl_bits": "bits"}
+
+
+def unit_of(metric: str) -> str:
+    """The unit a metric's values are in (a report's ``unit`` column): probes give shares of 1, STS gives
+    correlations × 100, Tatoeba error rates in percent."""
+    return "percent" if metric.startswith("error") else UNITS.get(metric, "")
+
+
+def tidy(df: pd.DataFrame) -> pd.DataFrame:
+    """Add the optional result columns that are missing; standard columns first, any others after."""
+    if not isinstance(df, pd.DataFrame):
+        raise WorkbenchError(f"results must be a pandas DataFrame (rows of encoder, task, metric, value: what probe_all "
+                             f"and evaluate return; pd.read_csv reads a saved one), got {type(df).__name__}")
+    missing = {"encoder", "task", "metric", "value"} - set(df.columns)
+    if missing:
+        raise WorkbenchError(f"result frame lacks columns {sorted(missing)}; needs at least encoder, task, metric, "
+                             f"value (it has {', '.join(map(str, df.columns)) or 'none'})")
+    numbers = pd.to_numeric(df["value"], errors="coerce")
+    bad = df["value"][numbers.isna() & df["value"].notna()]
+    if len(bad):
+        raise WorkbenchError(f"result column 'value' must hold numbers; row {bad.index[0]} has {bad.iloc[0]!r}")
+    df = df.assign(value=numbers)
+    shares = df["metric"].isin(SHARE_METRICS) & ~df["value"].between(0, 1)
+    if shares.any():
+        row = df[shares].iloc[0]
+        raise WorkbenchError(f"a {row['metric']} must lie in [0, 1]; row {df[shares].index[0]} ({row['encoder']}, "
+                             f"{row['task']}) has {row['value']!r}")
+    if not np.isfinite(df["value"].dropna()).all():
+        raise WorkbenchError(f"result column 'value' must hold finite numbers; row "
+                             f"{df.index[~np.isfinite(df['value'].fillna(0))][0]} does not")
+    for column in RESULT_COLUMNS:
+        if column not in df.columns:
+            df[column] = "all" if column == "dataset" else float("nan")
+    key = [c for c in ("encoder", "task", "dataset", "metric", "layer", "seed") if c in df.columns]
+    repeated = df.duplicated(subset=key, keep=False)
+    if repeated.any():
+        row = df[repeated].iloc[0]
+        raise WorkbenchError(f"the results hold the same ({', '.join(key)}) more than once, e.g. "
+                             f"{tuple(str(row[c]) for c in key)}: one value per key, please")
+    return df[[*RESULT_COLUMNS, *(c for c in df.columns if c not in RESULT_COLUMNS)]]
+
+
+def read_results(path: str | Path) -> pd.DataFrame:
+    """A results CSV (as ``probe``/``evaluate``/``demo`` write them), checked against the tidy schema."""
+    try:
+        df = pd.read_csv(path)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as err:
+        raise WorkbenchError(f"{path}: not a results CSV ({err})") from None
+    except UnicodeDecodeError:
+        raise WorkbenchError(f"{path} is not UTF-8 text; save it as UTF-8") from None
+    if df.empty:
+        raise WorkbenchError(f"{path}: the results CSV has no rows")
+    try:
+        return tidy(df)
+    except WorkbenchError as err:
+        raise WorkbenchError(f"{path}: {err}") from None
