@@ -6,7 +6,7 @@ from pathlib import Path
 from workbench.paths import REPO_ROOT
 
 # bottom to top, as in docs/architecture.md
-ROOMS = ["checks", "progress", "paths", "data", "models", "encoders", "cache", "evaluation", "probing", "training",
+ROOMS = ["checks", "progress", "paths", "data", "encoders", "models", "cache", "evaluation", "probing", "training",
          "style_transfer", "zoo", "reports", "cli"]
 FROM = re.compile(r"^\s*from (\.+)([\w.]*) import ([\w, ()]+)", re.M)
 

@@ -53,3 +53,24 @@ def test_the_notebooks_use_only_public_names():
         private += [f"{path.name}: wb.{name}" for name in set(re.findall(r"\bwb\.(\w+)", code))
                     if name not in public["workbench"]]
     assert not private, private
+
+
+def test_the_commit_hook_strips_what_jupyterlab_saves_back_to_the_committed_form(tmp_path):
+    """JupyterLab's autosave writes outputs and counts into a notebook; the pre-commit hook (tools/strip_notebooks)
+    takes them out again, leaving byte for byte the committed file, which it leaves alone."""
+    import subprocess
+    import sys
+    from tools.strip_notebooks import strip
+    for path in NOTEBOOKS:
+        assert not strip(path)  # the committed notebooks are already stripped
+    saved = tmp_path / NOTEBOOKS[0].name
+    book = nbformat.read(NOTEBOOKS[0], as_version=4)
+    code = next(cell for cell in book.cells if cell.cell_type == "code")
+    code.outputs = [nbformat.v4.new_output("stream", text="hello\n")]
+    code.execution_count, book.metadata["language_info"] = 3, {"name": "python"}
+    nbformat.write(book, saved)
+    run = subprocess.run([sys.executable, "-m", "tools.strip_notebooks", str(saved)], capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parent.parent)
+    assert run.returncode == 1 and "stripped the outputs" in run.stdout
+    assert saved.read_bytes() == NOTEBOOKS[0].read_bytes()
+    assert "strip-notebooks" in (NOTEBOOKS[0].parent.parent / ".pre-commit-config.yaml").read_text()

@@ -26,9 +26,10 @@ TABLE3 = [f"{model}-en-{lang}" for lang in ("fr", "es", "ar", "tr", "ja") for mo
 def test_the_table3_models_are_shipped_and_small_enough():
     assert set(TABLE3) <= set(SHIPPED)
     total = sum(p.stat().st_size for p in trained_dir().rglob("*") if p.is_file())
-    # 340 MiB: the GPU-trained en-fr pair (small preset, d = 512) adds 84 MiB, and the five pairs' BGT and
-    # BILINGUALTRANS ship with their decoders (~14 MiB more each) so that --init-from can train them on
-    assert total < 340 * 2 ** 20, f"trained/ holds {total / 2 ** 20:.0f} MiB; the limit is 340 MiB"
+    # 380 MiB: the GPU-trained en-fr pair (small preset, d = 512) adds 84 MiB, the five pairs' BGT and
+    # BILINGUALTRANS ship with their decoders (~14 MiB more each) so that --init-from can train them on, and the
+    # es and ar warm starts (~20 MiB each) ship part way, with decoders, so a bare machine continues them
+    assert total < 380 * 2 ** 20, f"trained/ holds {total / 2 ** 20:.0f} MiB; the limit is 380 MiB"
 
 
 @pytest.mark.slow

@@ -106,6 +106,41 @@ def _padding_on_the_right(tokenizer) -> None:
         tokenizer.pad_token = filler
 
 
+def _load(transformers, folder: Path, pooling: str, dtype: str, device: str, allow_random_weights: bool):
+    """(tokenizer, model) of a checked folder, offline, the model in ``dtype`` on ``device`` (an encoder-decoder's
+    encoder), each checked against what the folder declares; the user's ``HF_HUB_OFFLINE`` is restored after."""
+    previous = os.environ.get("HF_HUB_OFFLINE")
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    try:
+        config = transformers.AutoConfig.from_pretrained(str(folder), local_files_only=True,
+                                                         trust_remote_code=False)
+        _check_fits(folder, declared_size(config), dtype, device)
+        if pooling == "cls" and _decoder_only(transformers, config):
+            raise WorkbenchError(f"pooling='cls' reads the first token, and the first token of a decoder-only "
+                                 f"model ({config.model_type}) sees only itself: use pooling='last' (the last "
+                                 "real token, which has read the whole sentence) or 'mean'")
+        tokenizer = transformers.AutoTokenizer.from_pretrained(str(folder), local_files_only=True,
+                                                               trust_remote_code=False)
+        check_tokenizer(folder, tokenizer)
+        _padding_on_the_right(tokenizer)
+        precision = {"dtype" if _version(transformers.__version__) >= (4, 56) else "torch_dtype": DTYPES[dtype]}
+        model, info = transformers.AutoModel.from_pretrained(str(folder), local_files_only=True,
+                                                             use_safetensors=True, output_loading_info=True,
+                                                             trust_remote_code=False, **precision)
+        check_loaded(folder, info, allow_random_weights)
+        if model.config.is_encoder_decoder:  # T5 and its kin: the encoder is the sentence encoder
+            model = model.get_encoder()
+        model = model.to(device).eval()
+    except (OSError, ValueError, RuntimeError, SafetensorError) as err:
+        raise WorkbenchError(f"cannot load a Hugging Face encoder from {folder}: {err}") from None
+    finally:  # the user's own setting back
+        if previous is None:
+            os.environ.pop("HF_HUB_OFFLINE", None)
+        else:
+            os.environ["HF_HUB_OFFLINE"] = previous
+    return tokenizer, model
+
+
 class HFEncoder(NamedEncoder):
     """A Hugging Face encoder at one layer with one pooling (see the module docstring)."""
 
@@ -127,35 +162,7 @@ class HFEncoder(NamedEncoder):
                                  "is a plain model: use pooling='mean' or 'cls'")
         self.pool, self.normalise, st_len = (sentence_transformers_head(folder) if pooling == "model"
                                              else (pooling, False, None))
-        previous = os.environ.get("HF_HUB_OFFLINE")
-        os.environ["HF_HUB_OFFLINE"] = "1"
-        try:
-            config = transformers.AutoConfig.from_pretrained(str(folder), local_files_only=True,
-                                                             trust_remote_code=False)
-            _check_fits(folder, declared_size(config), dtype, device)
-            if pooling == "cls" and _decoder_only(transformers, config):
-                raise WorkbenchError(f"pooling='cls' reads the first token, and the first token of a decoder-only "
-                                     f"model ({config.model_type}) sees only itself: use pooling='last' (the last "
-                                     "real token, which has read the whole sentence) or 'mean'")
-            self.tokenizer = transformers.AutoTokenizer.from_pretrained(str(folder), local_files_only=True,
-                                                                        trust_remote_code=False)
-            check_tokenizer(folder, self.tokenizer)
-            _padding_on_the_right(self.tokenizer)
-            precision = {"dtype" if _version(transformers.__version__) >= (4, 56) else "torch_dtype": DTYPES[dtype]}
-            model, info = transformers.AutoModel.from_pretrained(str(folder), local_files_only=True,
-                                                                 use_safetensors=True, output_loading_info=True,
-                                                                 trust_remote_code=False, **precision)
-            check_loaded(folder, info, allow_random_weights)
-            if model.config.is_encoder_decoder:  # T5 and its kin: the encoder is the sentence encoder
-                model = model.get_encoder()
-            self.model = model.to(device).eval()
-        except (OSError, ValueError, RuntimeError, SafetensorError) as err:
-            raise WorkbenchError(f"cannot load a Hugging Face encoder from {folder}: {err}") from None
-        finally:  # the user's own setting back
-            if previous is None:
-                os.environ.pop("HF_HUB_OFFLINE", None)
-            else:
-                os.environ["HF_HUB_OFFLINE"] = previous
+        self.tokenizer, self.model = _load(transformers, folder, pooling, dtype, device, allow_random_weights)
         config = self.model.config
         self.n_layers = int(getattr(config, "num_hidden_layers"))
         self.folder, self.device, self.dtype = folder, device, dtype
