@@ -131,12 +131,15 @@ def test_a_probe_or_sweep_without_sizes_runs_at_the_model_cards_sizes_and_says_s
         assert "probing at the default sizes, 300/100/100 sentences per task" in out and "length" in out
 
 
-def test_cli_sweeps_layers_and_refuses_conflicting_options(capsys):
+def test_cli_sweeps_layers_and_refuses_conflicting_options(capsys, tmp_path):
     args = ["probe", "--model", "bgt-en-fr", "--task", "bigram_shift", "--train-size", "1000", "--valid-size", "300",
             "--test-size", "300"]
-    assert cli.main([*args, "--layers", "0", "2"]) == 0
+    assert cli.main([*args, "--layers", "0", "2", "--out", str(tmp_path / "sweep.csv")]) == 0
     out = capsys.readouterr().out
     assert "expected_layer" in out and "bigram_shift" in out
+    page = (tmp_path / "sweep-report.html").read_text()  # with --out, the sweep's figures and profile as a page
+    assert 'id="fig-layers-0"' in page and "Where each property lives" in page and "peak_layer" in page
+    assert len(pd.read_csv(tmp_path / "sweep.csv")) == len(pd.read_csv(tmp_path / "sweep-report.csv"))
     assert cli.main([*args, "--layers", "0", "--layer", "1"]) == 2
     assert "give one of them" in capsys.readouterr().err
     assert cli.main([*args, "--layers", "top"]) == 2

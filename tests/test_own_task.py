@@ -127,6 +127,8 @@ def test_the_cli_probes_an_own_file_and_saves_it(questions, tmp_path, capsys):
     ([(f"s {i}", "") for i in range(12)], "12 row(s) with an empty label (first: row 1)"),
     ([(f"s {i}", None if i == 3 else "x") for i in range(12)], "1 row(s) with an empty label (first: row 4)"),
     ([(f"s {i}", str(i % 2)) for i in range(30)] + [("s 0", "1")], "1 sentence(s) carry two labels (first: 's 0')"),
+    ([(f"s {i}", "x") for i in range(12)] + [(["a", "b"], "y")], "column 'sentence', row 13, is a list"),
+    ([(f"s {i}", "x") for i in range(12)] + [(7, "y")], "column 'sentence', row 13, is a int (7), not text"),
 ])
 def test_bad_rows_are_refused_in_one_sentence(rows, message):
     frame = pd.DataFrame(rows, columns=["sentence", "label"])

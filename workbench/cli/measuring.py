@@ -22,7 +22,7 @@ from ..probing.probe import MAX_SEEDS, check_options, probe
 from ..probing.tasks import get_task, readable_tasks, task_names
 from ..paths import atomic_write
 from ..progress import progress_bar
-from ..reports.pages import spreadsheet_safe
+from ..reports.pages import report, spreadsheet_safe
 from ..zoo.cards import CARD_SIZES
 from .commands import OWN_TASK_OPTIONS, PAIRED
 from .inputs import chosen_encoder, encoder_spec, probing_sizes
@@ -121,6 +121,10 @@ def _probe_layers(args, encoder, given, tasks, sizes) -> None:
     print(layer_profile(df).round(3).to_string(index=False))
     if args.out:
         spreadsheet_safe(df).to_csv(args.out, index=False)
+        out = Path(args.out)
+        page = report(df, out.with_name(f"{out.stem}-report.html"), title=f"Probing by layer: {encoder.name}",
+                      static=False)
+        print(f"report (heat map, lines and where each property lives): {page.resolve()}")
 
 
 def _layer_numbers(values: list[str]) -> list[int]:

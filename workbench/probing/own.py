@@ -42,6 +42,8 @@ def own_task(data: pd.DataFrame | str | Path, name: str | None = None, sentence:
     does not read it is refused, as for a shipped task); ``sizes`` draws train/valid/test of those sizes from
     unsplit data (default: all of it, 70/10/20 per label). Bad data is refused in one sentence."""
     source = "a DataFrame" if isinstance(data, pd.DataFrame) else str(data)
+    if isinstance(data, pd.DataFrame):
+        _check_text_cells(data, [c for c in (sentence, word) if c in data], source)
     frame = data.fillna("").astype(str) if isinstance(data, pd.DataFrame) else _read(Path(data))  # NaN: empty
     name = _checked_name(name or (None if isinstance(data, pd.DataFrame) else _SUFFIX.sub("", Path(data).name)))
     check_name("language", language, ["en", *LANGUAGES])
@@ -118,6 +120,17 @@ def _read(path: Path) -> pd.DataFrame:
                                      f"{len(cells[0])}; {LAYOUT}")
             return pd.DataFrame(cells, columns=COLUMNS[:len(cells[0])], dtype=str)
     return read_table(path, "labelled sentences", LAYOUT)
+
+
+def _check_text_cells(frame: pd.DataFrame, columns: list[str], source: str) -> None:
+    """Refuse a sentence or word cell that is not text (a list of tokens, a number): read as its ``str`` it would
+    be probed as ``"['a', 'b']"``. Empty cells (None, NaN) are the rows' own check's."""
+    for column in columns:
+        for row, value in enumerate(frame[column], start=1):
+            if not (isinstance(value, str) or value is None or isinstance(value, float) and value != value):
+                raise WorkbenchError(f"{source}: column {column!r}, row {row}, is a {type(value).__name__} "
+                                     f"({str(value)[:60]}), not text; give each sentence and word as text (join "
+                                     "tokens with spaces first)")
 
 
 def _checked_name(name: str | None) -> str:

@@ -20,6 +20,7 @@ import plotly.graph_objects as go
 
 from ..checks import WorkbenchError
 from ..paths import atomic_write
+from ..probing.layers import layer_profile
 from .figures import curve_figure, figures_for
 from .results import tidy, unit_of
 
@@ -161,6 +162,10 @@ def report(df: pd.DataFrame, path: str | Path, title: str = "BGT workbench repor
         log.warning("%s", problem)
     warnings = "".join(f'<p class="warn">{html.escape(p)}</p>' for p in problems)
     notes = "".join(f"<p>{html.escape(p)}</p>" for p in notes.split("\n\n") if p.strip()) + notes_html
+    swept = df[df["layer"].notna() & (df["metric"] == "accuracy")] if "layer" in df else df.iloc[:0]
+    if len(swept):  # a layer sweep: where each property peaks, is lost and (if gained) its expected layer
+        after_figures_html = (f"<h2>Where each property lives</h2>{html_table(layer_profile(swept).round(3))}"
+                              + after_figures_html)
     body = (f"{notes}{warnings}{figure_html({k: f for k, (f, _) in figures.items()})}{after_figures_html}"
             f"<h2>Numbers</h2><p>Also in <code>{html.escape(path.stem)}.csv</code> and "
             f"<code>{html.escape(path.stem)}.json</code> beside this file; each figure's own numbers in "
