@@ -420,6 +420,8 @@ def test_a_probe_trained_on_one_languages_task_is_tested_on_the_others():
         probe_across(load("bgt-en-fr").encoder("en"), "length", "length_fr")  # refused before any build
     with pytest.raises(WorkbenchError, match="source and target are both 'length'"):
         probe_across(semantic, "length", "length")
+    with pytest.raises(WorkbenchError, match="punct_num is not a version of length in another language.*length_fr"):
+        probe_across(semantic, "length", "punct_num")  # both label 1-5: refused before anything is built
 
 
 def test_a_task_has_an_english_version_when_the_two_share_labels():

@@ -39,6 +39,12 @@ def english_version(task: str) -> str | None:
     return source if len(shared) >= 2 else None
 
 
+def base_task(task: str) -> str:
+    """The task ``task`` is a language's version of (``bigram_shift`` for ``bigram_shift_fr``; itself in English)."""
+    card = get_task(task)
+    return task if card.language == "en" else task.removesuffix(f"_{card.language}")
+
+
 def probe_across(encoder: Encoder, source: str, target: str, classifier: str = "logreg", seed: int = 0,
                  sizes: dict[str, int] | str | None = None, cache: bool = True) -> pd.DataFrame:
     """Train ``classifier`` on task ``source`` and test it on task ``target``'s test sentences (those whose label
@@ -53,6 +59,10 @@ def probe_across(encoder: Encoder, source: str, target: str, classifier: str = "
     cards = [get_task(source), get_task(target)]
     if cards[0].name == cards[1].name:
         raise WorkbenchError(f"source and target are both {source!r}: give another language's version of it")
+    if base_task(source) != base_task(target):  # labels named alike in unrelated tasks (Length's 1-5, PunctNum's)
+        versions = [t for t in task_names() if base_task(t) == base_task(source) and t != source]
+        raise WorkbenchError(f"{target} is not a version of {source} in another language: transfer tests one "
+                             f"property across languages (versions of {source}: {', '.join(versions) or 'none'})")
     for card in cards:
         card.check_encoder(encoder)  # before anything is built
     encoder = cached(encoder) if cache else encoder
