@@ -432,6 +432,7 @@ CLI_CASES = [  # (argv with {tmp} for the test's folder, a fragment of the one-l
     # before any evaluation (#79): never into a model folder, never over earlier results without --force
     ("evaluate --model bgt-en-fr --suite sts --mteb trained", "--mteb trained is inside trained/"),
     ("evaluate --model bgt-en-fr --suite sts --mteb trained/bgt-en-fr", "is inside the model folder "),
+    ("evaluate --encoder random-sp-average --suite sts17 --tracks ,", "no STS17 track given (an empty list)"),
     ("evaluate --encoder random-sp-average --mteb {tmp}/amodel/results", "is inside the model folder {tmp}/amodel"),
     ("evaluate --encoder random-sp-average --mteb {tmp}/earlier", "--mteb {tmp}/earlier already holds STS12.json; "
      "--force replaces them"),
@@ -518,6 +519,7 @@ def _bgt(view):
 
 
 def _api_cases():
+    from workbench.reports.distance import language_distances
     import workbench as wb
     from workbench.evaluation import compare_sts
     from workbench.reports.results import read_results, tidy
@@ -587,6 +589,10 @@ def _api_cases():
         (lambda: wb.report(pd.DataFrame({"encoder": ["a"], "task": ["length"], "metric": ["accuracy"],
                                          "value": [0.5]}), Path(__file__).parent), "(a folder): e.g. "),
         (lambda: wb.report(pd.DataFrame(), "out.csv"), "the report goes to an .html file"),
+        # a list of names: one alone is one name (not its letters), an empty one asks for nothing (#79)
+        (lambda: wb.evaluate(Constant(), "sts17", tracks=[]), "no STS17 track given (an empty list); valid: "),
+        (lambda: language_distances("en"), "unknown language 'en'; valid: "),
+        (lambda: language_distances([]), "no language given (an empty list)"),
     ]
 
 

@@ -46,6 +46,15 @@ def check_name(kind: str, name: str, valid: Iterable[str]) -> str:
     return name
 
 
+def check_names(kind: str, names: str | Iterable[str], valid: Iterable[str]) -> list[str]:
+    """``names`` as a list — one name given alone is one name, never its letters — each one of ``valid``; none at
+    all is refused (an empty list asks for nothing, and must not run everything)."""
+    names, valid = ([names] if isinstance(names, str) else list(names)), list(valid)
+    if not names:
+        raise WorkbenchError(f"no {kind} given (an empty list); valid: {', '.join(map(str, valid))}")
+    return [check_name(kind, name, valid) for name in names]
+
+
 def check_keys(given: Iterable[str], valid: Iterable[str], where: str, kind: str = "keys") -> None:
     """Refuse the names in ``given`` that ``valid`` lacks, all of them in one sentence that lists the valid ones
     ("<where>: unknown <kind> a, b; valid: ...")."""

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import pearsonr, spearmanr
 
+from ..checks import check_names
 from ..data.sts import HARD_STS, STS17_TRACKS, STS_DATASETS, load_sts, load_sts17, load_sts_hard, load_stsb
 from ..encoders import Encoder, check_embeddings, check_reads
 
@@ -128,7 +129,7 @@ def evaluate_sts17(encoder: Encoder, tracks: Sequence[str] | None = None,
     named explicitly that the encoder cannot read raises an error.
     """
     rows = []
-    tracks = [tracks] if isinstance(tracks, str) else tracks  # one track named alone
+    tracks = None if tracks is None else check_names("STS17 track", tracks, STS17_TRACKS)
     for track in tracks or STS17_TRACKS:
         frame, lang1, lang2 = load_sts17(track)
         if not check_reads(encoder, (lang1, lang2), f"STS17 track {track!r}", strict=tracks is not None):

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from ..checks import WorkbenchError, check_name
+from ..checks import WorkbenchError, check_name, check_names
 
 ISO639_3 = {"en": "eng", "fr": "fra", "es": "spa", "ar": "arb", "tr": "tur", "ja": "jpn"}
 KINDS = ("syntactic", "genetic", "featural")
@@ -74,10 +74,10 @@ def language_distances(languages: Sequence[str] = ("fr", "es", "ar", "tr", "ja")
     """English-to-``language`` distances: rows ``language, code, kind, distance, features, missing, metric``
     (``features``: the kind's vector length; ``missing``: how many of them the language has no value for)."""
     rows = []
-    for language in languages:
-        code = ISO639_3[check_name("language", language, [x for x in ISO639_3 if x != "en"])]
+    kinds = check_names("distance kind", kinds, KINDS)
+    for language in check_names("language", languages, [x for x in ISO639_3 if x != "en"]):
+        code = ISO639_3[language]
         for kind in kinds:
-            check_name("distance kind", kind, KINDS)
             names, _, vector = _vectors(kind, code)
             rows.append({"language": language, "code": code, "kind": kind, "distance": _distance(kind, code),
                          "features": len(names), "missing": int((vector < 0).sum()), "metric": METRIC})
