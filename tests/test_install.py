@@ -57,7 +57,8 @@ def test_a_wheel_installed_outside_the_repository_finds_its_tasks_and_named_mode
     out = dict(line.split(" ", 1) for line in run.stdout.splitlines() if " " in line)
     assert {"tasks", "shipped", "refused:", "untrained", "by-path", "sts"} <= set(out), run.stdout
     assert int(out["tasks"]) == len(list((ROOT / "workbench" / "probes").glob("*.toml")))
-    assert out["shipped"] == "[]"
+    assert out["shipped"] == "[]" and "no shipped models: " in run.stderr  # said, with where to point
+    assert "set WORKBENCH_MODELS to a folder of models" in run.stderr.split("no shipped models: ")[1].splitlines()[0]
     assert "set WORKBENCH_MODELS to a folder of models" in out["refused:"]
     accuracy, majority = map(float, out["untrained"].split())
     assert 0 < majority < 1 and 0 < accuracy <= 1

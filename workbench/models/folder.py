@@ -260,8 +260,12 @@ _NONE_SHIPPED = ("none there: outside a checkout, set WORKBENCH_MODELS to a fold
 
 
 def shipped(root: str | Path | None = None) -> list[str]:
-    """Names of the models in ``trained/`` (folders with a ``card.json``)."""
+    """Names of the models in ``trained/`` (folders with a ``card.json``); none, with a warning that says where
+    they were looked for and how to point there, when that folder does not exist."""
     root = Path(root) if root else trained_dir()
-    return sorted(p.name for p in root.iterdir() if (p / "card.json").is_file()) if root.is_dir() else []
+    if not root.is_dir():
+        log.warning("no shipped models: %s is not a folder (%s)", root, _NONE_SHIPPED)
+        return []
+    return sorted(p.name for p in root.iterdir() if (p / "card.json").is_file())
 
 
