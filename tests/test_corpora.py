@@ -3,7 +3,7 @@ import gzip
 import pytest
 
 from workbench.data import corpora
-from workbench.checks import DataFormatError, UnknownNameError
+from workbench.checks import DataFormatError, UnknownNameError, WorkbenchError
 
 
 def write_gz(path, lines: bytes):
@@ -35,9 +35,10 @@ def test_a_damaged_or_cut_gzip_file_is_named_with_the_line_it_broke_at(tmp_path)
             corpora.read_pairs(tmp_path / name)
 
 
-def test_unknown_pair_lists_valid_ones():
-    with pytest.raises(UnknownNameError, match="en-fr, en-ja, en-tr"):
-        corpora.corpus_path("en-de")
+def test_a_pair_without_a_corpus_says_how_to_register_one_and_lists_the_known():
+    with pytest.raises(WorkbenchError, match=r"no corpus for the language pair en-de: register .*`workbench data "
+                                             r"add-pair en-de --corpus FILE`.*known pairs: en-fr, en-es, en-ar"):
+        corpora.corpus_path("en-deu")
 
 
 def test_real_counts_match_sources():

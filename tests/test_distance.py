@@ -24,8 +24,14 @@ def test_standard_arabic_says_which_features_it_lacks():
     lacking = missing_features("ar")
     assert len(lacking) == rows["missing"] > 0 and all(name.startswith("S_") for name in lacking)
     assert len(missing_features("es")) < len(lacking)
-    with pytest.raises(WorkbenchError, match="unknown language 'de'; valid: ar, es, fr, ja, tr"):
-        language_distances(["de"])
+    with pytest.raises(WorkbenchError, match="unknown language 'xq'; valid: ar, es, fr, ja, tr"):
+        language_distances(["xq"])
+
+
+def test_any_language_uriel_knows_has_its_distance_as_a_registered_pair_needs():
+    rows = language_distances(["de", "ja", "por"], ["genetic"]).set_index("language")
+    assert list(rows["code"]) == ["deu", "jpn", "por"]
+    assert rows.loc["de", "distance"] < rows.loc["por", "distance"] <= rows.loc["ja", "distance"] == 1.0
 
 
 def test_exact_spearman_permutation_p_value():

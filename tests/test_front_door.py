@@ -60,6 +60,8 @@ def test_the_documentation_site_builds_strictly(tmp_path):
 def test_the_code_of_the_readme_and_the_tutorials_runs_as_written(page, tmp_path):
     code = python_blocks(page)
     assert code.strip(), f"{page} has no python example"
+    own_home = {"WORKBENCH_HOME": str(tmp_path / "home")} if "add_pair" in code else {}  # a registered pair's tasks
+    # stay out of the other tests' home
     result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=900,
-                            env={**os.environ, "WORKBENCH_QUICK": "1"})  # probes at the quick sizes CI uses
+                            env={**os.environ, "WORKBENCH_QUICK": "1", **own_home})  # probes at the quick sizes CI uses
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]

@@ -68,10 +68,10 @@ def test_one_bad_card_is_named_and_left_out_not_fatal(tmp_path, monkeypatch, cap
         shutil.copy(tasks.CARDS_DIR / f"{name}.toml", tmp_path)
     (tmp_path / "broken.toml").write_text('name = "broken"\ntitle = ')
     monkeypatch.setattr(tasks, "_BROKEN", {})
-    assert set(tasks._cards(tmp_path)) == {"length", "punct_num"}
+    assert set(tasks._read_cards((tmp_path,))) == {"length", "punct_num"}
     assert "task card left out" in caplog.text and "broken.toml: not a valid TOML task card" in caplog.text
-    read = tasks._cards.__wrapped__
-    monkeypatch.setattr(tasks, "_cards", lambda: read(tmp_path))
+    read = tasks._read_cards.__wrapped__
+    monkeypatch.setattr(tasks, "_cards", lambda own=True: read((tmp_path,)))
     with pytest.raises(WorkbenchError, match="task 'broken' cannot be used: .*broken.toml: not a valid TOML"):
         tasks.get_task("broken")
     assert tasks.get_task("length").name == "length"

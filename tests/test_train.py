@@ -345,8 +345,10 @@ def test_curve_command_draws_the_views_against_updates_and_seconds(tiny_run, tmp
 def test_bad_training_configs_list_the_valid_choices(tmp_path, tiny_tokenizer):
     with pytest.raises(UnknownNameError, match="valid: bgt, bgt_no_langvars"):
         TrainConfig(model="bgt_plus")
-    with pytest.raises(UnknownNameError, match="en-fr"):
-        TrainConfig(pair="en-de")
+    with pytest.raises(WorkbenchError, match="unknown language code 'xq'"):
+        TrainConfig(pair="en-xq")
+    with pytest.raises(WorkbenchError, match="no corpus for the language pair en-de: .*known pairs: en-fr"):
+        TrainConfig(pair="en-de").tokenizer()  # a pair's corpus is looked for when a run reads it
     with pytest.raises(UnknownNameError, match="valid: cpu, paper, small, tiny"):
         TrainConfig.from_preset("huge")
     with pytest.raises(WorkbenchError, match="unknown training config keys"):

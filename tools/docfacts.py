@@ -17,7 +17,8 @@ from pathlib import Path
 import pandas as pd
 
 from workbench.checks import WorkbenchError
-from workbench.data.corpora import LANGUAGES, PAIRS, probe_pool, split_summary
+from workbench.data.corpora import probe_pool, split_summary
+from workbench.data.languages import LANGUAGES, PAIRS
 from workbench.data.sts import load_sts_hard
 from workbench.models.folder import shipped
 from workbench.models.runlog import learning_curve
@@ -51,7 +52,7 @@ def _split_sizes() -> str:
 def _probe_sizes() -> str:
     """The probing datasets as ``probes build`` builds them, from their shipped manifests."""
     lines = ["| task | classes | train / valid / test | what the label is |", "|---|---:|---|---|"]
-    for card in map(get_task, task_names()):
+    for card in map(get_task, task_names(own=False)):
         manifest = built(card.name)
         sizes = " / ".join(f"{manifest['sizes'][s]:,}" for s in ("tr", "va", "te"))
         lines.append(f"| {card.name} | {len(manifest['label_counts']['tr'])} | {sizes} | {card.description} |")
@@ -84,7 +85,7 @@ def _count_shipped() -> str:
 
 
 def _count_tasks() -> str:
-    return str(len(task_names()))
+    return str(len(task_names(own=False)))
 
 
 def _time(name: str) -> Callable[[], str]:

@@ -113,7 +113,7 @@ def measure_control_types() -> dict:
     over its training split at the cards' sizes, with each dataset's sha256: docs/probing.md's account of which
     controls are uninformative (seconds once the datasets are built)."""
     datasets, rows = {}, []
-    for task in task_names():
+    for task in task_names(own=False):
         built = build_task(task, sizes=CARD_SIZES)
         counts, control = training_word_counts(built.data)
         datasets[task] = built.manifest["sha256"]

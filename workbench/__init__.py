@@ -14,6 +14,7 @@
     wb.erase(enc, "length")             # the encoder with the task's concept linearly erased (LEACE)
     mine = wb.hf_encoder("path/to/hf-model", layer=4)       # any local Hugging Face encoder ('hf' extra)
     wb.probe_layers(bgt.encoder("semantic"), ["length", "bigram_shift"])   # every layer: where does it live?
+    wb.add_pair("en-pt", "my-bitext.tsv")   # your own bitext as a language pair (then: workbench train --pair en-pt)
 """
 from __future__ import annotations
 
@@ -51,6 +52,8 @@ _PUBLIC = {
     "own_task": ".probing.own",
     "readable_tasks": ".probing.tasks",
     "load_splits": ".data.corpora",
+    "known_pairs": ".data.corpora",
+    "add_pair": ".probing.pair_tasks",
     "erasure_effects": ".probing.erase",
     "form_origins": ".style_transfer.evaluation",
     "latent_ablation": ".style_transfer.generation",

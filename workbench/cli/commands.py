@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..data.corpora import PAIRS
+from ..data.languages import PAIRS
 from ..encoders import NAMED_ENCODERS
 from .common import Command, encoder_args, size_args
 
@@ -202,8 +202,12 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
     from ..models import KINDS  # the one parser that needs the models (torch): the kinds' registry
     from ..training.recipes import PRESETS
     p.add_argument("--model", choices=tuple(KINDS), help="the kind of model (default bgt)")
-    p.add_argument("--pair", choices=[*PAIRS, "all"],
-                   help="language pair (default en-fr; nmt: all, every pair through one encoder)")
+    p.add_argument("--pair", metavar="PAIR",
+                   help=f"language pair: {', '.join(PAIRS)}, a pair registered from your own bitext, or a new one "
+                        "with --corpus (default en-fr; nmt: all, every shipped pair through one encoder)")
+    p.add_argument("--corpus", nargs="+", metavar="FILE",
+                   help="your own bitext for --pair: english<TAB>other lines (.tsv or .tsv.gz), or two files of a "
+                        "Moses pair (English first); checked whole and registered once (`workbench data add-pair`)")
     p.add_argument("--preset", choices=list(PRESETS),
                    help="tiny (default; CI, <1 min CPU), cpu (what trained/ holds), small (the GPU recipe), paper")
     p.add_argument("--config", help="TOML/JSON file of training settings (instead of --model/--pair/--preset)")
@@ -228,11 +232,17 @@ TRAIN_COMMAND = Command(
 
 def _data_arguments(p: argparse.ArgumentParser) -> None:
     dsub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
-    q = dsub.add_parser("info", help="pairs per split for each language pair")
-    q.add_argument("--pair", choices=PAIRS, nargs="+")
+    q = dsub.add_parser("info", help="pairs per split for each language pair, shipped and registered")
+    q.add_argument("--pair", nargs="+", metavar="PAIR")
+    q = dsub.add_parser("add-pair", help="register your own bitext as a language pair (checked whole first), with "
+                                         "its language's probing tasks")
+    q.add_argument("pair", metavar="PAIR", help="en-XX, XX an ISO 639-1 or 639-3 code (en-pt, en-por, en-swh)")
+    q.add_argument("--corpus", nargs="+", required=True, metavar="FILE",
+                   help="english<TAB>other lines (.tsv or .tsv.gz), or two files of a Moses pair (English first)")
+    q.add_argument("--force", action="store_true", help="replace the corpus of a pair registered before")
     q = dsub.add_parser("download", help="download OPUS parallel data or the STS test sets")
     q.add_argument("what", choices=("opus", "sts"))
-    q.add_argument("--pair", choices=PAIRS, nargs="+")
+    q.add_argument("--pair", nargs="+", metavar="PAIR", help=f"opus: en-XX pairs ({', '.join(PAIRS)})")
     q.add_argument("--corpus", default="OpenSubtitles", help="OPUS corpus (OpenSubtitles)")
     q.add_argument("--version", default="v2018", help="OPUS corpus version (v2018)")
     q.add_argument("--years", type=int, nargs="+", choices=_sts_years(), default=_sts_years())
@@ -240,7 +250,7 @@ def _data_arguments(p: argparse.ArgumentParser) -> None:
 
 
 DATA_COMMAND = Command(
-    "data", "inspect the corpora or download public data",
+    "data", "inspect the corpora, register your own bitext, or download public data",
     _data_arguments, "training:data_command")
 
 

@@ -8,7 +8,7 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..data.corpora import PAIRS
+from ..data.languages import PAIRS
 from ..encoders import HF_DTYPES, HF_POOLINGS, HF_PREFIX, NAMED_ENCODERS
 
 
@@ -50,7 +50,8 @@ def encoder_args(p: argparse.ArgumentParser) -> None:
                    "semantic (default) or a language (en, fr, ...)")
     p.add_argument("--layer", type=int, help="with --model: read the view at this layer (0 = embeddings … L = "
                    "top block, mean-pooled; -1, the default, its sentence embedding)")
-    p.add_argument("--pair", choices=PAIRS, help="without --model: language pair of the tokenizer (en-fr)")
+    p.add_argument("--pair", metavar="PAIR", help=f"without --model: language pair of the tokenizer (en-fr; "
+                   f"{', '.join(PAIRS)} or one registered from your own bitext)")
     p.add_argument("--trust-unverified", action="store_true",
                    help="with --model: load a model folder that records no sha256 of its files (otherwise "
                         "refused); only for folders you know the origin of")

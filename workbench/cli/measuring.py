@@ -73,6 +73,9 @@ def probe_command(args) -> None:
         print(f"probing at the default sizes, {sizes['train']}/{sizes['valid']}/{sizes['test']} sentences per "
               "task, as Python's probe(), the demo and the notebooks do (--train-size/--valid-size/--test-size for "
               "others; a task's full size: `workbench probes list`)", flush=True)
+    for task in tasks:  # every task the encoder cannot read is refused before the first is probed
+        if isinstance(task, str):
+            get_task(task).check_encoder(encoder)
     if args.layers:
         return _probe_layers(args, encoder, given, tasks, sizes)
     rows = []

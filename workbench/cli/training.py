@@ -6,12 +6,14 @@ from pathlib import Path
 import pandas as pd
 
 from ..checks import WorkbenchError
-from ..data.corpora import PAIRS, language_of, split_summary
+from ..data.corpora import PAIRS, known_pairs, split_summary
+from ..data.languages import pair_name
 from ..data.download import OPUS_URL, STS_URLS, download, opus_moses_to_tsv, sts_archive_to_tsv
 from ..models import KINDS
 from ..models.folder import latest_checkpoint, read_config, shipped
 from ..models.runlog import learning_curve
 from ..paths import data_dir, trained_dir
+from ..probing.pair_tasks import add_pair
 from ..progress import progress_bar
 from ..reports.pages import curve_report
 from ..training import train
@@ -103,10 +105,27 @@ def _recorded_recipe(args) -> Path | None:
     return folder / "config.json"
 
 
+def _corpus_files(files: list[str]) -> tuple[str, str | None]:
+    if len(files) > 2:
+        raise WorkbenchError(f"--corpus takes one file (english<TAB>other lines) or two (a Moses pair, English "
+                             f"first), not {len(files)}")
+    return files[0], (files[1] if len(files) == 2 else None)
+
+
+def _print_added(record: dict) -> None:
+    print(f"{record['pair']} ({record['language_name']}): {record['pairs']:,} pairs from {', '.join(record['source'])}"
+          f" ({record['duplicates_dropped']:,} duplicates dropped, {record['pairs_after_length_filter']:,} within the "
+          f"length filter)\ntasks: {', '.join(record['tasks']) or 'the shipped tasks of its language'}")
+
+
 def train_command(args) -> None:
     if args.resume and args.init_from:
         raise WorkbenchError(f"--resume continues the run in --out; --init-from {args.init_from} starts a new run "
                              "from a trained model: give one of them")
+    if args.corpus:
+        if not args.pair or args.pair == "all":
+            raise WorkbenchError("--corpus is the bitext of one language pair: give it with --pair en-XX")
+        _print_added(add_pair(args.pair, *_corpus_files(args.corpus)))
     changes = {"max_updates": args.max_updates, "max_seconds": args.max_seconds, "seed": args.seed}
     recipe = args.config or _recorded_recipe(args)
     if recipe:
@@ -129,13 +148,16 @@ def train_command(args) -> None:
 
 def data_command(args) -> None:
     if args.action == "info":
-        rows = {pair: split_summary(pair) for pair in (args.pair or PAIRS)}
+        rows = {pair: split_summary(pair) for pair in (args.pair or known_pairs())}
         print(pd.DataFrame(rows).T.to_string())
+        return
+    if args.action == "add-pair":
+        _print_added(add_pair(args.pair, *_corpus_files(args.corpus), force=args.force))
         return
     root = Path(args.dest) if args.dest else data_dir()
     if args.what == "opus":
-        for pair in args.pair or PAIRS:
-            language = language_of(pair)
+        for pair in map(pair_name, args.pair or PAIRS):  # any en-XX OPUS has: it joins the data folder's pairs
+            language = pair.split("-")[1]
             url = OPUS_URL.format(corpus=args.corpus, version=args.version, pair=pair)
             archive = download(url, root / "downloads" / f"{args.corpus}-{args.version}-{pair}.zip")
             n = opus_moses_to_tsv(archive, language, root / "parallel" / f"{pair}.tsv.gz")

@@ -21,14 +21,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ..checks import DataFormatError, check_name
+from ..checks import DataFormatError, WorkbenchError, check_name
 from ..paths import atomic_write, data_dir, home_dir
 from . import sha256_of, utf8_lines
+from .languages import PAIRS, pair_name
 
 log = logging.getLogger(__name__)
 
-LANGUAGES = ("fr", "es", "ar", "tr", "ja")
-PAIRS = tuple(f"en-{lang}" for lang in LANGUAGES)
 SPLITS = ("train", "valid", "probe", "test")
 SPLIT_VERSION = 1  # bump when split_pairs changes: the splits stored under the home are keyed on it
 _HELD_OUT_ORDER = ("test", "probe", "valid", "train")  # a component takes the first bucket any member has
@@ -51,19 +50,52 @@ class SplitConfig:
             raise ValueError(f"split fractions must be >= 0 and sum to < 1, got {fractions}")
 
 
+def own_folder(pair: str) -> Path:
+    """Where a pair registered from a user's file keeps its corpus (``corpus.tsv.gz``) and record (``pair.json``)."""
+    return home_dir() / "pairs" / pair
+
+
+def known_pairs() -> tuple[str, ...]:
+    """The shipped pairs, then any other ``en-XX`` with a corpus in the data folder's ``parallel/`` or registered
+    under the home (:func:`workbench.data.bitext.register_bitext`)."""
+    found = set()
+    try:
+        found |= {p.name.removesuffix(".tsv.gz") for p in (data_dir() / "parallel").glob("en-*.tsv.gz")}
+    except FileNotFoundError:  # WORKBENCH_DATA names no folder: said where the data is read
+        pass
+    registered = home_dir() / "pairs"
+    if registered.is_dir():
+        found |= {p.parent.name for p in registered.glob("*/pair.json")}
+    return (*PAIRS, *sorted(found - set(PAIRS)))
+
+
+def check_pair(pair: str) -> str:
+    """The pair's name (:func:`.languages.pair_name`) if it has a corpus; otherwise say how to give it one."""
+    if pair in PAIRS:
+        return pair
+    name = pair_name(pair)
+    if name not in known_pairs():
+        raise WorkbenchError(f"no corpus for the language pair {name}: register a parallel file with `workbench data "
+                             f"add-pair {name} --corpus FILE` (or train with --corpus FILE); known pairs: "
+                             f"{', '.join(known_pairs())}")
+    return name
+
+
 def language_of(pair: str) -> str:
-    """``'en-fr' -> 'fr'``; raises :class:`UnknownNameError` listing the valid pairs."""
-    return check_name("language pair", pair, PAIRS).split("-", 1)[1]
+    """``'en-fr' -> 'fr'``; a pair without a corpus is refused, saying how to register one."""
+    return check_pair(pair).split("-", 1)[1]
 
 
 def pairs_of(pair: str) -> tuple[str, ...]:
-    """The pairs a training run reads: ``pair`` itself, or every pair for ``"all"`` (the multilingual NMT)."""
-    return PAIRS if pair == "all" else (check_name("language pair", pair, (*PAIRS, "all")),)
+    """The pairs a training run reads: ``pair`` itself, or every shipped pair for ``"all"`` (the multilingual NMT)."""
+    return PAIRS if pair == "all" else (check_pair(pair),)
 
 
 def corpus_path(pair: str) -> Path:
-    language_of(pair)
-    return data_dir() / "parallel" / f"{pair}.tsv.gz"
+    """The pair's corpus: ``<data>/parallel/PAIR.tsv.gz`` (always, for a shipped pair), else its registered copy."""
+    pair = check_pair(pair)
+    shipped = data_dir() / "parallel" / f"{pair}.tsv.gz"
+    return shipped if pair in PAIRS or shipped.is_file() else own_folder(pair) / "corpus.tsv.gz"
 
 
 _DIGESTS: dict[tuple, str] = {}
@@ -189,7 +221,7 @@ def _by_code(pairs: list[Pair], codes: np.ndarray) -> dict[str, list[Pair]]:
 def load_splits(pair: str, min_tokens: int = 3, max_tokens: int = 100,
                 config: SplitConfig = SplitConfig()) -> dict[str, list[Pair]]:
     """Read, filter and split one language pair's corpus (cached per process; treat the lists as read-only)."""
-    language_of(pair)
+    pair = check_pair(pair)
     return _load_splits(pair, min_tokens, max_tokens, config, corpus_path(pair))
 
 
@@ -209,6 +241,12 @@ def _load_splits(pair: str, min_tokens: int, max_tokens: int, config: SplitConfi
     splits = _by_code(pairs, codes)
     log.info("%s: %s", pair, ", ".join(f"{k} {len(v)}" for k, v in splits.items()))
     return splits
+
+
+def forget_read() -> None:
+    """Drop this process's splits and pools (a registered corpus replaced under the same path)."""
+    _load_splits.cache_clear()
+    _probe_pool.cache_clear()
 
 
 def _read_codes(path: Path, n: int) -> np.ndarray | None:
@@ -232,7 +270,7 @@ def probe_pool(pairs: tuple[str, ...] = PAIRS, config: SplitConfig = SplitConfig
     train-bucket sentence pulled into a probe component by a shared translation may still be trained on by
     another pair's model). Another language: the foreign side of its pair's probe split (only that pair has it).
     """
-    check_name("probe-pool language", language, ["en", *LANGUAGES])
+    check_name("probe-pool language", language, ["en", *(language_of(p) for p in known_pairs())])
     pairs = (f"en-{language}",) if language != "en" else tuple(pairs)
     return list(_probe_pool(pairs, config, language, tuple(corpus_path(pair) for pair in pairs)))
 

@@ -45,7 +45,7 @@ from typing import ClassVar
 import torch
 from torch import nn
 
-from ..checks import number, whole
+from ..checks import WorkbenchError, number, whole
 from .base import ModelConfig, SentenceModel
 from .losses import drop_words, free_bits, kl_to_standard_normal, token_loss
 from .transformer import LatentDecoder, SentenceEncoder, TransformerConfig, beam_search, shift_right
@@ -227,7 +227,6 @@ class BGT(SentenceModel):
         alone, as the translation model did). The language encoders start fresh and learn only what z_sem
         leaves to them — the order the paper's scale reaches and a small CPU run from scratch does not (the
         language encoder learns the sentence first). Returns the parameters taken."""
-        from ..checks import WorkbenchError
         if self.cfg.setting not in ("bgt", "bgt_no_prior") or source_config.setting != "bilingual_trans":
             raise WorkbenchError(f"a {self.cfg.setting} model starts only from scratch or from its own kind; "
                                  f"warm start is BGT from BILINGUALTRANS (not from {source_config.setting})")

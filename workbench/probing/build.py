@@ -171,7 +171,7 @@ def split_by_word(by_label: dict[str, list[tuple[str, str]]], targets: dict[str,
 def _spec_and_folder(card: TaskCard, sizes: dict[str, int], pool: Sequence[str] | None, seed: int,
                      config: SplitConfig) -> tuple[dict, Path]:
     spec = {"card": card.digest, "sizes": sizes, "seed": seed, "builder_version": VERSIONS[card.builder],
-            "pool": pool_key(config) if pool is None else hashlib.sha256("\n".join(pool).encode()).hexdigest()}
+            "pool": pool_key(config, card.languages) if pool is None else hashlib.sha256("\n".join(pool).encode()).hexdigest()}
     key = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
     return spec, home_dir() / "probing" / f"{card.name}-{key}"
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..checks import UnknownNameError, WorkbenchError, check_name, check_sizes
-from ..data.corpora import LANGUAGES
+from ..checks import UnknownNameError, WorkbenchError, check_sizes
+from ..data.languages import language_code
 from ..data.tables import read_table
 from .build import COLUMNS, SPLIT_NAMES, ProbingDataset, select
 from .tasks import TaskCard, get_task, task_names
@@ -46,7 +46,7 @@ def own_task(data: pd.DataFrame | str | Path, name: str | None = None, sentence:
         _check_text_cells(data, [c for c in (sentence, word) if c in data], source)
     frame = data.fillna("").astype(str) if isinstance(data, pd.DataFrame) else _read(Path(data))  # NaN: empty
     name = _checked_name(name or (None if isinstance(data, pd.DataFrame) else _SUFFIX.sub("", Path(data).name)))
-    check_name("language", language, ["en", *LANGUAGES])
+    language = language_code(language)
     columns = {"sentence": sentence, "label": label}
     for role, column in columns.items():
         if column not in frame:

@@ -23,12 +23,15 @@ from .tasks import TaskCard
 log = logging.getLogger(__name__)
 
 
-def pool_key(config: SplitConfig) -> str:
-    """What the probe pools are drawn from: the split and every corpus's bytes (not its file's date, so a copy of
-    the data keeps its builds)."""
+def pool_key(config: SplitConfig, languages: Sequence[str] = ("en",)) -> str:
+    """What the probe pools of ``languages`` are drawn from: the split and every shipped corpus's bytes (not its
+    file's date, so a copy of the data keeps its builds), and a registered pair's corpus for its language."""
     h = hashlib.sha256(json.dumps(config.__dict__, sort_keys=True).encode())
     for pair in PAIRS:
         h.update(f"{pair}\0{corpus_digest(pair)}".encode())
+    for language in languages:
+        if language != "en" and f"en-{language}" not in PAIRS:
+            h.update(f"en-{language}\0{corpus_digest(f'en-{language}')}".encode())
     return h.hexdigest()
 
 
@@ -77,7 +80,7 @@ def candidates_path(builder: str, language: str, paired: bool, params: str, conf
     """Where the pool's candidates of a builder are stored: named by everything they are a function of (the
     builder and its version, its parameters, the language and the pool's inputs)."""
     spec = json.dumps({"builder": builder, "version": VERSIONS[builder], "language": language, "paired": paired,
-                       "params": params, "pool": pool_key(config)}, sort_keys=True)
+                       "params": params, "pool": pool_key(config, language.split("-"))}, sort_keys=True)
     key = hashlib.sha256(spec.encode()).hexdigest()[:16]
     return home_dir() / "probing" / "candidates" / f"{builder}-{language}-{key}.json.gz"
 

@@ -1,4 +1,5 @@
-"""The registry of probing tasks: one TOML card per task in ``workbench/probes/`` (adding a task = adding a card)."""
+"""The registry of probing tasks: one TOML card per task in ``workbench/probes/`` (adding a task = adding a card),
+and the cards written for the language of each pair registered from a user's bitext (:mod:`.pair_tasks`)."""
 from __future__ import annotations
 
 import hashlib
@@ -10,6 +11,8 @@ from pathlib import Path
 
 from ..checks import SPLITS, UnknownNameError, WorkbenchError, check_keys, whole
 from ..encoders import check_reads, unread
+from ..data.corpora import known_pairs, own_folder
+from ..data.languages import PAIRS
 from ..paths import PROBES_DIR
 from .builders import PARSING, reads_morphology
 from .morphology import missing as missing_morphology
@@ -87,12 +90,23 @@ class TaskCard:
                    digest=hashlib.sha256(raw).hexdigest())
 
 
-@lru_cache(maxsize=1)
-def _cards(directory: Path = CARDS_DIR) -> dict[str, TaskCard]:
+def card_folders(own: bool = True) -> tuple[Path, ...]:
+    """The package's cards, then (``own``) those of each pair registered under the workbench home."""
+    if not own:
+        return (CARDS_DIR,)
+    return (CARDS_DIR, *(own_folder(pair) / "tasks" for pair in known_pairs() if pair not in PAIRS))
+
+
+def _cards(own: bool = True) -> dict[str, TaskCard]:
+    return _read_cards(card_folders(own))
+
+
+@lru_cache(maxsize=4)
+def _read_cards(folders: tuple[Path, ...]) -> dict[str, TaskCard]:
     """The valid cards by name. A bad card is named in a warning and left out (asking for its task gives its
     error), so one broken file does not stop every command."""
     cards = {}
-    for path in sorted(directory.glob("*.toml")):
+    for path in sorted(path for folder in folders for path in folder.glob("*.toml")):
         try:
             card = TaskCard.from_file(path)
             if card.name != path.stem:
@@ -108,8 +122,9 @@ def _cards(directory: Path = CARDS_DIR) -> dict[str, TaskCard]:
 _BROKEN: dict[str, str] = {}  # task name -> why its card was left out
 
 
-def task_names() -> list[str]:
-    return list(_cards())
+def task_names(own: bool = True) -> list[str]:
+    """Every task's name; ``own=False``: the package's only (what the docs and shipped cards describe)."""
+    return list(_cards(own))
 
 
 def readable_tasks(encoder) -> list[str]:

@@ -28,6 +28,7 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from ..checks import WorkbenchError, check_name, check_names
+from ..data.languages import iso639_3
 
 ISO639_3 = {"en": "eng", "fr": "fra", "es": "spa", "ar": "arb", "tr": "tur", "ja": "jpn"}
 KINDS = ("syntactic", "genetic", "featural")
@@ -75,8 +76,8 @@ def language_distances(languages: Sequence[str] = ("fr", "es", "ar", "tr", "ja")
     (``features``: the kind's vector length; ``missing``: how many of them the language has no value for)."""
     rows = []
     kinds = check_names("distance kind", kinds, KINDS)
-    for language in check_names("language", languages, [x for x in ISO639_3 if x != "en"]):
-        code = ISO639_3[language]
+    for language in check_names("language", languages, _languages(languages)):
+        code = _code(language)
         for kind in kinds:
             names, _, vector = _vectors(kind, code)
             rows.append({"language": language, "code": code, "kind": kind, "distance": _distance(kind, code),
@@ -84,9 +85,28 @@ def language_distances(languages: Sequence[str] = ("fr", "es", "ar", "tr", "ja")
     return pd.DataFrame(rows)
 
 
+def _languages(asked) -> list[str]:
+    """The languages a distance can be asked for: the shipped ones, and any other ISO 639 code among ``asked`` that
+    URIEL+ knows (a registered pair's language)."""
+    known = set(np.ravel(_uriel().langs).tolist()) if any(x not in ISO639_3 for x in asked if isinstance(x, str)) else set()
+    own = [x for x in asked if isinstance(x, str) and x not in ISO639_3 and _known_code(x) in known]
+    return [*(x for x in ISO639_3 if x != "en"), *own]
+
+
+def _known_code(language: str) -> str | None:
+    try:
+        return iso639_3(language)
+    except WorkbenchError:
+        return None
+
+
+def _code(language: str) -> str:
+    return ISO639_3.get(language) or iso639_3(language)
+
+
 def missing_features(language: str, kind: str = "syntactic") -> list[str]:
     """The features of ``kind`` that URIEL+ has no value for in ``language`` (e.g. ``"ar"``: Standard Arabic)."""
-    code = ISO639_3[check_name("language", language, [x for x in ISO639_3 if x != "en"])]
+    code = _code(check_name("language", language, _languages([language])))
     names, _, vector = _vectors(check_name("distance kind", kind, KINDS), code)
     return [name for name, value in zip(names, vector) if value < 0]
 

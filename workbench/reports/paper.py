@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 
 from ..checks import WorkbenchError
-from ..data.corpora import LANGUAGES, load_splits
+from ..data.corpora import load_splits
+from ..data.languages import LANGUAGES
 from ..data.sts import STS_DATASETS
 from ..data.tokenizer import Tokenizer
 from ..evaluation import compare_hard_sts, compare_sts

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from ..checks import WorkbenchError, check_keys, check_name, number, whole
-from ..data.corpora import PAIRS, language_of, pairs_of
+from ..data.corpora import PAIRS
+from ..data.languages import pair_name
 from ..data.tokenizer import EOS, PAD, Tokenizer, pair_tokenizer
 from ..models import KINDS
 from ..paths import read_json
@@ -84,7 +85,8 @@ class TrainConfig:
 
     def __post_init__(self):
         check_name("model", self.model, tuple(KINDS))
-        check_name("language pair", self.pair, (*PAIRS, "all"))
+        if self.pair != "all":
+            self.pair = pair_name(self.pair)  # its corpus is looked for when the run reads it (a model loads without)
         if self.pair == "all" and not KINDS[self.model].multilingual:
             multilingual = ", ".join(m for m, k in KINDS.items() if k.multilingual)
             raise WorkbenchError(f"only a multilingual model ({multilingual}) trains on all pairs at once; give "
@@ -172,7 +174,7 @@ class TrainConfig:
     @property
     def languages(self) -> tuple[str, ...]:
         """English, then the foreign language(s) of the run's pair(s)."""
-        return ("en", *(language_of(p) for p in pairs_of(self.pair)))
+        return ("en", *(p.split("-")[1] for p in (PAIRS if self.pair == "all" else (self.pair,))))
 
     def model_config(self, tokenizer: Tokenizer | None = None):
         """The model's config for this run's ``tokenizer``; without one, as the recipe declares it (its

@@ -1,0 +1,147 @@
+"""Your own bitext as a language pair: named by ISO code, checked whole before anything is written, registered
+once, given its language's tasks, and trained and probed from the command line like a shipped pair.
+
+No bitext of a language outside the shipped five is available offline, so the corpus here is real Standard Arabic
+from the shared en-ar file, registered under Standard Arabic's own ISO 639-3 code (``arb``; the shipped pair uses
+the macrolanguage's ``ar``): every step runs on real sentences, in a pair the workbench does not ship.
+"""
+import gzip
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from workbench.checks import WorkbenchError
+from workbench.data.corpora import corpus_path
+from workbench.data.languages import language_code, pair_name
+
+WORKBENCH = [sys.executable, "-m", "workbench.cli"]
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    """A workbench home of its own: a registered pair must not reach the other tests' tasks."""
+    path = tmp_path / "home"
+    monkeypatch.setenv("WORKBENCH_HOME", str(path))
+    return path
+
+
+@pytest.fixture(scope="module")
+def bitext(tmp_path_factory) -> Path:
+    """3,000 real English–Standard Arabic pairs, one per line, english<TAB>arabic."""
+    path = tmp_path_factory.mktemp("bitext") / "en-arb.tsv"
+    with gzip.open(corpus_path("en-ar"), "rt", encoding="utf-8") as f:
+        path.write_text("".join(line for _, line in zip(range(3000), f)), encoding="utf-8")
+    return path
+
+
+def test_a_pair_is_english_then_an_iso_639_code():
+    assert pair_name("en-por") == "en-pt" and pair_name("en-arb") == "en-arb" and language_code("deu") == "de"
+    for bad, said in [("fr-es", "English comes first"), ("en-xq", "unknown language code 'xq'"),
+                      ("en-eng", "must differ from English"), ("enfr", "written en-XX"), ("en-PT", "unknown")]:
+        with pytest.raises(WorkbenchError, match=said):
+            pair_name(bad)
+
+
+def _bad_files(folder: Path, bitext: Path) -> dict[str, tuple[list[Path], str]]:
+    lines = bitext.read_text(encoding="utf-8").splitlines()
+    (folder / "empty.tsv").write_text("")
+    (folder / "one-column.tsv").write_text("\n".join(line.split("\t")[0] for line in lines[:1500]) + "\n")
+    (folder / "latin1.tsv").write_bytes("\n".join(lines[:1500]).encode() + "\nna\xefve\tx\n".encode("latin-1"))
+    (folder / "empty-side.tsv").write_text("\n".join(lines[:1500]) + "\nHello there .\t \n")
+    (folder / "fake.tsv.gz").write_text("\n".join(lines))
+    (folder / "en.txt").write_text("\n".join(line.split("\t")[0] for line in lines[:1500]) + "\n")
+    (folder / "arb.txt").write_text("\n".join(line.split("\t")[1] for line in lines[:1499]) + "\n")
+    return {"empty": ([folder / "empty.tsv"], "0 pairs left .* at least 1,000"),
+            "one column": ([folder / "one-column.tsv"], r"one-column.tsv:1: 1 tab-separated columns; expected 2"),
+            "not UTF-8": ([folder / "latin1.tsv"], r"latin1.tsv:1501: undecodable bytes"),
+            "an empty side": ([folder / "empty-side.tsv"], r"empty-side.tsv:1501: empty foreign side"),
+            "a .gz that is not gzip": ([folder / "fake.tsv.gz"], "not readable as gzip"),
+            "Moses files of unequal length": ([folder / "en.txt", folder / "arb.txt"], "1499 lines against 1500"),
+            "no file": ([folder / "missing.tsv"], "no corpus file at"),
+            "a folder": ([folder], "not a regular file"),
+            "a shipped corpus": ([corpus_path("en-tr")], "is the corpus of the shipped pair en-tr")}
+
+
+def test_bad_corpus_files_are_refused_in_one_sentence_and_nothing_is_written(home, bitext, tmp_path):
+    from workbench.probing.pair_tasks import add_pair
+    for case, (files, said) in _bad_files(tmp_path, bitext).items():
+        with pytest.raises(WorkbenchError, match=said):
+            add_pair("en-arb", *files)
+        assert not (home / "pairs").exists(), case
+    for pair, said in [("en-fr", "en-fr ships with the data"), ("en-fra", "en-fr ships with the data"),
+                       ("en-xq", "unknown language code")]:
+        with pytest.raises(WorkbenchError, match=said):
+            add_pair(pair, bitext)
+    assert not (home / "pairs").exists()
+
+
+def test_a_pair_is_registered_once_with_its_digest_and_its_language_tasks(home, bitext, tmp_path):
+    from workbench.data.corpora import known_pairs, load_splits
+    from workbench.probing.pair_tasks import add_pair
+    from workbench.probing.tasks import get_task, task_names
+    record = add_pair("en-arb", bitext)
+    assert record["pairs"] == 3000 and record["language_name"] == "Standard Arabic" and len(record["content_sha256"]) == 64
+    assert "en-arb" in known_pairs() and (home / "pairs" / "en-arb" / "corpus.tsv.gz").is_file()
+    assert record["tasks"] == ["length_arb", "punct_num_arb", "punct_first_arb", "bigram_shift_arb",
+                               "word_content_arb", "language_id_en_arb"]
+    assert set(record["tasks"]) <= set(task_names()) and not set(record["tasks"]) & set(task_names(own=False))
+    assert get_task("language_id_en_arb").languages == ("en", "arb")
+    splits = load_splits("en-arb")
+    assert sum(map(len, splits.values())) == 3000 and len(splits["probe"]) > 300
+    assert add_pair("en-arb", bitext)["registered"] == record["registered"]  # the same corpus: nothing redone
+    other = tmp_path / "other.tsv"
+    other.write_text("\n".join(bitext.read_text(encoding="utf-8").splitlines()[:2000]) + "\n", encoding="utf-8")
+    with pytest.raises(WorkbenchError, match="en-arb is registered from .*add --force"):
+        add_pair("en-arb", other)
+    with pytest.raises(WorkbenchError, match="already registered as en-arb"):
+        add_pair("en-pt", bitext)
+    assert add_pair("en-arb", other, force=True)["pairs"] == 2000 and len(load_splits("en-arb")["train"]) < 2000
+
+
+@pytest.mark.parametrize("language", ["tr", "ar"])
+def test_the_marks_a_new_language_probes_are_chosen_as_the_shipped_cards_chose_them(language):
+    from workbench.data.corpora import SplitConfig
+    from workbench.probing.pair_tasks import first_marks
+    from workbench.probing.pool import tokenised_pool
+    from workbench.probing.tasks import get_task
+    pool = tokenised_pool(language, SplitConfig())
+    assert first_marks(pool, language) == get_task(f"punct_first_{language}").params["marks"]
+
+
+def test_length_bins_cover_the_pool_in_near_equal_shares():
+    from collections import Counter
+    from workbench.probing.pair_tasks import MAX_LENGTH, length_bins
+    lengths = [4] * 2500 + [5] * 1500 + [6] * 700 + [7] * 400 + list(range(8, 60)) * 60
+    bins = length_bins(lengths)
+    assert len(bins) == 6 and bins[0][0] == 4 and bins[-1][1] == MAX_LENGTH
+    assert all(high + 1 == low for (_, high), (low, _) in zip(bins, bins[1:]))  # contiguous
+    assert bins[:3] == [[4, 4], [5, 5], [6, 6]]  # a common length is a bin of its own, never split
+    counts = Counter(next(i for i, (lo, hi) in enumerate(bins) if lo <= n <= hi) for n in lengths if n <= MAX_LENGTH)
+    rest = [counts[i] for i in range(3, 6)]
+    assert max(rest) < 1.3 * min(rest)  # the others share what is left near equally
+    assert length_bins([]) == [[1, MAX_LENGTH]]
+
+
+@pytest.mark.slow
+def test_bgt_trained_from_the_command_line_on_your_own_bitext_probes_its_language(home, bitext, tmp_path):
+    env = {**os.environ, "WORKBENCH_HOME": str(home)}
+    run = tmp_path / "run"
+
+    def workbench(*args) -> str:
+        done = subprocess.run([*WORKBENCH, *map(str, args)], env=env, capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        return done.stdout
+
+    said = workbench("train", "--model", "bgt", "--pair", "en-arb", "--corpus", bitext, "--preset", "tiny",
+                     "--max-updates", 2, "--out", run)
+    assert "en-arb (Standard Arabic): 3,000 pairs" in said and "tasks: length_arb" in said and "update 2" in said
+    table = workbench("probe", "--model", run, "--encoder", "arb", "--task", "length_arb", "--no-control",
+                      "--out", tmp_path / "length.csv")
+    assert "length_arb" in table
+    import pandas as pd
+    result = pd.read_csv(tmp_path / "length.csv").set_index("metric")["value"]
+    assert result["accuracy"] > result["majority"] + 0.1  # length is read from any sentence encoder
+    assert "en-arb" in workbench("data", "info")

@@ -1,0 +1,146 @@
+"""The probing tasks of a registered pair's language, as cards written beside its corpus.
+
+A pair registered from your own bitext (:func:`workbench.data.bitext.register_bitext`) in a language without
+shipped cards gets the surface tasks the shipped second languages have, chosen from its own held-out sentences
+as theirs were: Length in six bins that each hold about a sixth of the language's probe pool, PunctNum (1 to 6+),
+PunctFirst over the marks that begin a sentence's punctuation at least :data:`MIN_MARK` times, BShift,
+WordContent (30 words of frequency ranks 50-79), and the pair's language identity. The cards are then tasks like
+any other (``workbench probe --task length_pt``); their sizes follow the pool's.
+"""
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+from ..data.bitext import register_bitext
+from ..data.corpora import SplitConfig, own_folder
+from ..data.languages import LANGUAGES, language_name
+from ..paths import atomic_write
+from .builders import punctuation
+from .pool import tokenised_pool
+from .tasks import _read_cards
+
+log = logging.getLogger(__name__)
+MIN_MARK = 100  # a mark PunctFirst names: it begins a sentence's punctuation this often in the pool
+MAX_LENGTH = 40  # the longest sentence (in tokens) the Length bins cover, as in the shipped languages' cards
+CONLL = "Conneau et al. 2018, What you can cram into a single vector (ACL)"
+BGT = ("Wieting, Neubig and Berg-Kirkpatrick 2020, A Bilingual Generative Transformer for Semantic Sentence "
+       "Embedding (EMNLP), section 5.2")
+
+
+def add_pair(pair: str, corpus: str | Path, other: str | Path | None = None, *, force: bool = False) -> dict:
+    """Register ``corpus`` as ``pair`` and write its language's task cards; returns the pair's record with the
+    names of the tasks written under ``tasks``."""
+    record = register_bitext(pair, corpus, other, force=force)
+    return {**record, "tasks": write_cards(record["pair"])}
+
+
+def write_cards(pair: str, config: SplitConfig = SplitConfig()) -> list[str]:
+    """Write the cards of ``pair``'s second language (none for a shipped language: it has its own)."""
+    language = pair.split("-")[1]
+    if language in LANGUAGES:
+        return []
+    cards = language_cards(language, tokenised_pool(language, config))
+    folder = own_folder(pair) / "tasks"
+    folder.mkdir(exist_ok=True)
+    for name, text in cards.items():
+        atomic_write(folder / f"{name}.toml", text)
+    _read_cards.cache_clear()
+    log.info("%s: wrote the task cards %s", pair, ", ".join(cards))
+    return list(cards)
+
+
+def language_cards(language: str, pool: list[str] | tuple[str, ...]) -> dict[str, str]:
+    """The TOML cards of ``language``'s tasks, chosen from its Moses-tokenised probe pool."""
+    name, n = language_name(language), len(pool)
+    sizes = _sizes(n)
+    bins = length_bins([len(s.split()) for s in pool])
+    marks = first_marks(pool, language)
+    spans = ", ".join(f"{low}-{high}" for low, high in bins)
+    cards = {
+        "length": dict(title=f"Length ({language})", builder="length_bins", labels=[str(i) for i in range(len(bins))],
+                       balanced=True, params=dict(bins=bins, unit="tokens"),
+                       description=f"Length of a held-out {name} sentence in Moses tokens, in {len(bins)} bins that "
+                                   f"each hold about an equal share of the {name} probe pool ({spans}); classes "
+                                   "balanced.", analogue=f"SentEval's SentLen on {name} sentences", citation=CONLL),
+        "punct_num": dict(title=f"PunctNum ({language})", builder="punct_count",
+                          labels=["1", "2", "3", "4", "5", "6+"], max_per_label=2000, params=dict(max_label=6),
+                          description=f"Number of punctuation characters in a held-out {name} sentence, 6 meaning "
+                                      "six or more; sentences without punctuation are dropped.",
+                          analogue=f"the BGT paper's PunctNum on {name} sentences", citation=BGT),
+        "punct_first": dict(title=f"PunctFirst ({language})", builder="punct_first", labels=[*marks, "other"],
+                            max_per_label=2000, params=dict(marks=marks),
+                            description=f"Identity of the first punctuation character of a held-out {name} "
+                                        f"sentence: the marks that come first at least {MIN_MARK} times in the "
+                                        "pool, the rest folded into 'other'.",
+                            analogue=f"the BGT paper's PunctFirst on {name} sentences", citation=BGT),
+        "bigram_shift": dict(title=f"BShift ({language})", builder="bigram_shift", labels=["O", "I"], balanced=True,
+                             description=f"Whether two adjacent word tokens of a held-out {name} sentence were "
+                                         "swapped (I) or not (O).",
+                             analogue=f"SentEval's BShift on {name} sentences", citation=CONLL),
+        "word_content": dict(title=f"WordContent ({language})", builder="word_content", labels="derived",
+                             max_per_label=40, params=dict(first_rank=50, n_words=30),
+                             description=f"Which of 30 frequent {name} words (frequency ranks 50-79 in the pool) "
+                                         "a held-out sentence holds exactly once.",
+                             analogue=f"SentEval's WordContent on {name} sentences", citation=CONLL),
+    }
+    out = {f"{task}_{language}": _toml(f"{task}_{language}", language, card, sizes) for task, card in cards.items()}
+    out[f"language_id_en_{language}"] = _toml(
+        f"language_id_en_{language}", f"en-{language}",
+        dict(title=f"Language identity (en–{language})", builder="language_identity", labels=["en", language],
+             balanced=True, description=f"Which language a sentence is in, English or {name}: each held-out "
+                                        "translation pair gives one of its two sentences, chosen at random.",
+             citation="Wieting, Neubig & Berg-Kirkpatrick 2020 (the claim tested)"), sizes)
+    return out
+
+
+def length_bins(lengths: list[int], n_bins: int = 6) -> list[list[int]]:
+    """Contiguous length ranges from the shortest length up to :data:`MAX_LENGTH`, each cut where its count comes
+    nearest to its share of what is left, and holding at least half of it (a length is never split, so one common
+    length makes a bin of its own)."""
+    counts = Counter(n for n in lengths if n <= MAX_LENGTH)
+    if not counts:
+        return [[1, MAX_LENGTH]]
+    bins, low, held, left = [], min(counts), 0, sum(counts.values())
+    for length in sorted(counts):
+        target = left / (n_bins - len(bins))
+        if (held >= target / 2 and len(bins) < n_bins - 1  # never a bin of a few stragglers
+                and abs(held + counts[length] - target) > abs(held - target)):
+            bins.append([low, length - 1])
+            low, left, held = length, left - held, 0
+        held += counts[length]
+    return [*bins, [low, MAX_LENGTH]]
+
+
+def first_marks(pool, language: str, most: int = 8) -> list[str]:
+    """The marks (at most ``most``) that come first among a sentence's punctuation ≥ :data:`MIN_MARK` times."""
+    marks = punctuation(language)
+    first = Counter(next((ch for ch in s if ch in marks), "") for s in pool)
+    first.pop("", None)
+    return [mark for mark, count in first.most_common(most) if count >= MIN_MARK]
+
+
+def _sizes(n: int) -> dict[str, int]:
+    """Sizes a pool of ``n`` sentences can give (the build takes fewer where a task's labels are fewer)."""
+    return {"train": max(1, min(6000, int(0.7 * n))), "valid": max(1, min(1000, int(0.15 * n))),
+            "test": max(1, min(1000, int(0.15 * n)))}
+
+
+def _toml(name: str, language: str, card: dict, sizes: dict[str, int]) -> str:
+    def value(v) -> str:
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, (int, np.integer)):
+            return str(int(v))
+        if isinstance(v, str):
+            return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return "[" + ", ".join(value(x) for x in v) + "]"
+    lines = [f"name = {value(name)}", f"language = {value(language)}"]
+    lines += [f"{key} = {value(v)}" for key, v in card.items() if key != "params"]
+    for table, entries in (("params", card.get("params", {})), ("sizes", sizes)):
+        if entries:
+            lines += ["", f"[{table}]", *(f"{key} = {value(v)}" for key, v in entries.items())]
+    return "\n".join(lines) + "\n"
