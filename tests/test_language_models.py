@@ -116,3 +116,34 @@ def test_the_cli_probes_a_decoder_lm_at_every_layer_with_last_token_pooling_in_b
     bad = subprocess.run([sys.executable, "-m", "workbench.cli", "probe", "--model", "bgt-en-fr", "--pooling",
                           "last", "--task", "length"], capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and "--pooling, --dtype and --device apply to a Hugging Face --encoder" in bad.stderr
+
+
+def _copy(folder, tmp_path, name):
+    import shutil
+    return shutil.copytree(folder, tmp_path / name)
+
+
+def test_a_tokenizer_that_is_not_the_models_is_refused(folders, sentences, tmp_path):
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    other = Tokenizer(models.BPE(unk_token="<unk>"))
+    other.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    other.train_from_iterator(sentences, trainers.BpeTrainer(
+        vocab_size=900, special_tokens=["<unk>", "<eos>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    folder = _copy(folders["gpt2"], tmp_path, "gpt2-other-tokenizer")  # 400 embedding rows
+    transformers.PreTrainedTokenizerFast(tokenizer_object=other, unk_token="<unk>", eos_token="<eos>"
+                                         ).save_pretrained(folder)
+    with pytest.raises(WorkbenchError, match=r"its tokenizer has 9\d\d tokens but the model's embedding has 400 "
+                                             "rows: it is another model's tokenizer"):
+        wb.hf_encoder(folder, pooling="last")
+    wb.hf_encoder(folders["gpt2"], pooling="last")  # its own: read
+
+
+def test_a_model_type_that_is_not_its_architectures_is_refused(folders, tmp_path):
+    import json
+    folder = _copy(folders["llama"], tmp_path, "llama-as-mistral")
+    config = json.loads((folder / "config.json").read_text())
+    assert config["architectures"] == ["LlamaModel"]
+    (folder / "config.json").write_text(json.dumps({**config, "model_type": "mistral"}))  # the tensor names agree
+    with pytest.raises(WorkbenchError, match="model_type 'mistral', but the architecture it names, LlamaModel, is a "
+                                             "'llama' model"):
+        wb.hf_encoder(folder, pooling="last")

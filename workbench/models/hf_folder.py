@@ -1,7 +1,7 @@
 """Reading a Hugging Face model folder strictly, before and after transformers loads it: where the folder is
 (never a download), what it is called and its digest, that every file read is inside it and each tensor in one
-shard, that it asks for no code of its own, what it declares (size, languages, sentence-transformers head), and
-that the weights and tokenizer loaded are the model's own."""
+shard, that it asks for no code of its own, that its model type is its architecture's, what it declares (size,
+languages, sentence-transformers head), and that the weights and tokenizer loaded are the model's own."""
 from __future__ import annotations
 
 import hashlib
@@ -204,3 +204,31 @@ def check_tokenizer(folder: Path, tokenizer) -> None:
         raise WorkbenchError(f"{folder}: its tokenizer ({len(tokenizer)} tokens) reads an ordinary English sentence "
                              "as unknown tokens; the folder lacks its tokenizer files (tokenizer.json, vocab.txt "
                              "or a sentencepiece model): copy them from the model's release")
+
+
+def check_vocabulary(folder: Path, tokenizer, model) -> None:
+    """Refuse a tokenizer that is not the model's: one whose ids (or special ids) reach past the embedding's rows,
+    or with far fewer tokens than the embedding has rows — another model's tokenizer, which encodes every sentence
+    into the wrong rows. Models pad their rows by up to about 2% (Phi-2: 50,295 tokens, 51,200 rows), so less is
+    let through."""
+    rows, n = model.get_input_embeddings().weight.shape[0], len(tokenizer)
+    beyond = sorted({i for i in tokenizer.all_special_ids if i is not None and not 0 <= i < rows})
+    if n > rows or beyond:
+        raise WorkbenchError(f"{folder}: its tokenizer has {n:,} tokens{f' (special ids {beyond[:3]})' if beyond else ''}"
+                             f" but the model's embedding has {rows:,} rows: it is another model's tokenizer; copy "
+                             "the model's own tokenizer files from its release")
+    if rows - n > max(1024, rows // 50):
+        raise WorkbenchError(f"{folder}: its tokenizer has {n:,} tokens but the model's embedding has {rows:,} rows "
+                             f"({rows - n:,} never read): it is another model's tokenizer; copy the model's own "
+                             "tokenizer files from its release")
+
+
+def check_architecture(folder: Path, transformers, config) -> None:
+    """Refuse a config.json whose ``model_type`` is not the one its ``architectures`` are built for (an edited
+    model type loads another architecture's code over the weights wherever the tensor names agree)."""
+    for name in getattr(config, "architectures", None) or ():
+        built_for = getattr(getattr(getattr(transformers, name, None), "config_class", None), "model_type", None)
+        if isinstance(built_for, str) and built_for != config.model_type:
+            raise WorkbenchError(f"{folder}: config.json says model_type {config.model_type!r}, but the architecture "
+                                 f"it names, {name}, is a {built_for!r} model; the two must agree (which one the "
+                                 "weights were trained as decides how they are read)")

@@ -31,8 +31,9 @@ from ..encoders import HF_DTYPES, HF_POOLINGS
 from ..checks import WorkbenchError, check_batch_size, check_name, check_sentences, whole
 from ..progress import progress_bar
 from .base import NamedEncoder
-from .hf_folder import (WEIGHTS, check_files_inside, check_loaded, check_tokenizer, declared_languages, declared_size,
-                        display_name, folder_digest, model_folder, refuse_foreign_code, sentence_transformers_head)
+from .hf_folder import (WEIGHTS, check_architecture, check_files_inside, check_loaded, check_tokenizer, check_vocabulary,
+                        declared_languages, declared_size, display_name, folder_digest, model_folder,
+                        refuse_foreign_code, sentence_transformers_head)
 
 POOLINGS = HF_POOLINGS
 DTYPES = {name: getattr(torch, name) for name in HF_DTYPES}
@@ -114,6 +115,7 @@ def _load(transformers, folder: Path, pooling: str, dtype: str, device: str, all
     try:
         config = transformers.AutoConfig.from_pretrained(str(folder), local_files_only=True,
                                                          trust_remote_code=False)
+        check_architecture(folder, transformers, config)
         _check_fits(folder, declared_size(config), dtype, device)
         if pooling == "cls" and _decoder_only(transformers, config):
             raise WorkbenchError(f"pooling='cls' reads the first token, and the first token of a decoder-only "
@@ -128,6 +130,7 @@ def _load(transformers, folder: Path, pooling: str, dtype: str, device: str, all
                                                              use_safetensors=True, output_loading_info=True,
                                                              trust_remote_code=False, **precision)
         check_loaded(folder, info, allow_random_weights)
+        check_vocabulary(folder, tokenizer, model)
         if model.config.is_encoder_decoder:  # T5 and its kin: the encoder is the sentence encoder
             model = model.get_encoder()
         model = model.to(device).eval()
