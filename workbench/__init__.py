@@ -31,6 +31,7 @@ _PUBLIC = {
     "compare_sts": ".evaluation",
     "compare_hard_sts": ".evaluation",
     "report": ".reports.pages",
+    "cached_probes": ".reports.results",
     "build_task": ".probing.build",
     "ProbeResult": ".probing.result",
     "probe": ".probing.probe",

@@ -13,12 +13,14 @@ results. Results computed from embeddings (:func:`remember`) carry a checksum to
 """
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
 import logging
 import os
 import re
 import shutil
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +33,7 @@ from safetensors.numpy import save_file
 
 from .checks import WorkbenchError, check_sentences, whole
 from .encoders import Encoder, check_contract, check_embeddings
-from .paths import atomic_write, home_dir, trained_dir
+from .paths import atomic_write, home_dir, made_with, trained_dir
 
 log = logging.getLogger(__name__)
 
@@ -307,10 +309,29 @@ def remember(kind: str, fingerprint: str, key: dict, compute: Callable[[], dict 
         except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
             pass
         log.warning("cached result %s is unreadable, edited or stale; recomputing it", path)
+    start = time.perf_counter()
     result = json.loads(json.dumps(compute(), default=str))  # as a later read will return it
+    made = {"seconds": round(time.perf_counter() - start, 3), **made_with(),
+            "at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, json.dumps({"key": key, "result": result, "sha256": _result_digest(result)}))
+    atomic_write(path, json.dumps({"key": key, "result": result, "sha256": _result_digest(result), "made": made}))
     return result
+
+
+def stored_results(kind: str = "probe") -> list[dict]:
+    """Every stored result of ``kind`` whose checksum holds: ``{"key", "result", "made"}`` (``made``: runtime,
+    versions and machine, empty for a result stored before they were recorded); an edited entry is left out."""
+    entries = []
+    for path in sorted(results_dir().glob(f"*/{kind}/*.json")):
+        try:
+            stored = json.loads(path.read_text(encoding="utf-8"))
+            if stored.get("sha256") == _result_digest(stored.get("result")):
+                entries.append({"key": stored["key"], "result": stored["result"], "made": stored.get("made", {})})
+                continue
+        except (OSError, json.JSONDecodeError, UnicodeDecodeError, AttributeError, KeyError):
+            pass
+        log.warning("cached result %s is unreadable or edited: left out", path)
+    return entries
 
 
 def _result_digest(result) -> str:

@@ -7,7 +7,9 @@
   ``$WORKBENCH_HOME``, else ``<user cache>/bgt-workbench`` — never inside the git tree;
 - package data (task cards, the probe pools' parses, the built datasets' manifests): ``workbench/probes/``,
   inside the package, so an installed wheel has them;
-- trained models: ``$WORKBENCH_MODELS``, else the ``trained`` folder of the repository a checkout runs from.
+- trained models: ``$WORKBENCH_MODELS``, else the ``trained`` folder of the repository a checkout runs from;
+
+and what a stored result was made with (:func:`made_with`: library versions and the machine).
 """
 from __future__ import annotations
 
@@ -15,16 +17,38 @@ import ctypes
 import hashlib
 import json
 import os
+import platform
 import shutil
+import sys
 from collections.abc import Callable
 from contextlib import contextmanager
-from importlib import resources
+from importlib import metadata, resources
 from pathlib import Path
 
 from .checks import WorkbenchError
 
 REPO_ROOT = Path(__file__).resolve().parent.parent  # the checkout (for an installed package: its site folder)
 PROBES_DIR = Path(str(resources.files("workbench") / "probes"))  # package data: cards, parses, builds.json
+
+
+_LIBRARIES = ("bgt-workbench", "numpy", "scikit-learn", "torch", "transformers", "sentence-transformers")
+
+
+def made_with() -> dict:
+    """The versions of the workbench and of the libraries this process has loaded, and the machine (the CUDA
+    device where torch has one), recorded beside each cached result."""
+    loaded = {"bgt-workbench": "workbench", "scikit-learn": "sklearn", "sentence-transformers": "sentence_transformers"}
+    versions = {"python": platform.python_version()}
+    for name in _LIBRARIES:
+        if loaded.get(name, name) in sys.modules:
+            try:
+                versions[name] = metadata.version(name)
+            except metadata.PackageNotFoundError:
+                continue
+    torch = sys.modules.get("torch")
+    cuda = torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized()
+    device = torch.cuda.get_device_name() if cuda else f"{platform.machine()} CPU, {os.cpu_count()} cores"
+    return {"versions": versions, "device": device}
 
 
 def user_cache_dir() -> Path:

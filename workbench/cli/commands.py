@@ -316,6 +316,19 @@ REPORT_COMMAND = Command(
     _report_arguments, "reporting:report_command", out="folder")
 
 
+def _results_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--task", help="one task (its name)")
+    p.add_argument("--encoder", help="encoders whose name holds this text (bgt-en-fr, hf:, @4)")
+    p.add_argument("--layer", type=int, help="one layer of layered encoders (the @L of their names)")
+    p.add_argument("--out", help="CSV of the whole table (runtime, device and library versions included)")
+    p.add_argument("--force", action="store_true", help="replace --out if it exists")
+
+
+RESULTS_COMMAND = Command(
+    "results", "every probe result the cache holds, encoder by task, with 95%% CIs; the best marked where CIs "
+               "separate", _results_arguments, "reporting:results_command", out="file")
+
+
 COMMANDS: tuple[Command, ...] = (
     DEMO_COMMAND, MODELS_COMMAND, CURVE_COMMAND, REPRODUCE_COMMAND, TRANSFER_COMMAND, DATA_COMMAND, TRAIN_COMMAND,
-    ENCODE_COMMAND, PROBE_COMMAND, PROBES_COMMAND, CACHE_COMMAND, EVALUATE_COMMAND, REPORT_COMMAND)
+    ENCODE_COMMAND, PROBE_COMMAND, PROBES_COMMAND, RESULTS_COMMAND, CACHE_COMMAND, EVALUATE_COMMAND, REPORT_COMMAND)

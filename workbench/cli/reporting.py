@@ -8,7 +8,7 @@ from ..checks import WorkbenchError, check_sizes
 from ..data.corpora import PAIRS
 from ..models.folder import load
 from ..reports.demo import first_run_line, run_demo
-from ..reports.results import read_results
+from ..reports.results import cached_probes, read_results
 from ..reports.pages import report, spreadsheet_safe
 from ..reports.reproduction import reproduce
 from ..style_transfer.evaluation import transfer_pairs, transfer_scores
@@ -79,3 +79,21 @@ def report_command(args) -> None:
     print(f"report: {path.resolve()}")
 
 
+
+
+def results_command(args) -> None:
+    table = cached_probes(task=args.task, encoder=args.encoder, layer=args.layer)
+    if table.empty:
+        print("the cache holds no probe results" + (" that match" if args.task or args.encoder or args.layer is not None
+                                                   else "; `workbench probe` stores each one it makes"))
+        return
+    shown = table.assign(accuracy=[f"{a:.1%} [{lo:.1%}, {hi:.1%}]" for a, lo, hi in
+                                   zip(table["accuracy"], table["ci_low"], table["ci_high"])],
+                         majority=table["majority"].map("{:.1%}".format), best=table["best"].map({True: "best"}))
+    columns = ["task", "encoder", "accuracy", "majority", "n_test", "classifier", "seed", "best"]
+    print(shown[columns].fillna("").to_string(index=False))
+    print(f"{len(table)} results, {table['encoder'].nunique()} encoders, {table['task'].nunique()} tasks; 'best': "
+          "its 95% CI lies above every other encoder's on the same data")
+    if args.out:
+        spreadsheet_safe(table).to_csv(args.out, index=False)
+        print(f"table: {Path(args.out).resolve()}")

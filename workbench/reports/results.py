@@ -1,5 +1,5 @@
 """The tidy result frame every measurement returns and every report reads: its columns, the unit of each metric,
-and reading one back from a CSV, checked.
+and reading one back from a CSV, checked; and every probe result the cache holds, as one table to browse.
 
 Result frames have the columns ``encoder, task, metric, value`` and optionally ``dataset, ci_low, ci_high, n``.
 Probe rows carry ``metric == "accuracy"`` (and ``"majority"``, ``"selectivity"``, ...); STS rows
@@ -7,11 +7,13 @@ Probe rows carry ``metric == "accuracy"`` (and ``"majority"``, ``"selectivity"``
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from ..cache import stored_results
 from ..checks import WorkbenchError
 
 RESULT_COLUMNS = ("encoder", "task", "dataset", "metric", "value", "ci_low", "ci_high", "n")
@@ -77,3 +79,47 @@ def read_results(path: str | Path) -> pd.DataFrame:
         return tidy(df)
     except WorkbenchError as err:
         raise WorkbenchError(f"{path}: {err}") from None
+
+
+_LAYER = re.compile(r"@(-?\d+)$")
+BROWSE_COLUMNS = ("encoder", "layer", "task", "classifier", "seed", "accuracy", "ci_low", "ci_high", "majority",
+                  "control_accuracy", "n_test", "best", "seconds", "device", "versions", "data")
+
+
+def cached_probes(task: str | None = None, encoder: str | None = None, layer: int | None = None) -> pd.DataFrame:
+    """Every plain probe result in the cache, one row per (encoder, task, data, classifier, seed), with its 95% CI
+    and what made it (seconds, device, library versions; empty for results stored before those were recorded).
+
+    ``best`` marks, among the encoders probed on the same data with the same classifier and seed, the most
+    accurate one only where its CI lies above every other's (otherwise none is marked: the data cannot tell them
+    apart). Filters: ``task`` (exact), ``encoder`` (a part of its name), ``layer`` (the ``@L`` of a layer's name).
+    Conditional and cross-lingual probes are left out (they measure something else).
+    """
+    rows = []
+    for entry in stored_results("probe"):
+        key, result, made = entry["key"], entry["result"], entry["made"]
+        if key.get("transfer") or result.get("given"):
+            continue
+        found = _LAYER.search(result["encoder"])
+        rows.append({"encoder": result["encoder"], "layer": int(found.group(1)) if found else None,
+                     "task": result["task"], "classifier": result["classifier"], "seed": key.get("seed"),
+                     **{k: result.get(k) for k in ("accuracy", "ci_low", "ci_high", "majority", "control_accuracy",
+                                                   "n_test")},
+                     "seconds": made.get("seconds"), "device": made.get("device", ""),
+                     "versions": ", ".join(f"{k} {v}" for k, v in made.get("versions", {}).items()),
+                     "data": key.get("data", "")})
+    table = pd.DataFrame(rows, columns=[c for c in BROWSE_COLUMNS if c != "best"])
+    table = table.drop_duplicates(subset=["encoder", "task", "classifier", "seed", "data"], keep="last")
+    if task is not None:
+        table = table[table["task"] == task]
+    if encoder is not None:
+        table = table[table["encoder"].str.contains(encoder, regex=False)]
+    if layer is not None:
+        table = table[table["layer"] == layer]
+    table = table.assign(best=False)
+    for _, group in table.groupby(["task", "data", "classifier", "seed"], dropna=False):
+        if len(group) > 1:
+            top = group["accuracy"].idxmax()
+            table.loc[top, "best"] = bool(group.loc[top, "ci_low"] > group.drop(top)["ci_high"].max())
+    return table[list(BROWSE_COLUMNS)].sort_values(["task", "accuracy"], ascending=[True, False],
+                                                   ignore_index=True)
