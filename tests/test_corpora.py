@@ -3,7 +3,7 @@ import gzip
 import pytest
 
 from workbench.data import corpora
-from workbench.checks import DataFormatError, UnknownNameError, WorkbenchError
+from workbench.checks import DataFormatError, WorkbenchError
 
 
 def write_gz(path, lines: bytes):
