@@ -13,7 +13,7 @@ from workbench.zoo.cards import card
 from workbench.cli import main
 from workbench.data import sha256_of
 from workbench.checks import WorkbenchError
-from workbench.models.folder import DIGESTED, load, model_path, shipped
+from workbench.models.folder import DIGESTED, load, migrate, model_path, shipped
 from workbench.paths import FORMAT, config_digest, sealed_config, trained_dir
 from workbench.training.recipes import TrainConfig
 from workbench.training.trainer import Trainer
@@ -166,6 +166,7 @@ def test_a_folder_without_digests_is_refused_unless_trusted_and_an_unlisted_file
         load(folder)
     added.unlink()
     del meta["files_sha256"]
+    meta["config_sha256"] = config_digest(meta)  # sealed again without them (the seal covers them)
     (folder / "config.json").write_text(json.dumps(meta))
     with pytest.raises(WorkbenchError, match="records no sha256 of the folder's files"):
         load(folder)
@@ -257,13 +258,18 @@ def test_a_checkpoint_from_before_config_json_covered_the_trainer_state_is_still
     state["files_sha256"] = {"trainer_state.safetensors": meta["files_sha256"].pop("trainer_state.safetensors")}
     (folder / "config.json").write_text(json.dumps(meta))
     (folder / "trainer_state.json").write_text(json.dumps(state))
-    assert load(run_copy).encoder().dim == 32
+    with pytest.raises(WorkbenchError, match="is format 1, whose seal leaves out the files' digests .*models migrate"):
+        load(run_copy)  # not pinned: read only when asked for
+    assert load(run_copy, trust_unverified=True).encoder().dim == 32
     data = bytearray((folder / "trainer_state.safetensors").read_bytes())
     data[-3] ^= 0xFF
     (folder / "trainer_state.safetensors").write_bytes(bytes(data))
     with pytest.raises(WorkbenchError, match="trainer_state.safetensors is missing or does not match the sha256 "
                                              "recorded in .*trainer_state.json"):
-        load(run_copy)
+        load(run_copy, trust_unverified=True)  # trusted as a format, still verified
+    with pytest.raises(WorkbenchError, match="trainer_state.safetensors is missing or does not match"):
+        migrate(run_copy)  # checked as written before it is sealed anew
+    assert json.loads((folder / "config.json").read_text()).get("format") is None  # nothing written
 
 
 def test_a_run_folder_has_one_trainer_and_a_finished_run_says_so(run_copy, tmp_path, capsys):
@@ -414,22 +420,39 @@ def test_an_export_reads_the_runs_config_and_metrics_once_and_hashes_its_weights
     assert manifest["config"]["training"]["updates"] == 4 and manifest["curve"]
 
 
-def test_config_json_records_its_format_and_older_formats_still_load(run_copy, tmp_path):
-    """Every folder written now says which layout its config.json has; a shipped folder written before the
-    number existed (format 1) loads as it did; a format this workbench does not know is refused by name."""
+def test_config_json_records_its_format_and_an_older_one_is_read_only_when_trusted_or_migrated(run_copy, tmp_path):
+    """Every folder written now says which layout its config.json has and the libraries that wrote it; a format-1
+    folder (whose seal left the files' digests out) is read only where pinned or trusted by name, and `models
+    migrate` checks it as written and seals it in the current format, its weights untouched; a format this
+    workbench does not know is refused by name."""
     written = json.loads((run_copy / "checkpoints" / "update-4" / "config.json").read_text())
-    assert written["format"] == FORMAT
-    old = tmp_path / "bilingual_trans-en-fr"  # (the BGTs' folders were rewritten in format 2 with new cards)
+    assert written["format"] == FORMAT and {"python", "torch", "bgt-workbench"} <= set(written["written_with"])
+    old = tmp_path / "bilingual_trans-en-fr"
     shutil.copytree(trained_dir() / "bilingual_trans-en-fr", old)
-    assert "format" not in json.loads((old / "config.json").read_text())  # shipped before formats were recorded
+    meta = json.loads((old / "config.json").read_text())
+    assert meta["format"] == FORMAT and meta["migrated_from_format"] == 1  # shipped in format 1, migrated once
+    downgraded = {k: v for k, v in meta.items() if k not in ("format", "config_sha256", "migrated_from_format")}
+    (old / "config.json").write_text(json.dumps({**downgraded, "config_sha256": config_digest(downgraded)}))
+    with pytest.raises(WorkbenchError, match="is format 1, whose seal leaves out the files' digests"):
+        load(old)  # a downgrade: refused unless trusted by name
     sentence = ["A man is playing a guitar."]
-    assert np.array_equal(load(old).encoder("semantic").encode(sentence),
-                          load("bilingual_trans-en-fr").encoder("semantic").encode(sentence))
+    shipped = load("bilingual_trans-en-fr").encoder("semantic")
+    assert np.array_equal(load(old, trust_unverified=True).encoder("semantic").encode(sentence),
+                          shipped.encode(sentence))
+    assert migrate(old) == [old] and migrate(old) == []  # once: then it is current
+    assert json.loads((old / "config.json").read_text())["format"] == FORMAT
+    assert load(old).encoder("semantic").fingerprint == shipped.fingerprint
     future = {**json.loads((old / "config.json").read_text()), "format": FORMAT + 1}
     (old / "config.json").write_text(json.dumps({**future, "config_sha256": config_digest(future)}))
     with pytest.raises(WorkbenchError, match=f"format {FORMAT + 1} is not one this workbench reads .1 to {FORMAT}.; "
                                              "a newer workbench wrote it"):
         load(old)
+
+
+def test_every_shipped_model_is_in_the_current_format():
+    formats = {name: json.loads((trained_dir() / name / "config.json").read_text()).get("format")
+               for name in shipped()}
+    assert formats and set(formats.values()) == {FORMAT}, formats
 
 
 def test_from_format_2_the_seal_covers_the_files_digests(run_copy):

@@ -167,8 +167,10 @@ def current_format(meta: dict, where: str | Path = "config.json") -> dict:
 
 def sealed_config(meta: dict) -> str:
     """config.json's text for ``meta`` (today's layout: its writers say what it holds) marked with the current
-    :data:`FORMAT` and sealed with :func:`config_digest` (an edit that leaves the seal is refused on load)."""
-    meta = {**{k: v for k, v in meta.items() if k != CONFIG_SEAL}, "format": FORMAT}
+    :data:`FORMAT`, with the library versions that wrote it (kept from ``meta`` where it has them: an export keeps
+    its run's), and sealed with :func:`config_digest` (an edit that leaves the seal is refused on load)."""
+    meta = {"written_with": made_with()["versions"],  # the libraries of the process that first wrote the folder
+            **{k: v for k, v in meta.items() if k != CONFIG_SEAL}, "format": FORMAT}
     return json.dumps({**meta, CONFIG_SEAL: config_digest(meta)}, indent=2)
 
 

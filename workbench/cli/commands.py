@@ -176,6 +176,10 @@ def _models_arguments(p: argparse.ArgumentParser) -> None:
     q.add_argument("--name", help="model name (default: the package's)")
     q.add_argument("--force", action="store_true", help="replace an existing model of that name (once the new "
                                                          "one is measured)")
+    q = msub.add_parser("migrate", help="check older-format model folders as written and seal them in the current "
+                                        "format (whose seal covers every file's digest)")
+    q.add_argument("paths", nargs="*", metavar="PATH",
+                   help="model folders, run directories or shipped names (default: every shipped model)")
     q = msub.add_parser("rename", help="give a model of trained/ another name (its folder, card and pin; the weights "
                                        "and numbers stay)")
     q.add_argument("name", help="the model's name now")

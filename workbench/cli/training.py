@@ -10,7 +10,7 @@ from ..data.corpora import PAIRS, known_pairs, split_summary
 from ..data.languages import pair_name
 from ..data.download import OPUS_URL, STS_URLS, download, opus_moses_to_tsv, sts_archive_to_tsv
 from ..models import KINDS
-from ..models.folder import latest_checkpoint, read_config, shipped
+from ..models.folder import latest_checkpoint, migrate, read_config, shipped
 from ..models.runlog import learning_curve
 from ..paths import data_dir, trained_dir
 from ..probing.pair_tasks import add_pair
@@ -35,6 +35,10 @@ def models_command(args) -> None:
         if not args.dry_run:
             for path in retrain(plan, args.runs, force=args.force):
                 print(f"shipped: {path.resolve()}")
+        return
+    if args.action == "migrate":
+        folders = [folder for path in (args.paths or shipped()) for folder in migrate(path)]
+        print("\n".join(f"migrated: {folder}" for folder in folders) or "every folder is in the current format")
         return
     if args.action == "rename":
         print(f"renamed: {rename(args.name, args.new).resolve()}")

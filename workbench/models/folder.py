@@ -32,9 +32,9 @@ from safetensors.torch import load_file, save_file
 from ..checks import WorkbenchError, plain_name, sha256_hex
 from ..data import sha256_of
 from ..data.tokenizer import Tokenizer
-from ..paths import CONFIG_SEAL, config_digest, current_format, sealed_config, trained_dir
+from ..paths import CONFIG_SEAL, FORMAT, atomic_write, config_digest, current_format, sealed_config, trained_dir
 from . import build_model, fitted
-from .pins import check_pinned
+from .pins import check_pinned, is_pinned, pin
 
 log = logging.getLogger(__name__)
 
@@ -116,6 +116,11 @@ def verify_files(folder: Path, meta: dict, trust_unverified: bool = False, sha25
     if CONFIG_SEAL in meta and meta[CONFIG_SEAL] != config_digest(meta):
         raise WorkbenchError(f"{folder / 'config.json'} was edited after the folder was written (its content no "
                              f"longer matches its {CONFIG_SEAL}); restore it, or re-export the folder")
+    if meta.get("format", 1) == 1 and not trust_unverified and not is_pinned(folder):
+        raise WorkbenchError(f"{folder / 'config.json'} is format 1, whose seal leaves out the files' digests (a file "
+                             "swapped with its digest updated would pass); `workbench models migrate "
+                             f"{folder}` checks it as written and seals it in format {FORMAT}, or pass "
+                             "--trust-unverified (workbench.load(path, trust_unverified=True))")
     digests = meta.get("files_sha256")
     if digests is not None:
         check_digests(folder, digests, "config.json", sha256)  # damage first: it names the damaged file
@@ -269,3 +274,30 @@ def shipped(root: str | Path | None = None) -> list[str]:
     return sorted(p.name for p in root.iterdir() if (p / "card.json").is_file())
 
 
+
+
+def migrate(path_or_name: str | Path) -> list[Path]:
+    """Check each older-format model or checkpoint folder under ``path_or_name`` (a folder, a run directory's
+    checkpoints and best/, or a name in ``trained/``) as written — its seal and every file's sha256 — and write its
+    config.json in the current format, whose seal covers the files' digests (a shipped model is pinned anew; its
+    weights, and so its fingerprint, are untouched). Returns the folders migrated; current ones are left alone."""
+    root = model_path(path_or_name)
+    folders = [root] if (root / "config.json").is_file() else sorted(p.parent for p in root.glob("*/config.json")) + \
+        sorted(p.parent for p in root.glob("checkpoints/*/config.json"))
+    if not folders:
+        raise WorkbenchError(f"no model or checkpoint folder at {root} (a folder with config.json, or a run directory)")
+    migrated = []
+    for folder in folders:
+        written = read_config(folder)
+        if written.get("format", 1) >= FORMAT:
+            continue
+        if CONFIG_SEAL not in written or not written.get("files_sha256"):
+            raise WorkbenchError(f"{folder / 'config.json'} records no seal or no file digests: nothing to check it "
+                                 "against, so it cannot be migrated; export it again from its run")
+        verify_files(folder, written, trust_unverified=True)  # the seal and every digest, as format 1 wrote them
+        digests = file_digests(folder, tuple(name for name in DIGESTED if (folder / name).is_file()))
+        atomic_write(folder / "config.json", sealed_config({**current_format(written), "files_sha256": digests,
+                                                             "migrated_from_format": written.get("format", 1)}))
+        pin(folder)
+        migrated.append(folder)
+    return migrated

@@ -49,6 +49,11 @@ def check_pinned(folder: Path, digest: str) -> None:
                              f"(git checkout {folder}), or export or import it again to pin the new one")
 
 
+def is_pinned(folder: Path) -> bool:
+    """Whether ``folder`` is a model of ``trained/`` that ``pins.json`` pins (its config.json checked against it)."""
+    return folder.parent.resolve() == trained_dir().resolve() and folder.name in pinned(folder.parent)
+
+
 def unpin(root: Path, name: str) -> None:
     """Forget ``name``'s pin in ``root``'s pins (a model renamed or removed)."""
     pins = pinned(root)

@@ -241,8 +241,8 @@ def ship_manifests(size_sets: Sequence[dict[str, int] | None], tasks: Sequence[s
     differs from the shipped manifest of the same spec is refused: its builder changed without a bump of its
     ``version`` (:func:`.builders.builder`), and every stored build of it is stale. Returns the file."""
     pool_candidates.cache_clear()  # afresh: candidates memoised in this process may be a builder's older output
-    chosen = list(tasks) if tasks is not None else task_names()
-    builds = []
+    chosen = list(tasks) if tasks is not None else task_names(own=False)  # the package's: a registered pair's
+    builds = []  # tasks are yours
     for sizes in size_sets:
         for task in progress_bar(chosen, desc="building tasks", unit="task"):
             before, manifest = shipped_manifest(task, sizes), build_task(task, sizes=sizes, force=True).manifest
@@ -266,7 +266,8 @@ def ship_manifests(size_sets: Sequence[dict[str, int] | None], tasks: Sequence[s
 def ship_parses(config: SplitConfig = SplitConfig()) -> Path:
     """Parse the probe pool of every language a parsing task reads (stored parses are reused) and make those the
     parses the repository ships (``workbench/probes/parses/``). Returns their manifest."""
-    languages = sorted({get_task(name).language for name in task_names() if get_task(name).builder in PARSING})
+    languages = sorted({get_task(name).language for name in task_names(own=False)
+                        if get_task(name).builder in PARSING})
     paths = []
     for language in languages:
         pool = tokenised_pool(language, config)
