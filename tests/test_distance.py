@@ -52,3 +52,13 @@ def test_gap_correlations_per_task_and_kind():
     assert table.loc[("grows", "syntactic"), "rho"] == pytest.approx(1.0)
     assert table.loc[("shrinks", "syntactic"), "rho"] == pytest.approx(-1.0)
     assert (table["n"] == 5).all() and table["p_value"].between(0, 1).all()
+
+
+def test_reading_distances_leaves_the_logging_as_it_was():
+    """urielplus configures the root logger when imported (INFO to stderr, red in a notebook): undone."""
+    code = ("import logging; from workbench.reports.distance import language_distances; "
+            "language_distances(['fr'], ['genetic']); root = logging.getLogger(); "
+            "assert root.handlers == [] and root.level == logging.WARNING, (root.handlers, root.level)")
+    import subprocess
+    import sys
+    subprocess.run([sys.executable, "-c", code], check=True)

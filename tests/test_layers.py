@@ -360,6 +360,22 @@ def test_layer_explorer_redraws_for_the_chosen_tasks(semantic):
     assert not app.figure.data
 
 
+def test_encoders_of_different_depths_line_up_on_relative_depth(semantic):
+    from workbench.reports.widgets import LayerExplorer
+    df = probe_layers(semantic, ["bigram_shift"], sizes=SIZES, show_progress=False)  # layers 0-2 and mu
+    deeper = df.assign(encoder="deeper", layer=df["layer"].where(df["layer"] < 0, 2 * df["layer"]))  # 0, 2, 4, mu
+    app = LayerExplorer(pd.concat([df, deeper]))
+    assert app.depth.value == "relative"  # two depths: drawn side by side by default
+    lines = {trace.name.split(" · ")[1]: trace for trace in app.figure.data if trace.mode == "lines+markers"}
+    assert list(lines["deeper"].x) == list(lines[semantic.name].x) == [0, 0.5, 1.0, 1.1]  # top = 1, then mu
+    assert list(lines["deeper"].customdata) == [0, 2, 4, -1]  # the hover says the real layer
+    assert list(app.figure.layout.xaxis.ticktext)[-2:] == ["top", "mu"]
+    app.depth.value = "layer"
+    lines = {trace.name.split(" · ")[1]: trace for trace in app.figure.data if trace.mode == "lines+markers"}
+    assert list(lines["deeper"].x) == [0, 2, 4, 5]
+    assert LayerExplorer(df).depth.value == "layer"  # one depth: layer numbers
+
+
 def test_a_model_card_declares_the_languages_an_hf_encoder_reads(tmp_path):
     from workbench.models.hf_folder import declared_languages as _declared_languages
     (tmp_path / "README.md").write_text("---\nlanguage:\n- en\n- fr\nlicense: mit\ntags:\n- multilingual\n---\n# x\n")

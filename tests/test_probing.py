@@ -321,6 +321,12 @@ def test_erasing_a_concept_leaves_a_linear_probe_at_the_majority_and_sts_nearly_
     assert 50 < sts.before < 80 and abs(sts.change) < 2  # STS (Pearson × 100) hardly needs the length
     bars = erasure_figure(effects).data[0]
     assert list(bars.x) == ["length"] and bars.y[0] == pytest.approx(sts.change) and bars.name == sp.name
+    assert (effects["note"] == "").all()  # every change is a number here
+    undefined = effects.assign(after=[accuracy.after, float("nan")], change=[accuracy.change, float("nan")])
+    from workbench.probing.erase import _undefined
+    undefined = undefined.assign(note=[_undefined(row) for row in undefined.itertuples()])
+    bars = erasure_figure(undefined).data[0]
+    assert bars.y[0] == 0 and "every sentence pair gets the same cosine similarity" in bars.text[0]  # drawn, said
     with pytest.raises(WorkbenchError, match="task 'gender_fr' is in 'fr' but encoder 'bgt-en-fr:en' reads en"):
         wb.erase(wb.load("bgt-en-fr").encoder("en"), "gender_fr", sizes=SMALL)
 

@@ -72,7 +72,7 @@ def erasure_effects(encoders: Sequence[Encoder], tasks: Sequence[str], sizes: di
                     years: Sequence[int] = tuple(STS_DATASETS), tatoeba: Sequence[str] = (), seed: int = 0,
                     show_progress: bool = True) -> pd.DataFrame:
     """What erasing each task's concept costs each encoder: tidy rows ``encoder, erased, metric, before,
-    after, change``, the metrics being the probe's accuracy on the erased task (× 100; it should fall to the
+    after, change, note`` (``note``: why a change is not a number, where it is not), the metrics being the probe's accuracy on the erased task (× 100; it should fall to the
     majority baseline), the STS average over ``years`` (Pearson × 100) and, for each language in ``tatoeba``,
     the Tatoeba similarity-search error (%, mean of both directions). Erasing ``language_id_en_xx`` from a shared
     encoder asks whether meaning is language-free: STS should barely move and Tatoeba error should not rise."""
@@ -108,4 +108,16 @@ def erasure_effects(encoders: Sequence[Encoder], tasks: Sequence[str], sizes: di
                       "after": after} for metric, after in retrieval(erased).items()]
             steps.update()
     steps.close()
-    return pd.DataFrame(rows).assign(change=lambda d: d["after"] - d["before"])
+    effects = pd.DataFrame(rows).assign(change=lambda d: d["after"] - d["before"])
+    return effects.assign(note=[_undefined(row) for row in effects.itertuples()])
+
+
+def _undefined(row) -> str:
+    """Why a change is not a number ("" where it is): a correlation of similarities that do not vary."""
+    if not pd.isna(row.change):
+        return ""
+    when = "after erasure" if pd.isna(row.after) else "before erasure"
+    if str(row.metric).startswith("STS"):
+        return (f"undefined {when}: every sentence pair gets the same cosine similarity, and Pearson's r of a "
+                "constant is not a number")
+    return f"undefined {when}: no number was measured"

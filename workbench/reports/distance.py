@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Sequence
+from contextlib import contextmanager
 from functools import lru_cache
 
 import numpy as np
@@ -35,23 +36,40 @@ KINDS = ("syntactic", "genetic", "featural")
 METRIC = "angular distance over shared known features (URIEL+ 1.3 defaults: union aggregation, parent fill)"
 
 
+@contextmanager
+def _root_logging_kept():
+    """urielplus configures the root logger as it loads and logs through it (``logging.info``, which adds a stderr
+    handler when there is none): every library's INFO would then print, red in a notebook. Inside this, its INFO
+    lines are dropped, and the process's logging is left as its owner set it."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    root.setLevel(max(level, logging.WARNING))
+    try:
+        yield
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+
+
 @lru_cache(maxsize=1)
 def _uriel():
-    try:
-        from urielplus import urielplus
-    except ImportError:
-        raise WorkbenchError("language distances need the urielplus package: pip install urielplus "
-                             "(or bash scripts/setup)") from None
-    return urielplus.URIELPlus()
+    with _root_logging_kept():
+        try:
+            from urielplus import urielplus
+        except ImportError:
+            raise WorkbenchError("language distances need the urielplus package: pip install urielplus "
+                                 "(or bash scripts/setup)") from None
+        return urielplus.URIELPlus()
 
 
 def _vectors(kind: str, code: str) -> tuple[list[str], np.ndarray, np.ndarray]:
     """Feature names and the English and ``code`` vectors of ``kind`` (-1: no value)."""
     u = _uriel()
-    vectors = u.get_vector(kind, "eng", code)
+    with _root_logging_kept():
+        vectors = u.get_vector(kind, "eng", code)
+        index = u.map_new_distance_to_loaded_features(kind) if kind == "syntactic" else None
     names = [f"{kind}_{i}" for i in range(len(vectors["eng"]))]
     if kind == "syntactic":
-        index = u.map_new_distance_to_loaded_features(kind)
         index = index[0] if isinstance(index, (list, tuple)) else index
         syntactic = [str(f) for f in u.feats[index] if str(f).startswith("S_")]
         if len(syntactic) == len(names):
@@ -61,13 +79,9 @@ def _vectors(kind: str, code: str) -> tuple[list[str], np.ndarray, np.ndarray]:
 
 @lru_cache(maxsize=None)
 def _distance(kind: str, code: str) -> float:
-    u, root = _uriel(), logging.getLogger()
-    level = root.level
-    root.setLevel(max(level, logging.WARNING))  # urielplus logs each distance's timing at INFO
-    try:
+    u = _uriel()
+    with _root_logging_kept():
         return float(u.new_distance(kind, ["eng", code]))
-    finally:
-        root.setLevel(level)
 
 
 def language_distances(languages: Sequence[str] = ("fr", "es", "ar", "tr", "ja"),

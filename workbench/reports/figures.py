@@ -6,6 +6,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
+from ..checks import check_name
 from ..probing.tasks import get_task
 from .results import tidy
 
@@ -73,7 +74,8 @@ def erasure_figure(effects: pd.DataFrame) -> go.Figure:
     fig = go.Figure()
     for encoder, part in rows.groupby("encoder", sort=False):  # a change that is not a number is said, not dropped
         fig.add_bar(name=encoder, x=part["erased"], y=part["change"].fillna(0),
-                    text=["undefined (no number before or after)" if pd.isna(v) else "" for v in part["change"]],
+                    text=[note if pd.isna(v) else "" for v, note in zip(part["change"], part.get(
+                        "note", pd.Series("undefined (no number before or after)", index=part.index)))],
                     customdata=part[["before", "after"]], hovertemplate="%{x}: %{customdata[0]:.2f} → "
                     "%{customdata[1]:.2f}<extra>%{fullData.name}</extra>")
     metric = rows["metric"].iloc[0] if len(rows) else "STS"
@@ -217,13 +219,28 @@ def layer_heatmap(df: pd.DataFrame, encoder: str | None = None) -> go.Figure:
     return fig
 
 
-def layer_lines(df: pd.DataFrame, metric: str = "accuracy") -> go.Figure:
+def layer_lines(df: pd.DataFrame, metric: str = "accuracy", depth: str = "layer") -> go.Figure:
     """``metric`` × 100 against layer, one line per (encoder, task), each in its own colour with its 95% bootstrap
-    CI band (accuracy) in that colour; the sentence embedding (mu, layer -1) is the last point, after the top."""
+    CI band (accuracy) in that colour; the sentence embedding (mu, layer -1) is the last point, after the top.
+    ``depth="relative"``: each encoder's layers as a share of its own top layer (0 = embeddings, 1 = top), so
+    encoders of different depths line up."""
+    check_name("depth", depth, ("layer", "relative"))
     df = tidy(df)
     rows = df[(df["metric"] == metric) & df["layer"].notna()]
-    top = int(rows["layer"].max()) + 1 if len(rows) else 0
-    rows = rows.assign(x=rows["layer"].where(rows["layer"] >= 0, top)).sort_values("x")
+    if depth == "relative":
+        deepest = rows["layer"].where(rows["layer"] >= 0).groupby(rows["encoder"]).transform("max").clip(lower=1)
+        rows = rows.assign(x=(rows["layer"] / deepest).where(rows["layer"] >= 0, 1.1))
+        ticks, labels = [0, 0.25, 0.5, 0.75, 1.0], ["0", "¼", "½", "¾", "top"]
+        if (rows["layer"] == -1).any():
+            ticks, labels = [*ticks, 1.1], [*labels, "mu"]
+        axis = "relative depth (layer / the encoder's top layer; mu = the sentence embedding)"
+    else:
+        top = int(rows["layer"].max()) + 1 if len(rows) else 0
+        rows = rows.assign(x=rows["layer"].where(rows["layer"] >= 0, top))
+        ticks = sorted(rows["x"].unique())
+        labels = ["mu" if x == top and (rows["layer"] == -1).any() else str(int(x)) for x in ticks]
+        axis = "layer (0 = embeddings; mu = the sentence embedding)"
+    rows = rows.sort_values("x")
     fig = go.Figure()
     for i, ((encoder, task), part) in enumerate(rows.groupby(["encoder", "task"], sort=False)):
         name, colour = f"{task} · {encoder}" if rows["encoder"].nunique() > 1 else task, _colour(i)
@@ -233,12 +250,10 @@ def layer_lines(df: pd.DataFrame, metric: str = "accuracy") -> go.Figure:
                             fillcolor=colour, opacity=0.2, line=dict(width=0, color=colour), hoverinfo="skip",
                             showlegend=False, legendgroup=name)
         fig.add_scatter(name=name, x=part["x"], y=100 * part["value"], mode="lines+markers", legendgroup=name,
-                        line=dict(color=colour))
-    ticks = sorted(rows["x"].unique())
+                        line=dict(color=colour), customdata=part["layer"], hovertemplate="layer %{customdata}: "
+                        "%{y:.1f}<extra>" + name + "</extra>")
     fig.update_layout(title=f"Probing {metric} by layer" + (" (95% bootstrap CI)" if metric == "accuracy" else ""),
-                      xaxis=dict(title="layer (0 = embeddings; mu = the sentence embedding)", tickvals=ticks,
-                                 ticktext=["mu" if x == top and (rows["layer"] == -1).any() else str(int(x))
-                                           for x in ticks]),
+                      xaxis=dict(title=axis, tickvals=ticks, ticktext=labels),
                       yaxis_title=f"{metric} × 100", template="plotly_white")
     return fig
 

@@ -92,7 +92,8 @@ class ProbeExplorer:
 
 class LayerExplorer:
     """A layer sweep (:func:`workbench.probe_layers` rows of one or more encoders): one line per chosen encoder
-    and task across the layers, accuracy with its CI band or selectivity."""
+    and task across the layers, accuracy with its CI band or selectivity; encoders of different depths are drawn
+    on relative depth (each one's layers as a share of its own top) unless the layer number is asked for."""
 
     def __init__(self, results: pd.DataFrame):
         self.results = tidy(results)
@@ -102,12 +103,17 @@ class LayerExplorer:
         self.tasks = w.SelectMultiple(options=tasks, value=tuple(tasks[:3]), description="tasks", rows=6)
         self.metric = w.ToggleButtons(options=[m for m in ("accuracy", "selectivity")
                                                if (self.results["metric"] == m).any()], description="metric")
+        tops = probes[probes["layer"] >= 0].groupby("encoder")["layer"].max()
+        self.depth = w.ToggleButtons(options=[("layer", "layer"), ("relative depth", "relative")],
+                                     value="relative" if tops.nunique() > 1 else "layer", description="x axis",
+                                     tooltips=["layer number", "each encoder's layers as a share of its own top "
+                                               "(encoders of different depths side by side)"])
         self.figure = go.FigureWidget(layout={"template": "plotly_white", "height": 420,
                                               "xaxis_title": "layer (0 = embeddings)", "yaxis_title": "× 100"})
-        for control in (self.encoders, self.tasks, self.metric):
+        for control in (self.encoders, self.tasks, self.metric, self.depth):
             control.observe(lambda _: self.update(), "value")
         self.update()
-        self.widget = w.VBox([w.HBox([self.encoders, self.tasks]), self.metric, self.figure])
+        self.widget = w.VBox([w.HBox([self.encoders, self.tasks]), w.HBox([self.metric, self.depth]), self.figure])
 
     def update(self) -> None:
         """Redraw for the current choices."""
@@ -116,7 +122,7 @@ class LayerExplorer:
         with self.figure.batch_update():
             self.figure.data = ()
             if not rows.empty:
-                drawn = layer_lines(rows, self.metric.value)
+                drawn = layer_lines(rows, self.metric.value, self.depth.value)
                 self.figure.add_traces(drawn.data)
                 self.figure.layout.xaxis = drawn.layout.xaxis  # its ticks name the last point mu
             self.figure.layout.title = f"{self.metric.value} × 100 by layer"
