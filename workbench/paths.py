@@ -71,10 +71,13 @@ def data_dir() -> Path:
     return user_cache_dir() / "data"
 
 
-def home_dir() -> Path:
-    """Root for everything the workbench builds; created on first use."""
+def home_dir(create: bool = True) -> Path:
+    """Root for everything the workbench builds; created on first use (``create=False``: where it is or would be,
+    for a reader that only looks)."""
     env = os.environ.get("WORKBENCH_HOME")
     path = Path(env).expanduser() if env else user_cache_dir()
+    if not create:
+        return path
     if path.exists() and not path.is_dir():
         raise WorkbenchError(f"{'WORKBENCH_HOME=' if env else 'the workbench home '}{path} is a file; it must name "
                              "a folder (created on first use) where the workbench keeps what it builds")

@@ -23,6 +23,22 @@ from ..zoo.cards import (card, halves_won, remeasure_halves, remeasure_languages
 from ..zoo.packaging import export, import_shards, retrain, retrain_plan
 
 
+def _remeasure(names: list[str], section: str) -> None:
+    """``models card``: one section of each model's card measured again, said model by model."""
+    for name in progress_bar(names, desc="cards", unit="model", disable=len(names) == 1):
+        if section == "languages":
+            tasks = remeasure_languages(name)["languages"]["tasks"]
+            print(f"{name}: {len(tasks)} own-language tasks measured again", end="")
+        elif section == "halves":
+            won = halves_won(remeasure_halves(name)["halves"])
+            print(f"{name}: both halves measured again (English view wins {', '.join(won) or 'no form task'})",
+                  end="")
+        else:
+            form = remeasure_transfer(name)["style_transfer"]["form_follows_style"]
+            print(f"{name}: style transfer measured again (form follows the style {form[0]}%)", end="")
+        print(f": {(trained_dir() / name / 'card.md').resolve()}")
+
+
 def models_command(args) -> None:
     if args.action == "retrain":
         if Path(args.runs).exists() and not Path(args.runs).is_dir():
@@ -44,18 +60,7 @@ def models_command(args) -> None:
         print(f"renamed: {rename(args.name, args.new).resolve()}")
         return
     if args.action == "card":
-        for name in progress_bar(args.names, desc="cards", unit="model", disable=len(args.names) == 1):
-            if args.section == "languages":
-                tasks = remeasure_languages(name)["languages"]["tasks"]
-                print(f"{name}: {len(tasks)} own-language tasks measured again", end="")
-            elif args.section == "halves":
-                won = halves_won(remeasure_halves(name)["halves"])
-                print(f"{name}: both halves measured again (English view wins {', '.join(won) or 'no form task'})",
-                      end="")
-            else:
-                form = remeasure_transfer(name)["style_transfer"]["form_follows_style"]
-                print(f"{name}: style transfer measured again (form follows the style {form[0]}%)", end="")
-            print(f": {(trained_dir() / name / 'card.md').resolve()}")
+        _remeasure(args.names, args.section)
         return
     if args.action in ("export", "import"):
         path = (export(args.run, name=args.name, keep_decoders=args.keep_decoders, checkpoint=args.checkpoint,

@@ -25,6 +25,7 @@ from . import sha256_of, utf8_lines
 from .corpora import (Pair, corpus_digest, corpus_path, filter_by_length, forget_read, known_pairs, own_folder,
                       read_pairs)
 from .languages import PAIRS, language_name, pair_name
+from .tokenizer import pair_tokenizer
 
 log = logging.getLogger(__name__)
 MIN_PAIRS = 1000  # after the length filter: enough for a split with validation, probing and test sentences
@@ -99,23 +100,23 @@ def register_bitext(pair: str, corpus: str | Path, other: str | Path | None = No
         raise WorkbenchError(f"{where}: {len(kept)} pairs left after removing {len(read) - len(unique)} duplicates "
                              f"and keeping 3-100 tokens a side; a pair needs at least {MIN_PAIRS:,} to split into "
                              "training, validation, probing and test sentences")
-    digest = content_digest(unique)
-    _check_not_known(name, digest, [sha256_of(p) for p in (source, other) if p is not None], where, force)
-    folder = own_folder(name)
+    digest, files = content_digest(unique), [sha256_of(p) for p in (source, other) if p is not None]
+    _check_not_known(name, digest, files, where, force)
+    if (before := registered(name)) and before["content_sha256"] == digest:
+        return before
     record = {"pair": name, "language": name.split("-")[1], "language_name": language_name(name.split("-")[1]),
-              "source": [str(Path(p).resolve()) for p in (source, other) if p is not None],
-              "source_sha256": [sha256_of(p) for p in (source, other) if p is not None],
+              "source": [str(Path(p).resolve()) for p in (source, other) if p is not None], "source_sha256": files,
               "content_sha256": digest, "lines": len(read), "duplicates_dropped": len(read) - len(unique),
               "pairs": len(unique), "pairs_after_length_filter": len(kept),
               "registered": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
-    if registered(name) and registered(name)["content_sha256"] == digest:
-        return registered(name)
+    folder = own_folder(name)
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     atomic_write(folder / "corpus.tsv.gz", lambda tmp: _write_corpus(tmp, unique))
     atomic_write(folder / RECORD, json.dumps(record, indent=2, ensure_ascii=False))  # last: a pair exists once
     log.info("registered %s (%s): %d pairs from %s", name, record["language_name"], len(unique), where)
-    forget_read()  # a replaced corpus keeps its path: forget what this process read of the old one
+    forget_read()  # a replaced corpus keeps its path: forget what this process read or built of the old one
+    pair_tokenizer.cache_clear()
     return record
 
 

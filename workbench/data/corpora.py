@@ -63,7 +63,7 @@ def known_pairs() -> tuple[str, ...]:
         found |= {p.name.removesuffix(".tsv.gz") for p in (data_dir() / "parallel").glob("en-*.tsv.gz")}
     except FileNotFoundError:  # WORKBENCH_DATA names no folder: said where the data is read
         pass
-    registered = home_dir() / "pairs"
+    registered = home_dir(create=False) / "pairs"  # (a --help that lists tasks creates no home)
     if registered.is_dir():
         found |= {p.parent.name for p in registered.glob("*/pair.json")}
     return (*PAIRS, *sorted(found - set(PAIRS)))

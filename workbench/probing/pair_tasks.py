@@ -20,7 +20,7 @@ from ..data.corpora import SplitConfig, own_folder
 from ..data.languages import LANGUAGES, language_name
 from ..paths import atomic_write
 from .builders import punctuation
-from .pool import tokenised_pool
+from .pool import tokenised_pool, translations
 from .tasks import _read_cards
 
 log = logging.getLogger(__name__)
@@ -35,6 +35,8 @@ def add_pair(pair: str, corpus: str | Path, other: str | Path | None = None, *, 
     """Register ``corpus`` as ``pair`` and write its language's task cards; returns the pair's record with the
     names of the tasks written under ``tasks``."""
     record = register_bitext(pair, corpus, other, force=force)
+    tokenised_pool.cache_clear()  # a pool this process read of a corpus registered before under the same pair
+    translations.cache_clear()
     return {**record, "tasks": write_cards(record["pair"])}
 
 

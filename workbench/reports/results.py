@@ -82,6 +82,7 @@ def read_results(path: str | Path) -> pd.DataFrame:
 
 
 _LAYER = re.compile(r"@(-?\d+)$")
+_PROBE_FIELDS = {"encoder", "task", "classifier", "accuracy", "ci_low", "ci_high", "majority", "n_test"}
 BROWSE_COLUMNS = ("encoder", "layer", "task", "classifier", "seed", "accuracy", "ci_low", "ci_high", "majority",
                   "control_accuracy", "n_test", "best", "seconds", "device", "versions", "data")
 
@@ -98,6 +99,8 @@ def cached_probes(task: str | None = None, encoder: str | None = None, layer: in
     rows = []
     for entry in stored_results("probe"):
         key, result, made = entry["key"], entry["result"], entry["made"]
+        if not (isinstance(result, dict) and isinstance(key, dict) and _PROBE_FIELDS <= set(result)):
+            continue  # not a probe's result as probe() stores it
         if key.get("transfer") or result.get("given"):
             continue
         found = _LAYER.search(result["encoder"])
