@@ -98,6 +98,17 @@ def test_a_word_column_makes_the_split_lexical_and_keys_the_control(questions):
     assert result.control == "word" and result.unseen_accuracy is not None
 
 
+def test_the_word_control_asked_for_by_name_is_refused_where_there_is_no_label_word(questions, capsys):
+    dataset = own_task(questions, name="questions", sentence="text", label="kind")
+    with pytest.raises(WorkbenchError, match="control='word' keys the control task on each example's label word, "
+                                             "and task 'questions' has none .*control='first_word'"):
+        probe(Counting("openers-control"), dataset, control="word")
+    assert probe(Counting("openers-control"), dataset).control == "first_word"  # the default falls back, says so
+    code = cli.main(["probe", "--encoder", "random-sp-average", "--task", str(questions.attrs["path"]),
+                     "--sentence-column", "text", "--label-column", "kind", "--control", "word"])
+    assert code == 2 and "has none" in capsys.readouterr().err
+
+
 def test_a_layer_sweep_takes_an_own_task(questions):
     semantic = wb.load("bgt-en-fr").encoder("semantic")
     dataset = own_task(questions, name="questions", sentence="text", label="kind")

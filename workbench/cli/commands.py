@@ -40,9 +40,10 @@ def _probe_arguments(p: argparse.ArgumentParser) -> None:
         p.add_argument(f"--{option.replace('_', '-')}", help=f"own task files: the {option.replace('_', ' ')} "
                                                              f"({default})")
     p.add_argument("--classifier", choices=("logreg", "mlp"), default="logreg")
-    p.add_argument("--control", choices=("word", "first_word"), default="word",
+    p.add_argument("--control", choices=("word", "first_word"),
                    help="the control task's labels are a random function of the word the label is read from "
-                        "(word; the first word where there is none) or of the first word (first_word)")
+                        "(default: that word, the first word where a task has none; word: the label word only, "
+                        "refused for a task without one) or of the first word (first_word)")
     p.add_argument("--no-control", action="store_true", help="skip the control task (no selectivity)")
     p.add_argument("--transfer", metavar="LANG", help="also test the English-trained probe on the test sentences' "
                                                      "translations into LANG (tasks whose label survives translation)")

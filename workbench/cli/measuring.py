@@ -45,9 +45,14 @@ def encode_command(args) -> None:
     print(f"{embeddings.shape[0]} x {embeddings.shape[1]} float32 -> {args.out}")
 
 
+def _control(args) -> bool | str:
+    """The control ``probe()`` is asked for: none, the one named, or the default (the label word, else the first)."""
+    return False if args.no_control else (args.control or True)
+
+
 def probe_command(args) -> None:
 
-    check_options(args.classifier, not args.no_control and args.control, args.mdl)  # before the encoder is built
+    check_options(args.classifier, _control(args), args.mdl)  # before the encoder is built
     if not whole(args.seeds, 1, MAX_SEEDS):
         raise WorkbenchError(f"--seeds must be a whole number from 1 to {MAX_SEEDS} (got {args.seeds})")
     if args.seeds > 1 and (args.given or args.layers):
@@ -80,7 +85,7 @@ def probe_command(args) -> None:
         return _probe_layers(args, encoder, given, tasks, sizes)
     rows = []
     for task in progress_bar(tasks, desc="probing", unit="task", disable=len(tasks) == 1):
-        result = probe(encoder, task, classifier=args.classifier, control=not args.no_control and args.control,
+        result = probe(encoder, task, classifier=args.classifier, control=_control(args),
                        mdl=args.mdl, sizes=sizes, given=given, transfer=args.transfer, seeds=args.seeds)
         rows.append(result.to_frame())
     df = pd.concat(rows, ignore_index=True)
@@ -118,7 +123,7 @@ def _probe_layers(args, encoder, given, tasks, sizes) -> None:
         raise WorkbenchError("--layer reads one layer, --layers sweeps several: give one of them")
     layers = "all" if args.layers == ["all"] else _layer_numbers(args.layers)
     df = probe_layers(encoder, tasks, layers, sizes=sizes, classifier=args.classifier,
-                      control=not args.no_control and args.control, mdl=args.mdl)
+                      control=_control(args), mdl=args.mdl)
     table = df[df["metric"] == "accuracy"].pivot_table(index="task", columns="layer", values="value", sort=False)
     print((100 * table).round(1).to_string())
     print(layer_profile(df).round(3).to_string(index=False))

@@ -43,8 +43,9 @@ def probe(encoder: Encoder, task: str | Path | pd.DataFrame | ProbingDataset, cl
     1,000 sentences, as the CLI, the demo and the model cards — or ``sizes="full"``, the task card's own;
     other ``build_options`` go to :func:`build_task`), a built dataset, or your own labelled sentences: a
     DataFrame or the path of a file (:func:`.own.own_task`, which ``sizes`` also goes to; default all of them); ``classifier`` is ``"logreg"`` or ``"mlp"``; ``control`` adds a control task and
-    selectivity: ``"word"`` (or ``True``) keys it on the word the label is read from, ``"first_word"`` on the
-    first word, ``False`` skips it (see :mod:`.control`); ``mdl`` adds the online codelength. ``given``, another
+    selectivity: ``True`` keys it on the word the label is read from (the first word where a task has none),
+    ``"word"`` on the label word only (a task without label words is refused), ``"first_word"`` on the first
+    word, ``False`` skips it (see :mod:`.control`); ``mdl`` adds the online codelength. ``given``, another
     encoder (e.g. BGT's English view when ``encoder`` is its semantic view), makes it a conditional probe: the
     probe reads ``[encoder ; given]``, and ``gain`` is its accuracy minus that of the same probe on ``given``
     alone (Hewitt et al. 2021: what ``encoder`` knows beyond ``given``), with a paired bootstrap CI.
@@ -58,8 +59,13 @@ def probe(encoder: Encoder, task: str | Path | pd.DataFrame | ProbingDataset, cl
     Where the task's examples carry a label word, the test accuracy is also given on sentences whose word was
     seen in training and on those whose word was not.
     """
-    control = check_options(classifier, control, mdl)
+    asked, control = control, check_options(classifier, control, mdl)
     dataset, card = _checked_request(encoder, task, given, transfer, seeds, build_options)
+    if asked == "word" and not _label_words(dataset):  # asked for by name: said, not swapped for another control
+        raise WorkbenchError(f"control='word' keys the control task on each example's label word, and task "
+                             f"{card.name!r} has none (a count over the whole sentence, or own data without a word "
+                             "column): use control='first_word', or control=True (the label word where a task has "
+                             "one, else the first word)")
     splits = checked_splits(card, dataset)
     if cache:
         encoder, given = cached(encoder), given if given is None else cached(given)
@@ -185,6 +191,11 @@ class Concatenated:
     def encode(self, sentences: Sequence[str], batch_size: int = 256, show_progress: bool = False) -> np.ndarray:
         return np.hstack([self.a.encode(sentences, batch_size=batch_size, show_progress=show_progress),
                           self.b.encode(sentences, batch_size=batch_size, show_progress=show_progress)])
+
+
+def _label_words(dataset: ProbingDataset) -> bool:
+    """Whether every example of ``dataset`` names the word its label is read from."""
+    return "word" in dataset.data and bool((dataset.data["word"].astype(str) != "").all())
 
 
 def check_options(classifier: str, control: bool | str, mdl: bool) -> str | bool:
