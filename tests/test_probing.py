@@ -618,3 +618,25 @@ def test_a_subset_accuracy_on_a_handful_of_sentences_is_not_shown_as_a_number():
     assert "seen 81.0 (n=198)" in str(result)
     notes = result.to_frame().set_index("metric")["note"]
     assert notes["accuracy_unseen_word"] == "only 2 sentences: too few to read" and notes["accuracy_seen_word"] == ""
+
+
+def test_a_new_task_is_one_card_file(tmp_path, monkeypatch):
+    """Adding a task = adding a card: a new TOML file in the cards' folder is listed, built, probed and read by an
+    encoder's readable tasks, with no other file edited (its manifest is built on demand, not required shipped)."""
+    import shutil
+    import workbench as wb
+    from workbench.probing import tasks
+    cards = tmp_path / "probes"
+    shutil.copytree(tasks.CARDS_DIR, cards, ignore=shutil.ignore_patterns("parses", "builds.json"))
+    (cards / "question_or_statement.toml").write_text(
+        'name = "question_or_statement"\ntitle = "Question or statement"\nlanguage = "en"\nbuilder = "punct_first"\n'
+        'labels = [".", "?", "other"]\nbalanced = true\ndescription = "Whether a held-out sentence\'s first '
+        'punctuation mark is a full stop or a question mark."\n\n[params]\nmarks = [".", "?"]\n\n[sizes]\n'
+        'train = 600\nvalid = 150\ntest = 150\n')
+    monkeypatch.setattr(tasks, "CARDS_DIR", cards)
+    assert "question_or_statement" in tasks.task_names() and len(tasks.task_names(own=False)) == len(
+        list(cards.glob("*.toml")))
+    encoder = wb.untrained_encoder("random-sp-average")
+    assert "question_or_statement" in wb.readable_tasks(encoder)
+    result = wb.probe(encoder, "question_or_statement", sizes="full", control=False)
+    assert result.n_test > 100 and result.accuracy > result.majority  # the mark's words (wh-, inversion) show
