@@ -787,3 +787,10 @@ def test_seeds_are_bounded_before_any_work():
     import workbench as wb
     with pytest.raises(WorkbenchError, match="seeds must be a whole number from 1 to 100 \\(got 1000000000\\)"):
         wb.probe(wb.untrained_encoder("random-sp-average"), "length", seeds=10 ** 9)
+
+
+def test_the_hostile_sweep_has_a_valid_base_for_every_subcommand():
+    """tools/hostile_sweep.py adds each bad value to a small valid command: a new subcommand needs one there."""
+    from tools.hostile_sweep import BASES, options
+    from workbench.cli import build_parser
+    assert {command for command, _, _ in options(build_parser())} <= set(BASES)

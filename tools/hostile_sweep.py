@@ -48,7 +48,9 @@ BASES = {
     "curve": ["bgt-en-fr", "--out", "{tmp}/curve", "--no-static"],
     "reproduce": ["--out", "{tmp}/repro.html", "--no-static", "--years", "2016", "--no-disentanglement"],
     "transfer": ["--model", "bgt-en-fr", "--source", "A man is here.", "--style", "She left early.", "--beam", "1"],
-    "data info": [], "data download": ["sts"],
+    "data info": [], "data download": ["sts"], "data add-pair": ["en-pt", "--corpus", "{tmp}/bitext.tsv"],
+    "models migrate": ["{tmp}/missing_run"], "models rename": ["{tmp}/missing_model", "sweep-y"],
+    "results": ["--task", "length"],
     "train": ["--preset", "tiny", "--max-updates", "1", "--out", "{tmp}/run"],
     "encode": ["--encoder", "random-sp-average", "--input", "{tmp}/sentences.txt", "--out", "{tmp}/enc.npy"],
     "probe": ["--encoder", "random-sp-average", "--task", "length", "--no-control", *SIZES],
@@ -71,6 +73,8 @@ def fixtures(tmp: Path) -> None:
     (tmp / "link_out").symlink_to("/etc/passwd")
     (tmp / "sentences.txt").write_text("A man is playing a guitar.\nShe left early.\n")
     (tmp / "results.csv").write_text("encoder,task,metric,value\nx,length,accuracy,0.5\n")
+    (tmp / "bitext.tsv").write_text("".join(f"A sentence number {i} here .\tUma frase número {i} aqui .\n"
+                                            for i in range(1200)))
     evil = tmp / "evil_hf"
     evil.mkdir()
     (evil / "config.json").write_text('{"model_type": "bert", "auto_map": {"AutoModel": "evil.Model"}}')
