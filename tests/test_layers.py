@@ -92,6 +92,14 @@ def test_sweep_rows_equal_single_layer_probes_and_layer_zero_is_a_bag_of_words(s
     assert profile.loc["word_content", "peak"] == acc.loc["word_content", "value"].max()
 
 
+def test_layer_probes_fitted_by_two_workers_are_the_ones_fitted_one_at_a_time(semantic):
+    one = probe_layers(semantic, "bigram_shift", sizes=SIZES, show_progress=False, refit=True)
+    two = probe_layers(semantic, "bigram_shift", sizes=SIZES, show_progress=False, refit=True, n_jobs=2)
+    pd.testing.assert_frame_equal(one, two)  # the same rows in the same (layer) order: each fit is deterministic
+    with pytest.raises(WorkbenchError, match="n_jobs=0: give a whole number of workers"):
+        probe_layers(semantic, "bigram_shift", sizes=SIZES, show_progress=False, n_jobs=0)
+
+
 def test_expected_layer_weighs_each_layer_by_what_it_adds():
     assert expected_layer([0, 1, 2, 3], [0.5, 0.5, 0.9, 0.9]) == 2.0  # all the gain at layer 2
     assert expected_layer([0, 1, 2], [0.4, 0.6, 0.8]) == pytest.approx(1.5)  # equal gains at 1 and 2

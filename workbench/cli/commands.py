@@ -57,6 +57,8 @@ def _probe_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--layers", nargs="+", metavar="LAYER",
                    help="probe at each of these layers of the encoder (numbers, or 'all'): one row per task and "
                         "layer, with where each property peaks and is lost")
+    p.add_argument("--jobs", type=int, default=1, metavar="N",
+                   help="with --layers: fit the layers' probes N at a time (joblib threads; -1: one per core)")
     p.add_argument("--out", help="also write the tidy results as CSV")
     p.add_argument("--force", action="store_true", help="replace --out if it exists")
     size_args(p, unset="default: the model cards' 6000/1000/1000 for named tasks, all of an own task's sentences")

@@ -55,6 +55,8 @@ def probe_command(args) -> None:
     check_options(args.classifier, _control(args), args.mdl)  # before the encoder is built
     if not whole(args.seeds, 1, MAX_SEEDS):
         raise WorkbenchError(f"--seeds must be a whole number from 1 to {MAX_SEEDS} (got {args.seeds})")
+    if args.jobs != 1 and not args.layers:
+        raise WorkbenchError("--jobs fits a layer sweep's probes side by side: give --layers too, or drop --jobs")
     if args.seeds > 1 and (args.given or args.layers):
         raise WorkbenchError("--seeds averages plain probes of one encoder: drop --given / --layers, or --seeds")
     sizes = probing_sizes(args)
@@ -122,7 +124,7 @@ def _probe_layers(args, encoder, given, tasks, sizes) -> None:
     if args.layer is not None:
         raise WorkbenchError("--layer reads one layer, --layers sweeps several: give one of them")
     layers = "all" if args.layers == ["all"] else _layer_numbers(args.layers)
-    df = probe_layers(encoder, tasks, layers, sizes=sizes, classifier=args.classifier,
+    df = probe_layers(encoder, tasks, layers, sizes=sizes, n_jobs=args.jobs, classifier=args.classifier,
                       control=_control(args), mdl=args.mdl)
     table = df[df["metric"] == "accuracy"].pivot_table(index="task", columns="layer", values="value", sort=False)
     print((100 * table).round(1).to_string())

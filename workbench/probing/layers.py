@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from joblib import Parallel, delayed
 
 from ..cache import cache_layers
 from ..checks import WorkbenchError
@@ -44,11 +45,15 @@ def encoder_layers(encoder: Encoder, layers: str | Sequence[int] = "all") -> lis
 
 
 def probe_layers(encoder: Encoder, tasks, layers: str | Sequence[int] = "all", show_progress: bool = True,
-                 sizes: dict[str, int] | str | None = None, **probe_options) -> pd.DataFrame:
+                 sizes: dict[str, int] | str | None = None, n_jobs: int = 1, **probe_options) -> pd.DataFrame:
     """Probe each of ``tasks`` (names, own tasks or built datasets, as :func:`probe` takes; or one of them) at
     each of ``layers`` of ``encoder``: the rows of :meth:`ProbeResult.to_frame` with ``layer`` and
     ``layer_encoder`` columns (``sizes`` and ``probe_options`` — ``classifier``, ``control``, ``mdl``, ``seed``, ...
-    — as for :func:`probe`)."""
+    — as for :func:`probe`).
+
+    ``n_jobs``: the layers' probes of a task are fitted by that many joblib workers (threads by default: the
+    embeddings are read from the cache, and the fits release the GIL; -1: one per core); the results are the same
+    as with one. Inside ``joblib.parallel_config(backend=...)`` another joblib backend (Dask, Ray) takes them."""
     tasks = [tasks] if isinstance(tasks, (str, Path, pd.DataFrame, ProbingDataset)) else list(tasks)
     if not tasks:
         raise WorkbenchError(f"no tasks to probe {encoder.name!r} on: give one or more (task_names(), or your own)")
@@ -57,6 +62,9 @@ def probe_layers(encoder: Encoder, tasks, layers: str | Sequence[int] = "all", s
         card.check_encoder(encoder)
     check_options(probe_options.get("classifier", "logreg"), probe_options.get("control", True),
                   probe_options.get("mdl", False))
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs == 0 or n_jobs < -1:
+        raise WorkbenchError(f"n_jobs={n_jobs!r}: give a whole number of workers (1, the default: one at a time; "
+                             "-1: one per core)")
     chosen = encoder_layers(encoder, layers)
     name = encoder.base_name  # the network, whichever layer it was read at
     frames = []
@@ -67,9 +75,12 @@ def probe_layers(encoder: Encoder, tasks, layers: str | Sequence[int] = "all", s
             dataset = build_task(card, sizes=probing_sizes(sizes))
         sentences = list(dict.fromkeys(dataset.data["sentence"]))
         bar.set_postfix_str(f"{card.name}: encoding")
-        for layer, view in zip(chosen, cache_layers(encoder, sentences, chosen, show_progress=show_progress)):
-            bar.set_postfix_str(f"{card.name}: fitting layer {layer}")
-            result = probe(view, dataset, **probe_options)
+        views = cache_layers(encoder, sentences, chosen, show_progress=show_progress)
+        bar.set_postfix_str(f"{card.name}: fitting {len(views)} layers" + (f", {n_jobs} at a time" if n_jobs != 1
+                                                                           else ""))
+        fits = Parallel(n_jobs=n_jobs, prefer="threads", return_as="generator")(
+            delayed(probe)(view, dataset, **probe_options) for view in views)
+        for layer, view, result in zip(chosen, views, fits):  # in layer order, as each is done
             frames.append(result.to_frame().assign(encoder=name, layer=layer, layer_encoder=view.name))
             bar.update()
     bar.close()
