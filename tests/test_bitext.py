@@ -145,3 +145,23 @@ def test_bgt_trained_from_the_command_line_on_your_own_bitext_probes_its_languag
     result = pd.read_csv(tmp_path / "length.csv").set_index("metric")["value"]
     assert result["accuracy"] > result["majority"] + 0.1  # length is read from any sentence encoder
     assert "en-arb" in workbench("data", "info")
+
+
+def test_a_pair_whose_corpus_is_in_the_data_folder_is_known_and_gets_its_tasks(home, bitext, tmp_path, monkeypatch):
+    """`workbench data download opus --pair en-XX` puts a corpus in the data folder: a pair as a registered one."""
+    from workbench.data import corpora
+    from workbench.paths import data_dir
+    from workbench.probing.pair_tasks import add_pair, write_cards
+    from workbench.probing.tasks import task_names
+    data = tmp_path / "data"
+    (data / "parallel").mkdir(parents=True)
+    for path in (data_dir() / "parallel").glob("en-*.tsv.gz"):
+        (data / "parallel" / path.name).symlink_to(path)
+    (data / "eval").symlink_to(data_dir() / "eval")
+    with gzip.open(data / "parallel" / "en-arb.tsv.gz", "wt", encoding="utf-8") as out:
+        out.write(bitext.read_text(encoding="utf-8"))
+    monkeypatch.setenv("WORKBENCH_DATA", str(data))
+    assert corpora.known_pairs()[-1] == "en-arb" and corpora.corpus_path("en-arb") == data / "parallel" / "en-arb.tsv.gz"
+    with pytest.raises(WorkbenchError, match="en-arb already has a corpus in the data folder"):
+        add_pair("en-arb", bitext)
+    assert write_cards("en-arb")[0] == "length_arb" and "length_arb" in task_names()

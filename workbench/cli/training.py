@@ -13,7 +13,7 @@ from ..models import KINDS
 from ..models.folder import latest_checkpoint, migrate, read_config, shipped
 from ..models.runlog import learning_curve
 from ..paths import data_dir, trained_dir
-from ..probing.pair_tasks import add_pair
+from ..probing.pair_tasks import add_pair, write_cards
 from ..progress import progress_bar
 from ..reports.pages import curve_report
 from ..training import train
@@ -170,7 +170,9 @@ def data_command(args) -> None:
             url = OPUS_URL.format(corpus=args.corpus, version=args.version, pair=pair)
             archive = download(url, root / "downloads" / f"{args.corpus}-{args.version}-{pair}.zip")
             n = opus_moses_to_tsv(archive, language, root / "parallel" / f"{pair}.tsv.gz")
-            print(f"{pair}: {n} pairs -> {root / 'parallel' / f'{pair}.tsv.gz'}")
+            tasks = write_cards(pair) if pair not in PAIRS and root == data_dir() else []  # its language's tasks
+            print(f"{pair}: {n} pairs -> {root / 'parallel' / f'{pair}.tsv.gz'}"
+                  + (f"; tasks: {', '.join(tasks)}" if tasks else ""))
     else:
         for year in args.years:
             archive = download(STS_URLS[year], root / "downloads" / f"STS{year}-en-test.zip")

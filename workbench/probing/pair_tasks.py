@@ -47,7 +47,7 @@ def write_cards(pair: str, config: SplitConfig = SplitConfig()) -> list[str]:
         return []
     cards = language_cards(language, tokenised_pool(language, config))
     folder = own_folder(pair) / "tasks"
-    folder.mkdir(exist_ok=True)
+    folder.mkdir(parents=True, exist_ok=True)
     for name, text in cards.items():
         atomic_write(folder / f"{name}.toml", text)
     _read_cards.cache_clear()
