@@ -28,8 +28,10 @@ def test_the_table3_models_are_shipped_and_small_enough():
     total = sum(p.stat().st_size for p in trained_dir().rglob("*") if p.is_file())
     # 380 MiB: the GPU-trained en-fr pair (small preset, d = 512) adds 84 MiB, the five pairs' BGT and
     # BILINGUALTRANS ship with their decoders (~14 MiB more each) so that --init-from can train them on, and the
-    # es and ar warm starts (~20 MiB each) ship part way, with decoders, so a bare machine continues them
-    assert total < 380 * 2 ** 20, f"trained/ holds {total / 2 ** 20:.0f} MiB; the limit is 380 MiB"
+    # es and ar warm starts (~20 MiB each) ship part way, with decoders, so a bare machine continues them; 384 MiB:
+    # the tr and ja warm starts (128-dimensional language latents, with decoders) replaced their 16-dimensional
+    # models, 1.9 MiB larger each
+    assert total < 384 * 2 ** 20, f"trained/ holds {total / 2 ** 20:.0f} MiB; the limit is 384 MiB"
 
 
 @pytest.mark.slow
