@@ -532,3 +532,25 @@ def test_a_malformed_file_of_a_model_folder_is_refused_by_name(file, content, me
     (folder / file).write_text(content(json.loads((folder / "config.json").read_text())))
     with pytest.raises(WorkbenchError, match=message):
         learning_curve(folder) if file == "curve.csv" else load(folder, trust_unverified=True)
+
+
+def test_a_folder_of_your_own_changed_and_sealed_again_is_said_to_have_changed(tmp_path, caplog):
+    """Trust on first use: whoever writes a folder can re-seal it, so a seal cannot tell an edit from a re-export;
+    the home remembers what each verified folder was and says when it comes back otherwise."""
+    from workbench.models.pins import KNOWN
+    from workbench.paths import home_dir
+    folder = tmp_path / "sp"
+    shutil.copytree(model_path("sp-en-fr"), folder)
+    load(folder)
+    assert "with another config.json" not in caplog.text
+    meta = json.loads((folder / "config.json").read_text())
+    edited = {**meta, "note": "changed by someone"}
+    (folder / "config.json").write_text(json.dumps({**edited, "config_sha256": config_digest(edited)}))
+    load(folder)  # sealed again: it loads, and the change is said
+    assert f"{folder} was verified on" in caplog.text and "with another config.json" in caplog.text
+    caplog.clear()
+    load(folder)
+    assert "with another config.json" not in caplog.text  # said once: the new contents are now the known ones
+    load("sp-en-fr")  # a pinned model is checked against its pin instead
+    known = json.loads((home_dir() / KNOWN).read_text())
+    assert str(folder.resolve()) in known and str(model_path("sp-en-fr").resolve()) not in known

@@ -34,7 +34,7 @@ from ..data import sha256_of
 from ..data.tokenizer import Tokenizer
 from ..paths import CONFIG_SEAL, FORMAT, atomic_write, config_digest, current_format, sealed_config, trained_dir
 from . import build_model, fitted
-from .pins import check_pinned, is_pinned, pin
+from .pins import check_pinned, is_pinned, pin, remember_verified
 
 log = logging.getLogger(__name__)
 
@@ -203,6 +203,7 @@ class ModelFolder:
         self.config = current_format(written, self.path / "config.json")  # what every reader below sees
         check_pinned(self.path, self.sha256("config.json"))
         verify_files(self.path, written, trust_unverified, sha256=self.sha256)  # as written: the seal covers it
+        remember_verified(self.path, self.sha256("config.json"))  # a folder of your own: trust on first use
 
     def read(self, name: str) -> bytes:
         """A file's bytes, read once (and hashed from the same bytes by :meth:`sha256`)."""

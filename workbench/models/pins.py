@@ -1,5 +1,6 @@
 """The shipped models' identities, pinned in one committed file: ``trained/pins.json`` maps each model's name to
-the sha256 of its ``config.json``, which records the sha256 of every other file of the folder and is sealed.
+the sha256 of its ``config.json``, which records the sha256 of every other file of the folder and is sealed; and,
+for every other folder, what it was when this home first verified it (trust on first use, as SSH's known hosts).
 
 A user's own folder can only be checked against itself (whoever edits it can re-seal it); a shipped model can be
 checked against the repository: a folder in ``trained/`` whose ``config.json`` is not the pinned one — another
@@ -8,14 +9,18 @@ export`` and ``models import`` into ``trained/`` pin what they write, so the cha
 """
 from __future__ import annotations
 
+import datetime
 import json
+import logging
 from pathlib import Path
 
 from ..checks import WorkbenchError
 from ..data import sha256_of
-from ..paths import atomic_write, read_json, trained_dir
+from ..paths import atomic_write, home_dir, read_json, trained_dir
 
 PINS = "pins.json"
+KNOWN = "known_folders.json"  # under the workbench home: folder path -> its config.json sha256 when first verified
+log = logging.getLogger(__name__)
 
 
 def pinned(root: Path | None = None) -> dict[str, str]:
@@ -60,3 +65,30 @@ def unpin(root: Path, name: str) -> None:
     if name in pins:
         del pins[name]
         atomic_write(root / PINS, json.dumps(dict(sorted(pins.items())), indent=1) + "\n")
+
+
+def remember_verified(folder: Path, digest: str) -> None:
+    """Trust on first use for a folder no pin covers: remember the sha256 of the config.json (``digest``) it had
+    when it was verified, and say so when a folder at the same path comes back verified with another one — a
+    folder's owner can re-seal it after any change, so its seal alone cannot tell a retrained or re-exported
+    folder from an edited one; this says that it changed, and when it was last seen otherwise."""
+    if is_pinned(folder):
+        return
+    path, key = home_dir() / KNOWN, str(folder.resolve())
+    try:
+        known = read_json(path) if path.is_file() else {}
+    except WorkbenchError:  # damaged: start again (it only ever adds a warning)
+        known = {}
+    before = known.get(key) if isinstance(known, dict) else None
+    if isinstance(before, dict) and before.get("config_sha256") == digest:
+        return
+    if isinstance(before, dict):
+        log.warning("%s was verified on %s with another config.json (sha256 %s…, now %s…): fine if you retrained, "
+                    "re-exported or migrated it since; if not, someone changed it and sealed it again", folder,
+                    before.get("seen"), str(before.get("config_sha256"))[:12], digest[:12])
+    known = {**(known if isinstance(known, dict) else {}),
+             key: {"config_sha256": digest, "seen": datetime.date.today().isoformat()}}
+    try:
+        atomic_write(path, json.dumps(known, indent=1))
+    except OSError:  # a read-only home: nothing remembered, nothing refused
+        pass
