@@ -21,7 +21,7 @@ from ..data.languages import LANGUAGES, language_name
 from ..paths import atomic_write
 from .builders import punctuation
 from .pool import tokenised_pool, translations
-from .tasks import _read_cards
+from .tasks import forget_cards
 
 log = logging.getLogger(__name__)
 MIN_MARK = 100  # a mark PunctFirst names: it begins a sentence's punctuation this often in the pool
@@ -50,7 +50,7 @@ def write_cards(pair: str, config: SplitConfig = SplitConfig()) -> list[str]:
     folder.mkdir(parents=True, exist_ok=True)
     for name, text in cards.items():
         atomic_write(folder / f"{name}.toml", text)
-    _read_cards.cache_clear()
+    forget_cards()
     log.info("%s: wrote the task cards %s", pair, ", ".join(cards))
     return list(cards)
 

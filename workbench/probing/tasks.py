@@ -122,6 +122,11 @@ def _read_cards(folders: tuple[Path, ...]) -> dict[str, TaskCard]:
 _BROKEN: dict[str, str] = {}  # task name -> why its card was left out
 
 
+def forget_cards() -> None:
+    """Read the cards again on the next lookup (a pair's cards were just written)."""
+    _read_cards.cache_clear()
+
+
 def task_names(own: bool = True) -> list[str]:
     """Every task's name; ``own=False``: the package's only (what the docs and shipped cards describe)."""
     return list(_cards(own))
