@@ -173,6 +173,10 @@ def test_probes_list_and_build_then_probe_table(capsys, tmp_path):
     out = capsys.readouterr().out
     assert "selectivity" in out and "length" in out
     df = pd.read_csv(tmp_path / "p.csv")
+    accuracy = df.set_index("metric").loc["accuracy"]  # the printed table gives the accuracy with its CI and n
+    header, row = out.splitlines()[-3], out.splitlines()[-1]
+    assert "accuracy 95% CI" in header and header.split()[-4] == "n"
+    assert f"[{100 * accuracy['ci_low']:.1f}, {100 * accuracy['ci_high']:.1f}]  {accuracy['n']}" in row
     assert set(df.metric) == {"accuracy", "majority", "control_accuracy", "selectivity"}
     note = df.set_index("metric").loc["selectivity", "note"]
     assert "uninformative" not in str(note) and "keys on first words" in str(note)  # Length's first-word control

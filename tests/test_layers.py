@@ -145,6 +145,8 @@ def test_cli_sweeps_layers_and_refuses_conflicting_options(capsys, tmp_path):
     assert cli.main([*args, "--layers", "0", "2", "--out", str(tmp_path / "sweep.csv")]) == 0
     out = capsys.readouterr().out
     assert "expected_layer" in out and "bigram_shift" in out
+    header = next(line for line in out.splitlines() if line.startswith("layer"))
+    assert header.split()[-2:] == ["n", "±CI"]  # each task's test sentences and its widest CI half-width
     page = (tmp_path / "sweep-report.html").read_text()  # with --out, the sweep's figures and profile as a page
     assert 'id="fig-layers-0"' in page and "Where each property lives" in page and "peak_layer" in page
     assert len(pd.read_csv(tmp_path / "sweep.csv")) == len(pd.read_csv(tmp_path / "sweep-report.csv"))

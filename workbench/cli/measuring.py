@@ -23,6 +23,7 @@ from ..probing.tasks import get_task, readable_tasks, task_names
 from ..paths import atomic_write
 from ..progress import progress_bar
 from ..reports.pages import report, spreadsheet_safe
+from ..reports.results import layer_table, probe_table
 from ..zoo.cards import CARD_SIZES
 from .commands import OWN_TASK_OPTIONS, PAIRED
 from .inputs import chosen_encoder, encoder_spec, probing_sizes
@@ -91,10 +92,7 @@ def probe_command(args) -> None:
                        mdl=args.mdl, sizes=sizes, given=given, transfer=args.transfer, seeds=args.seeds)
         rows.append(result.to_frame())
     df = pd.concat(rows, ignore_index=True)
-    table = df.pivot_table(index="task", columns="metric", values="value", sort=False)
-    percent = [c for c in table.columns if c not in ("mdl_bits", "compression")]
-    table[percent] *= 100  # accuracies in %
-    print(table.round(2).to_string())
+    print(probe_table(df).to_string())
     if args.out:
         spreadsheet_safe(df).to_csv(args.out, index=False)
 
@@ -126,8 +124,7 @@ def _probe_layers(args, encoder, given, tasks, sizes) -> None:
     layers = "all" if args.layers == ["all"] else _layer_numbers(args.layers)
     df = probe_layers(encoder, tasks, layers, sizes=sizes, n_jobs=args.jobs, classifier=args.classifier,
                       control=_control(args), mdl=args.mdl)
-    table = df[df["metric"] == "accuracy"].pivot_table(index="task", columns="layer", values="value", sort=False)
-    print((100 * table).round(1).to_string())
+    print(layer_table(df).to_string())
     print(layer_profile(df).round(3).to_string(index=False))
     if args.out:
         spreadsheet_safe(df).to_csv(args.out, index=False)

@@ -126,3 +126,31 @@ def cached_probes(task: str | None = None, encoder: str | None = None, layer: in
             table.loc[top, "best"] = bool(group.loc[top, "ci_low"] > group.drop(top)["ci_high"].max())
     return table[list(BROWSE_COLUMNS)].sort_values(["task", "accuracy"], ascending=[True, False],
                                                    ignore_index=True)
+
+
+def probe_table(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per task as a terminal shows it: each metric in its unit (shares as %), a metric that has a 95% CI
+    followed by it as ``[low, high]``, and the test sentences behind the accuracy (``n``) — a number alone says
+    nothing of how far it can be trusted."""
+    columns: dict[str, pd.Series] = {}
+    for metric, rows in df.groupby("metric", sort=False):
+        rows = rows.set_index("task")
+        scale = 1 if metric in ("mdl_bits", "compression", "transfer_ratio") else 100
+        columns[metric] = (scale * rows["value"]).round(2)
+        if rows["ci_low"].notna().any():
+            columns[f"{metric} 95% CI"] = [f"[{scale * lo:.1f}, {scale * hi:.1f}]" if pd.notna(lo) else ""
+                                           for lo, hi in zip(rows["ci_low"], rows["ci_high"])]
+        if metric == "accuracy":
+            columns["n"] = rows["n"].astype("Int64")
+    return pd.DataFrame(columns).reindex(df["task"].unique())
+
+
+def layer_table(df: pd.DataFrame) -> pd.DataFrame:
+    """A layer sweep's accuracies (%) as tasks × layers, with each task's test sentences (``n``) and the widest 95% CI
+    half-width over its layers (``±CI``): whether two layers' numbers differ at all."""
+    acc = df[df["metric"] == "accuracy"]
+    table = (100 * acc.pivot_table(index="task", columns="layer", values="value", sort=False)).round(1)
+    by_task = acc.groupby("task", sort=False)
+    table["n"] = by_task["n"].max().astype("Int64")
+    table["±CI"] = (100 * (acc["ci_high"] - acc["ci_low"]) / 2).groupby(acc["task"]).max().round(1)
+    return table
