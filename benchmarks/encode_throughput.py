@@ -95,6 +95,9 @@ def main():
           f"ratios against {base.encoder}\n")
     print(df.round(2).to_string(index=False))
     print("\npreprocessing alone (sentences/s): " + ", ".join(f"{k} {v:,.0f}" for k, v in stages.items()))
+    if "sentencepiece" in stages:  # #78's measure: raw text through an SP-style encoder against sentencepiece alone
+        print("\nfrom raw text / bare sentencepiece: " + ", ".join(
+            f"{row.encoder} {row.text_per_s / stages['sentencepiece']:.2f}x" for row in df.itertuples()))
 
 
 if __name__ == "__main__":

@@ -5,9 +5,10 @@ sentence (tested on real sentences of every pair), but each rule runs once over 
 newlines instead of once per sentence, which is several times faster in Python. A sentence never contains the
 separator after the first rule (whitespace becomes a space), so every rule below is the Moses rule with
 ``\\n`` kept out of its character classes and ``$`` read per line: no match crosses from one sentence into the
-next. Sentences with whitespace other than spaces or with control characters (rare: a soft hyphen in 2 of 50,000
-real sentences) have it normalised on their own, so that the others skip that slower step; sentences that
-contain a newline themselves take the per-sentence path. The character classes and
+next. Sentences with whitespace other than spaces have it normalised one by one (rare: a soft hyphen in 2 of 50,000
+real sentences), so that the others skip that slower step; sentences with control characters (which Moses drops
+only after whitespace became spaces) take a pass of their own, and those that contain a newline themselves the
+per-sentence path. The character classes and
 the non-breaking prefixes are sacremoses' data.
 """
 from __future__ import annotations
@@ -123,26 +124,35 @@ def _around(text: str, rules: tuple) -> str:
 def tokenise_many(sentences: Sequence[str]) -> list[str]:
     """Moses-tokenised sentences (English rules, no escaping), tokens joined by single spaces."""
     if "".join(sentences).isprintable():  # the common case: no whitespace but " ", no control characters
-        text = _single_spaces("\n".join(sentences)).replace(" \n", "\n").replace("\n ", "\n").strip(" ")
-        return _rules(text) if sentences else []
-    out = [""] * len(sentences)
-    plain = [i for i, s in enumerate(sentences) if s.isprintable()]
-    lines = [i for i, s in enumerate(sentences) if "\n" in s]  # the separator itself: one by one
-    other = [i for i, s in enumerate(sentences) if not s.isprintable() and "\n" not in s]
-    for i, line in zip(plain, tokenise_many([sentences[i] for i in plain])):
+        return _spaced_rules(sentences)
+    out, plain, texts, junk = [""] * len(sentences), [], [], []
+    for i, sentence in enumerate(sentences):
+        if sentence.isprintable():
+            plain.append(i), texts.append(sentence)
+        elif "\n" in sentence:  # the separator itself: one by one
+            out[i] = _moses.tokenize(sentence, escape=False, return_str=True)
+        elif _JUNK.search(sentence):  # control characters, which Moses drops after whitespace became " "
+            junk.append(i)
+        else:  # other whitespace becomes " "
+            plain.append(i), texts.append(_SPACES.sub(" ", sentence))
+    for i, line in zip(plain, _spaced_rules(texts)):
         out[i] = line
-    if other:  # whitespace other than " " becomes " ", control characters go; then the same rules
-        text = _EDGES.sub("\n", _JUNK.sub("", _SPACES.sub(" ", "\n".join(sentences[i] for i in other))))
-        for i, line in zip(other, _rules(text.strip(" "))):
+    if junk:
+        text = _EDGES.sub("\n", _JUNK.sub("", _SPACES.sub(" ", "\n".join(sentences[i] for i in junk))))
+        for i, line in zip(junk, _rules(text.strip(" "))):
             out[i] = line
-    for i in lines:
-        out[i] = _moses.tokenize(sentences[i], escape=False, return_str=True)
     return out
+
+
+def _spaced_rules(sentences: Sequence[str]) -> list[str]:
+    """The rules on sentences whose only whitespace is " " and that hold no control character."""
+    text = _single_spaces("\n".join(sentences)).replace(" \n", "\n").replace("\n ", "\n").strip(" ")
+    return _rules(text) if sentences else []
 
 
 def _rules(text: str) -> list[str]:
     """The Moses rules after whitespace is normalised, on sentences joined by newlines."""
-    text = _multidots(_PAD_NOT_ALNUM.sub(r" \1 ", text))
+    text = _multidots(" ".join(_PAD_NOT_ALNUM.split(text)))  # " c " for each such c (split keeps it)
     text = _around(_around(text, _COMMAS), _APOSTROPHES)
     text = _split_periods(text)
     text = _single_spaces(text).replace(" \n", "\n").replace("\n ", "\n").strip(" ")
