@@ -684,9 +684,10 @@ def test_a_killed_exports_temporary_model_folder_and_lock_are_reported_and_clear
 
 def test_cache_clear_that_deletes_nothing_says_so_instead_of_counting_it_freed(monkeypatch, small_tokenizer):
     from workbench import cache
+    from workbench.cache import housekeeping
     enc = cache.cached(RandomEmbeddingAverage(small_tokenizer))
     enc.encode(["a sentence to cache ."])
-    monkeypatch.setattr(cache.shutil, "rmtree", lambda *a, **k: None)  # as a read-only folder (root ignores modes)
+    monkeypatch.setattr(housekeeping.shutil, "rmtree", lambda *a, **k: None)  # as a read-only folder (root ignores modes)
     with pytest.raises(WorkbenchError, match="could not delete the cached embeddings of random-sp-average .* "
                                              "is the folder read-only"):
         cache.clear_cache("random-sp-average")

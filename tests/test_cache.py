@@ -47,7 +47,7 @@ def test_hit_never_reencodes_and_keys_on_sentences_and_fingerprint():
     assert cached(enc) is enc and enc.name == inner.name and enc.fingerprint == inner.fingerprint
 
 
-@pytest.mark.parametrize("damage", ["flip", "truncate"])
+@pytest.mark.parametrize("damage", ["flip", "truncate", "append", "header", "dtype"])
 def test_corrupted_entry_is_reported_and_recomputed(damage, caplog):
     inner = CountingEncoder(salt=f"corrupt-{damage}")
     enc = cached(inner, dtype="float32")
@@ -56,8 +56,14 @@ def test_corrupted_entry_is_reported_and_recomputed(damage, caplog):
     raw = bytearray(path.read_bytes())
     if damage == "flip":
         raw[-5] ^= 0xFF  # inside the array bytes
-    else:
+    elif damage == "truncate":
         raw = raw[: len(raw) // 2]
+    elif damage == "append":
+        raw += b"\0" * 8  # bytes past the tensor
+    elif damage == "header":
+        raw[:8] = (1 << 40).to_bytes(8, "little")  # a header length no entry has
+    else:
+        raw = raw.replace(b'"F32"', b'"I32"')  # a dtype the cache never writes
     path.write_bytes(bytes(raw))
     fresh = cached(inner, dtype="float32")
     np.testing.assert_array_equal(fresh.encode(SENTENCES), good)

@@ -169,11 +169,18 @@ def test_probes_list_and_build_then_probe_table(capsys, tmp_path):
     out = capsys.readouterr().out
     assert "punct_first" in out and "classes" in out
     assert cli.main(["probe", "--encoder", "random-sp-average", "--task", "length", "--out",
-                     str(tmp_path / "p.csv"), *small]) == 0
+                     str(tmp_path / "p.csv"), "--predictions", str(tmp_path / "said"), *small]) == 0
     out = capsys.readouterr().out
+    said = pd.read_csv(tmp_path / "said" / "length.tsv", sep="\t", keep_default_na=False)
+    assert list(said.columns) == ["sentence", "label", "word", "predicted", "probability", "correct"]
     assert "selectivity" in out and "length" in out
     df = pd.read_csv(tmp_path / "p.csv")
-    accuracy = df.set_index("metric").loc["accuracy"]  # the printed table gives the accuracy with its CI and n
+    accuracy = df.set_index("metric").loc["accuracy"]
+    assert said["correct"].mean() == pytest.approx(accuracy["value"]) and accuracy["n"] == len(said)
+    again = ["probe", "--encoder", "random-sp-average", "--task", "length", "--predictions", str(tmp_path / "said")]
+    assert cli.main([*again, *small]) == 2  # refused before any work: the file would be replaced
+    assert "already holds length.tsv; --force replaces them" in capsys.readouterr().err
+    assert cli.main([*again, "--layers", "0", *small]) == 2 and "drop --seeds / --layers" in capsys.readouterr().err  # the printed table gives the accuracy with its CI and n
     header, row = out.splitlines()[-3], out.splitlines()[-1]
     assert "accuracy 95% CI" in header and header.split()[-4] == "n"
     assert f"[{100 * accuracy['ci_low']:.1f}, {100 * accuracy['ci_high']:.1f}]  {accuracy['n']}" in row

@@ -75,6 +75,44 @@ def test_cache_layers_encodes_once_for_all_layers(semantic):
     assert counting.calls == 1  # all stored: no pass at all
 
 
+def test_a_sweep_streams_each_layer_to_its_entry_and_a_failed_pass_leaves_nothing(semantic):
+    from safetensors import safe_open
+    sentences = [f"{s} ({i})" for i, s in enumerate(SENTENCES * 150)]  # 600 sentences: several batches
+    expected = semantic.encode_layers(sentences, semantic.layers)  # the batches cache_layers makes
+    views = cache_layers(semantic, sentences, semantic.layers)  # BGT's encode_layers takes out=: streamed
+    for view, layer in zip(views, semantic.layers):
+        with safe_open(str(view.path_for(sentences)), framework="numpy") as handle:
+            header = handle.metadata()
+        assert header["sentences"] == view.path_for(sentences).stem and header["n"] == "600"
+        np.testing.assert_array_equal(view.encode(sentences), expected[layer])  # read back, checksum and all
+        assert view.hits == 1 and view.misses == 0
+
+    class NaNAfterFirstBatch:
+        def __init__(self, entry):
+            self.entry, self.batches = entry, 0
+
+        def __setitem__(self, index, rows):
+            self.batches += 1
+            self.entry[index] = rows if self.batches == 1 else np.full_like(rows, np.nan)
+
+    class Broken:
+        name, layers, base_name = semantic.name, semantic.layers, semantic.base_name
+
+        def at_layer(self, layer):
+            return semantic.at_layer(layer)
+
+        def encode_layers(self, sentences, layers, show_progress=False, out=None):
+            return semantic.encode_layers(sentences, layers, batch_size=64,
+                                          out={k: NaNAfterFirstBatch(v) for k, v in out.items()})
+
+    others = [s.upper() for s in sentences]
+    with pytest.raises(WorkbenchError, match="returned NaN/inf for 64 of 64 sentences of a batch"):
+        cache_layers(Broken(), others, semantic.layers)
+    assert not any(cached(semantic.at_layer(k)).holds(others) for k in semantic.layers)
+    folders = {cached(semantic.at_layer(k)).path_for(others).parent for k in semantic.layers}
+    assert not [p for folder in folders for p in folder.glob(".*.tmp")]  # no half-written entry left behind
+
+
 def test_sweep_rows_equal_single_layer_probes_and_layer_zero_is_a_bag_of_words(semantic):
     df = probe_layers(semantic, ["bigram_shift", "word_content"], sizes=SIZES, show_progress=False)
     acc = df[df["metric"] == "accuracy"].set_index(["task", "layer"])

@@ -172,6 +172,25 @@ def test_length_exposing_encoder_wins_random_sits_at_majority(length_task):
     assert good.ci_low <= good.accuracy <= good.ci_high
 
 
+def test_predictions_say_what_the_probe_gave_each_test_sentence_and_agree_with_its_accuracy(length_task):
+    from workbench.probing.probe import predictions
+    noisy = FeatureEncoder("noisy-length", lambda s: len(preprocess(s).split()) + np.random.default_rng(
+        zlib.crc32(s.encode())).normal(0, 3))  # right on some sentences, wrong on others
+    result = probe(noisy, length_task)
+    table = predictions(noisy, length_task)
+    test = length_task.split("te")
+    assert list(table.columns) == ["sentence", "label", "word", "predicted", "probability", "correct"]
+    assert table["sentence"].tolist() == test["sentence"].tolist() and len(table) == result.n_test
+    assert table["correct"].mean() == pytest.approx(result.accuracy) and 0.3 < result.accuracy < 0.97
+    assert "".join("1" if c else "0" for c in table["correct"]) == result.correct  # the stored per-sentence outcome
+    assert set(table["predicted"]) <= set(test["label"].astype(str)) and table["probability"].between(0, 1).all()
+    assert (table["probability"] >= 1 / test["label"].nunique() - 1e-4).all()  # the label given is the likeliest
+    by_name = predictions(noisy, "length", sizes=SMALL)  # a task name: the same build, read back
+    assert by_name.equals(table)
+    with pytest.raises(WorkbenchError, match="a mean over seeds keeps none"):
+        predictions(noisy, length_task, seeds=2)
+
+
 def test_a_named_task_is_probed_at_the_default_sizes_unless_asked_and_full_on_request(monkeypatch):
     """One default for Python, the CLI, the demo and the cards (a first probe(enc, task) took 8.5 minutes at the
     task's full size); sizes="full" is the task card's own."""

@@ -4,6 +4,7 @@
     enc = wb.untrained_encoder("random-transformer", pair="en-fr")
     wb.probe(enc, "punct_num")          # ProbeResult(accuracy, ci, majority, ...)
     wb.probe(enc, "my_sentences.csv")   # your own labelled sentences (sentence, label[, split, word] columns)
+    wb.predictions(enc, "punct_num")    # what the probe said of each test sentence, with its probability
     wb.evaluate(enc, "sts")             # tidy DataFrame, Pearson per STS dataset and year
     wb.compare_sts(enc, other)          # paired bootstrap: difference, CI and p-value per STS year
     wb.report(df, "reports/x.html")     # self-contained HTML + CSV/JSON (+ PNG/PDF with Chromium)
@@ -36,6 +37,7 @@ _PUBLIC = {
     "ProbeResult": ".probing.result",
     "probe": ".probing.probe",
     "probe_all": ".probing.probe",
+    "predictions": ".probing.probe",
     "probe_across": ".probing.across",
     "erase": ".probing.erase",
     "get_task": ".probing.tasks",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -50,7 +50,11 @@ class LayeredEncoder(Encoder, Protocol):
     def at_layer(self, layer: int) -> "LayeredEncoder": ...
 
     def encode_layers(self, sentences: Sequence[str], layers: Sequence[int], batch_size: int = 256,
-                      show_progress: bool = False) -> dict[int, np.ndarray]: ...
+                      show_progress: bool = False, out: Mapping | None = None) -> Mapping:
+        """``{layer: (n, dim) float32}`` from one pass; with ``out``, each batch's rows written into ``out[layer]``
+        (``out[layer][index] = rows``) as they are pooled, and ``out`` returned — how the cache streams a sweep
+        to disk without holding every layer. An encoder whose ``encode_layers`` takes no ``out`` still works: its
+        arrays are stored whole."""
 
 
 def check_contract(encoder: object) -> Encoder:

@@ -112,6 +112,26 @@ def atomic_write(path: Path, content: str | Callable[[Path], object]) -> None:
         raise
 
 
+def check_results_folder(folder: str | Path, option: str, written: str, force: bool = False) -> Path:
+    """``folder`` if results may be written there, checked before any work: not a file, not inside ``trained/`` or
+    any model or checkpoint folder (one with a ``config.json``: its digests would no longer cover it), and holding
+    no files matching ``written`` (a glob) unless ``force``. ``option`` names the folder in messages."""
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise WorkbenchError(f"{option} {folder} is a file; give a folder")
+    resolved = folder.resolve()
+    models = trained_dir().resolve()
+    inside = next((p for p in (resolved, *resolved.parents) if (p / "config.json").is_file()), None)
+    if resolved == models or models in resolved.parents or inside is not None:
+        raise WorkbenchError(f"{option} {folder} is inside {'trained/' if inside is None else f'the model folder {inside}'}"
+                             ", whose files are checked against their digests: write the results elsewhere")
+    there = sorted(p.name for p in folder.glob(written)) if folder.is_dir() else []
+    if there and not force:
+        raise WorkbenchError(f"{option} {folder} already holds {', '.join(there[:3])}{', …' if len(there) > 3 else ''}; "
+                             "--force replaces them, or give another folder")
+    return folder
+
+
 def read_json(path: Path) -> object:
     """A JSON file's content; a file that is not UTF-8 or not JSON is refused with its path and the line."""
     path = Path(path)

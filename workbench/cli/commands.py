@@ -60,7 +60,10 @@ def _probe_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--jobs", type=int, default=1, metavar="N",
                    help="with --layers: fit the layers' probes N at a time (joblib threads; -1: one per core)")
     p.add_argument("--out", help="also write the tidy results as CSV")
-    p.add_argument("--force", action="store_true", help="replace --out if it exists")
+    p.add_argument("--predictions", metavar="DIR",
+                   help="also write each task's test sentences with their label, the label the probe gave, its "
+                        "probability and whether it was right, as DIR/TASK.tsv (error analysis)")
+    p.add_argument("--force", action="store_true", help="replace --out or --predictions' files if they exist")
     size_args(p, unset="default: the model cards' 6000/1000/1000 for named tasks, all of an own task's sentences")
 
 

@@ -18,9 +18,10 @@ from ..probing.baselines import text_baselines
 from ..probing.build import build_task, default_sizes, ship_manifests, ship_parses
 from ..probing.layers import layer_profile, probe_layers
 from ..probing.own import dataset_or_card, is_own, own_task
-from ..probing.probe import MAX_SEEDS, check_options, probe
+from ..probing.probe import MAX_SEEDS, check_options, probe, task_dataset
+from ..probing.result import prediction_table
 from ..probing.tasks import get_task, readable_tasks, task_names
-from ..paths import atomic_write
+from ..paths import atomic_write, check_results_folder
 from ..progress import progress_bar
 from ..reports.pages import report, spreadsheet_safe
 from ..reports.results import layer_table, probe_table
@@ -51,19 +52,28 @@ def _control(args) -> bool | str:
     return False if args.no_control else (args.control or True)
 
 
-def probe_command(args) -> None:
-
-    check_options(args.classifier, _control(args), args.mdl)  # before the encoder is built
+def _check_probe_options(args) -> None:
+    """The options of ``probe`` that go together or not, checked before the encoder is built."""
+    check_options(args.classifier, _control(args), args.mdl)
     if not whole(args.seeds, 1, MAX_SEEDS):
         raise WorkbenchError(f"--seeds must be a whole number from 1 to {MAX_SEEDS} (got {args.seeds})")
     if args.jobs != 1 and not args.layers:
         raise WorkbenchError("--jobs fits a layer sweep's probes side by side: give --layers too, or drop --jobs")
     if args.seeds > 1 and (args.given or args.layers):
         raise WorkbenchError("--seeds averages plain probes of one encoder: drop --given / --layers, or --seeds")
-    sizes = probing_sizes(args)
-    tasks = _tasks(args.task or [], args, sizes)  # before the encoder is built: a bad file fails at once
+    if args.predictions is not None and (args.seeds > 1 or args.layers):
+        raise WorkbenchError("--predictions keeps what one probe said of each test sentence: drop --seeds / "
+                             "--layers (a sweep: probe the layer you want to read with --layer)")
+    if args.predictions is not None:
+        check_results_folder(args.predictions, "--predictions", "*.tsv", args.force)
     if args.given and not args.model:
         raise WorkbenchError("--given names a view of --model; give --model too")
+
+
+def probe_command(args) -> None:
+    _check_probe_options(args)
+    sizes = probing_sizes(args)
+    tasks = _tasks(args.task or [], args, sizes)  # before the encoder is built: a bad file fails at once
     if args.given:  # two views of one model, loaded once
         model = load(args.model)
         encoder, given = model.encoder(args.encoder or "semantic"), model.encoder(args.given)
@@ -91,10 +101,22 @@ def probe_command(args) -> None:
         result = probe(encoder, task, classifier=args.classifier, control=_control(args),
                        mdl=args.mdl, sizes=sizes, given=given, transfer=args.transfer, seeds=args.seeds)
         rows.append(result.to_frame())
+        if args.predictions is not None:
+            _write_predictions(result, task, sizes, Path(args.predictions))
     df = pd.concat(rows, ignore_index=True)
     print(probe_table(df).to_string())
     if args.out:
         spreadsheet_safe(df).to_csv(args.out, index=False)
+
+
+def _write_predictions(result, task, sizes: dict[str, int] | None, folder: Path) -> None:
+    """The probe's word on each test sentence, as ``folder/TASK.tsv`` (the test split is the one it was fitted on:
+    the same build, read back)."""
+    test = task_dataset(task, **({"sizes": sizes} if sizes else {})).split("te")
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{result.task}.tsv"
+    atomic_write(path, lambda tmp: prediction_table(result, test).to_csv(tmp, sep="\t", index=False))
+    print(f"predictions -> {path}", flush=True)
 
 
 def _tasks(given: list[str], args, sizes: dict[str, int] | None) -> list:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..checks import WorkbenchError
-from ..paths import atomic_write, trained_dir
+from ..paths import atomic_write, check_results_folder
 
 SCRIPTS = {"en": "eng-Latn", "fr": "fra-Latn", "es": "spa-Latn", "ar": "ara-Arab", "tr": "tur-Latn", "ja": "jpn-Jpan"}
 STS17_SUBSETS = {"en-en": "en-en", "es-es": "es-es", "ar-ar": "ar-ar", "en-ar": "en-ar", "en-es": "es-en",
@@ -54,23 +54,8 @@ def mteb_results(frame: pd.DataFrame) -> dict[str, dict]:
 
 
 def check_mteb_folder(folder: str | Path, force: bool = False) -> Path:
-    """``folder`` if MTEB results may go there, checked before any work: not a file, not inside ``trained/`` or
-    any model or checkpoint folder (one with a ``config.json``: its digests would no longer cover it), and
-    holding no results already unless ``force``."""
-    folder = Path(folder)
-    if folder.exists() and not folder.is_dir():
-        raise WorkbenchError(f"--mteb {folder} is a file; give a folder for the MTEB results")
-    resolved = folder.resolve()
-    models = trained_dir().resolve()
-    inside = next((p for p in (resolved, *resolved.parents) if (p / "config.json").is_file()), None)
-    if resolved == models or models in resolved.parents or inside is not None:
-        raise WorkbenchError(f"--mteb {folder} is inside {'trained/' if inside is None else f'the model folder {inside}'}"
-                             ", whose files are checked against their digests: write the results elsewhere")
-    there = sorted(p.name for p in folder.glob("*.json")) if folder.is_dir() else []
-    if there and not force:
-        raise WorkbenchError(f"--mteb {folder} already holds {', '.join(there[:3])}{', …' if len(there) > 3 else ''}; "
-                             "--force replaces them, or give another folder")
-    return folder
+    """``folder`` if MTEB results may go there (:func:`~workbench.paths.check_results_folder`)."""
+    return check_results_folder(folder, "--mteb", "*.json", force)
 
 
 def write_mteb(frame: pd.DataFrame, folder: str | Path, force: bool = False) -> list[Path]:

@@ -5,7 +5,7 @@ import copy
 import hashlib
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, fields
 from itertools import chain
 from typing import ClassVar
@@ -224,20 +224,23 @@ class NetworkEncoder(NamedEncoder):
         return self._encode_ids(ids, (self.layer,), batch_size, show_progress)[self.layer]
 
     def encode_layers(self, sentences: Sequence[str], layers: Sequence[int], batch_size: int = 256,
-                      show_progress: bool = False) -> dict[int, np.ndarray]:
-        """Every layer of ``layers`` from one forward pass per batch: ``{layer: (n, dim of that layer)}``."""
+                      show_progress: bool = False, out: Mapping | None = None) -> Mapping:
+        """Every layer of ``layers`` from one forward pass per batch: ``{layer: (n, dim of that layer)}``, or the
+        rows written into ``out[layer]`` (anything that takes ``out[layer][index] = rows``: the cache's streamed
+        entries) and ``out`` returned."""
         for layer in layers:
             _check_layer(self.module, layer, self.base_name)
         ids = self.tokenizer.encode(check_sentences(sentences), max_len=self.max_len)
-        return self._encode_ids(ids, tuple(dict.fromkeys(layers)), batch_size, show_progress)
+        return self._encode_ids(ids, tuple(dict.fromkeys(layers)), batch_size, show_progress, out)
 
     @torch.no_grad()
     def _encode_ids(self, ids: Sequence[Sequence[int]], layers: tuple[int, ...], batch_size: int,
-                    show_progress: bool) -> dict[int, np.ndarray]:
+                    show_progress: bool, out: Mapping | None = None) -> Mapping:
         lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
         flat = np.fromiter(chain.from_iterable(ids), dtype=np.int64, count=int(lengths.sum()))
         starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]) if len(ids) else lengths
-        out = {layer: np.empty((len(ids), self._dim(layer)), dtype=np.float32) for layer in layers}
+        if out is None:
+            out = {layer: np.empty((len(ids), self._dim(layer)), dtype=np.float32) for layer in layers}
         device = next(self.module.parameters()).device
         self.module.eval()
         for index in progress_bar(_length_sorted_batches(lengths, batch_size), desc=f"encode {self.name}",

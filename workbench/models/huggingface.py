@@ -20,7 +20,7 @@ import hashlib
 import inspect
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -209,11 +209,15 @@ class HFEncoder(NamedEncoder):
 
     @torch.no_grad()
     def encode_layers(self, sentences: Sequence[str], layers: Sequence[int], batch_size: int = 64,
-                      show_progress: bool = False) -> dict[int, np.ndarray]:
-        """Every layer of ``layers`` pooled from one forward pass per batch: ``{layer: (n, dim) float32}``."""
+                      show_progress: bool = False, out: Mapping | None = None) -> Mapping:
+        """Every layer of ``layers`` pooled from one forward pass per batch: ``{layer: (n, dim) float32}``, or the
+        rows written into ``out[layer]`` (anything that takes ``out[layer][index] = rows``: the cache's streamed
+        entries) and ``out`` returned."""
         sentences, batch_size = check_sentences(sentences), check_batch_size(batch_size)
-        layers = [self._number(layer) for layer in layers]
-        out = {layer: np.empty((len(sentences), self.dim), dtype=np.float32) for layer in layers}
+        numbers = {layer: self._number(layer) for layer in layers}
+        out = ({numbers[layer]: out[layer] for layer in layers} if out is not None else
+               {number: np.empty((len(sentences), self.dim), dtype=np.float32) for number in numbers.values()})
+        layers = list(out)
         order = np.argsort([len(s) for s in sentences], kind="stable")
         for start in progress_bar(range(0, len(order), batch_size), desc=f"encode {self.name}", unit="batch",
                           disable=not show_progress):

@@ -10,6 +10,7 @@ encoder × task × options costs a file read.
 from __future__ import annotations
 
 import hashlib
+import inspect
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -27,11 +28,11 @@ from .control import CONTROLS, control_labels, control_words, uninformative
 from .mdl import online_codelength
 from .own import dataset_or_card
 from .pool import translations
-from .result import ProbeResult, bootstrap_ci, over_seeds
+from .result import ProbeResult, bootstrap_ci, over_seeds, prediction_table
 from .tasks import TaskCard, get_task, task_names
 
 MAX_SEEDS = 100  # more probes than anyone reads a spread from; refused before any work
-PROBE_VERSION = 8  # bump when a change alters results, so cached ones are recomputed
+PROBE_VERSION = 9  # bump when a change alters results, so cached ones are recomputed
 
 
 def probe(encoder: Encoder, task: str | Path | pd.DataFrame | ProbingDataset, classifier: str = "logreg",
@@ -100,9 +101,16 @@ def _checked_request(encoder: Encoder, task, given: Encoder | None, transfer: st
             raise WorkbenchError(f"conditional probe of {encoder.name!r} given itself: give another view")
     if transfer is not None:
         _check_transfer(card, encoder, transfer, given)
+    return task_dataset(task, **build_options) if dataset is None else dataset, card
+
+
+def task_dataset(task, **build_options) -> ProbingDataset:
+    """The dataset a probe of ``task`` reads: a named task built at the sizes asked for (the default ones unless
+    ``sizes``), or the own data or dataset given."""
+    dataset, card = dataset_or_card(task, **build_options)
     if dataset is None:
         dataset = build_task(card, **{**build_options, "sizes": probing_sizes(build_options.get("sizes"))})
-    return dataset, card
+    return dataset
 
 
 @dataclass
@@ -250,7 +258,9 @@ def _run_probe(encoder, features, dataset, splits, classifier, seed, control, md
     X = features(encoder)
     y = {tag: frame["label"].to_numpy() for tag, frame in splits.items()}
     clf = new_classifier(classifier, seed, (X["va"], y["va"])).fit(X["tr"], y["tr"])
-    correct = (clf.predict(X["te"]) == y["te"]).astype(float)
+    probabilities = clf.predict_proba(X["te"])
+    predicted = clf.classes_[probabilities.argmax(axis=1)]
+    correct = (predicted == y["te"]).astype(float)
     majority_label = pd.Series(y["tr"]).value_counts().idxmax()
     low, high = bootstrap_ci(correct, seed=seed)
     seen = _seen_word(splits)
@@ -260,6 +270,8 @@ def _run_probe(encoder, features, dataset, splits, classifier, seed, control, md
                          correct="".join("1" if c else "0" for c in correct),
                          majority=float((y["te"] == majority_label).mean()), control_accuracy=None,
                          n_train=len(y["tr"]), n_test=len(y["te"]),
+                         predictions=[[str(label), round(float(p), 4)]
+                                      for label, p in zip(predicted, probabilities.max(axis=1))],
                          hyperparameters=", ".join(f"{k}={v:g}" for k, v in chosen.items()) + f" (of {_grid(clf)})")
     if seen is not None:
         result.n_seen = int(seen.sum())
@@ -291,6 +303,15 @@ def _seen_word(splits: dict[str, pd.DataFrame]) -> np.ndarray | None:
     if len(test) == 0 or not all(test):
         return None
     return np.isin(test, splits["tr"]["word"].str.lower().unique())
+
+
+def predictions(encoder: Encoder, task, **options) -> pd.DataFrame:
+    """What the probe :func:`probe` fits (and caches) said of each test sentence of ``task``: sentence, label (and
+    label word), the label it gave, that label's probability, and whether it was right (``options`` as for
+    :func:`probe`, one seed) — for error analysis."""
+    build = {key: value for key, value in options.items() if key not in inspect.signature(probe).parameters}
+    result = probe(encoder, task, **options)
+    return prediction_table(result, task_dataset(task, **build).split("te"))
 
 
 def probe_all(encoders: Sequence[Encoder], tasks: Sequence[str], **options) -> pd.DataFrame:

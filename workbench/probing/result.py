@@ -8,6 +8,8 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..checks import WorkbenchError
+
 
 MIN_SUBSET = 20  # a subset accuracy on fewer sentences is shown as too few to read, not as a number
 
@@ -30,6 +32,7 @@ class ProbeResult:
     control: str | None = None  # the control task used: "word" (the label word) or "first_word"
     control_caveat: str = ""  # why that control cannot separate property from memory here ("": it can)
     correct: str = field(default="", repr=False)  # per test example, "1" where the probe was right
+    predictions: list = field(default_factory=list, repr=False)  # per test example, [label given, its probability]
     given: str | None = None  # conditional probe: the view this encoder's gain is measured beyond
     given_accuracy: float | None = None  # the probe on that view alone
     gain_ci_low: float | None = None  # paired bootstrap 95% CI of accuracy − given_accuracy
@@ -136,6 +139,18 @@ def over_seeds(runs: Sequence[ProbeResult]) -> ProbeResult:
     averaged = {name: mean(name) for name in ("accuracy", "control_accuracy", "mdl_bits", "compression",
                                               "transfer_accuracy", "transfer_english_accuracy", "seen_accuracy",
                                               "unseen_accuracy")}
-    return ProbeResult(**{**asdict(first), **averaged, "ci_low": low, "ci_high": high, "correct": "",
+    return ProbeResult(**{**asdict(first), **averaged, "ci_low": low, "ci_high": high, "correct": "", "predictions": [],
                           "seeds": len(runs), "seed_std": float(np.std([r.accuracy for r in runs], ddof=1)),
                           "hyperparameters": " | ".join(dict.fromkeys(r.hyperparameters for r in runs))})
+
+
+def prediction_table(result: ProbeResult, test: pd.DataFrame) -> pd.DataFrame:
+    """Per test sentence (``test``: the dataset's test split, in its order): its label, the label the probe gave,
+    the probability it gave it and whether it was right — what error analysis reads (a seeds mean has none)."""
+    if len(result.predictions) != len(test):
+        raise WorkbenchError(f"{result.task}: {len(result.predictions)} predictions for {len(test)} test sentences "
+                             "(a mean over seeds keeps none: probe with one seed)")
+    given = pd.DataFrame(result.predictions, columns=["predicted", "probability"], index=test.index)
+    table = test[[c for c in ("sentence", "label", "word") if c in test]].join(given)
+    table["correct"] = table["predicted"].astype(str) == table["label"].astype(str)
+    return table.reset_index(drop=True)

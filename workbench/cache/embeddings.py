@@ -9,31 +9,24 @@ processes asking for the same entry encode it once; a read re-checks the checksu
 truncated or corrupted is reported, deleted and recomputed — never returned. Each fingerprint's folder records
 the encoder that claimed it (``encoder.json``: name and dimension): a second encoder with the same fingerprint
 but another name or dimension is refused, since it would be answered with the first one's embeddings and
-results. Results computed from embeddings (:func:`remember`) carry a checksum too.
+results.
 """
 from __future__ import annotations
 
-import datetime
 import hashlib
 import json
 import logging
-import os
 import re
-import shutil
-import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 from filelock import FileLock
-from safetensors import SafetensorError, safe_open
 from safetensors.numpy import save_file
 
-from .checks import WorkbenchError, check_sentences, whole
-from .encoders import Encoder, check_contract, check_embeddings
-from .paths import atomic_write, home_dir, made_with, trained_dir
+from ..checks import WorkbenchError, check_sentences, whole
+from ..encoders import Encoder, check_contract, check_embeddings
+from ..paths import atomic_write, home_dir
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +50,7 @@ def sentences_digest(sentences: Sequence[str]) -> str:
 
 
 def _array_digest(array: np.ndarray) -> str:
-    return hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()
+    return hashlib.sha256(np.ascontiguousarray(array).data).hexdigest()  # the buffer itself: no copy of a layer
 
 
 class CachedEncoder:
@@ -101,7 +94,7 @@ class CachedEncoder:
                     "a sha256 of its weights), or the same network the same name; `workbench cache clear "
                     f"--encoder {owner.get('name')}` forgets the old one")
 
-    def _claim(self) -> None:
+    def claim(self) -> None:
         """Record which encoder this fingerprint belongs to (with its first stored entry)."""
         path = self._claim_path()
         if path.is_file():
@@ -129,7 +122,7 @@ class CachedEncoder:
             embeddings = check_embeddings(self.encoder, self.encoder.encode(
                 sentences, batch_size=batch_size, show_progress=show_progress), len(sentences))
             # what was stored, so a miss and a later hit give identical numbers
-            return self._write(path, embeddings).astype(np.float32)
+            return self._write(path, embeddings).astype(np.float32, copy=False)
 
     def store(self, sentences: Sequence[str], embeddings: np.ndarray) -> None:
         """Keep ``embeddings`` of ``sentences`` computed elsewhere (one pass over all layers of a network,
@@ -149,9 +142,7 @@ class CachedEncoder:
         if not path.is_file():
             return None
         try:
-            with safe_open(str(path), framework="numpy") as handle:  # one read: header and array
-                meta = handle.metadata() or {}
-                array = handle.get_tensor("embeddings")
+            meta, array = read_entry(path)
             problem = None
             if meta.get("fingerprint") != self.fingerprint:
                 problem = "it belongs to another encoder"
@@ -161,10 +152,10 @@ class CachedEncoder:
                 problem = f"shape {array.shape} instead of ({n}, {self.dim})"
             elif _array_digest(array) != meta.get("sha256"):
                 problem = "its checksum does not match"
-        except (SafetensorError, OSError, ValueError, KeyError) as err:
-            problem = f"it cannot be read ({err})"
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            problem = f"it cannot be read ({err!r})"
         if problem is None:
-            return array.astype(np.float32)
+            return array.astype(np.float32, copy=False)
         log.warning("cache entry %s is corrupt (%s); recomputing it", path, problem)
         path.unlink(missing_ok=True)
         return None
@@ -173,15 +164,43 @@ class CachedEncoder:
         stored = np.ascontiguousarray(embeddings.astype(np.float32))
         if self.dtype == "float16" and float16_is_exact(embeddings):
             stored = np.ascontiguousarray(embeddings.astype(np.float16))
-        meta = {"format": FORMAT_VERSION, "encoder": self.name, "fingerprint": self.fingerprint,
-                "sha256": _array_digest(stored), "n": str(len(stored)), "sentences": path.stem}
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._claim()
-        atomic_write(path, lambda tmp: save_file({"embeddings": stored}, str(tmp), metadata=meta))
+        self.claim()
+        metadata = self.metadata(path, _array_digest(stored), len(stored))
+        atomic_write(path, lambda tmp: save_file({"embeddings": stored}, str(tmp), metadata=metadata))
         return stored
+
+    def metadata(self, path: Path, sha256: str, n: int) -> dict[str, str]:
+        """The header of the entry at ``path``: what a read checks the array against."""
+        return {"format": FORMAT_VERSION, "encoder": self.name, "fingerprint": self.fingerprint, "sha256": sha256,
+                "n": str(n), "sentences": path.stem}
 
     def __repr__(self) -> str:
         return f"<cached {self.encoder!r}>"
+
+
+ENTRY_DTYPES = {"F32": np.float32, "F16": np.float16}
+MAX_HEADER = 1 << 16
+
+
+def read_entry(path: Path) -> tuple[dict, np.ndarray]:
+    """An entry's header metadata and its array, read from the file straight into the array (no mapping of the
+    file beside it: a layer of a sweep is held once, not twice). Anything but the one float tensor the cache
+    writes, whole, is refused (ValueError)."""
+    with open(path, "rb") as handle:
+        size = int.from_bytes(handle.read(8), "little")
+        if not 2 <= size <= MAX_HEADER:
+            raise ValueError(f"a header of {size} bytes")
+        header = json.loads(handle.read(size))
+        tensor, meta = header.pop("embeddings"), header.pop("__metadata__", {})
+        dtype, (rows, columns) = ENTRY_DTYPES[tensor["dtype"]], tensor["shape"]
+        count = rows * columns
+        if header or tensor["data_offsets"] != [0, count * np.dtype(dtype).itemsize]:
+            raise ValueError("not the one tensor the cache writes")
+        array = np.fromfile(handle, dtype=dtype, count=count)
+        if array.size != count or handle.read(1):
+            raise ValueError("truncated, or bytes past its tensor")
+    return meta, array.reshape(rows, columns)
 
 
 SAFE_FINGERPRINT = re.compile(r"[^./\\\x00][^/\\\x00]*")  # names one folder: no separators, no leading dot
@@ -212,171 +231,3 @@ def float16_is_exact(embeddings: np.ndarray) -> bool:
 def cached(encoder: Encoder, dtype: str = "float32") -> CachedEncoder:
     """``encoder`` behind the embedding cache (an already cached encoder is returned as it is)."""
     return encoder if isinstance(encoder, CachedEncoder) else CachedEncoder(encoder, dtype)
-
-
-def cache_layers(encoder, sentences: Sequence[str], layers: Sequence[int], show_progress: bool = False
-                 ) -> list[CachedEncoder]:
-    """The cached encoder of each of ``layers`` of ``encoder`` (one that offers ``at_layer`` and
-    ``encode_layers``), with ``sentences`` stored for each: the layers not cached yet come from one forward pass
-    of the network, not one pass per layer."""
-    views = [cached(encoder.at_layer(layer)) for layer in layers]
-    missing = [view for view in views if not view.holds(sentences)]
-    if missing:
-        arrays = encoder.encode_layers(sentences, [view.encoder.layer for view in missing],
-                                       show_progress=show_progress)
-        for view in missing:
-            view.store(sentences, arrays[view.encoder.layer])
-    return views
-
-
-@dataclass
-class CacheEntry:
-    encoder: str
-    fingerprint: str
-    n_entries: int
-    n_sentences: int
-    bytes: int
-
-
-def cache_summary() -> pd.DataFrame:
-    """One row per cached encoder: name, fingerprint prefix, embedding entries, sentences, and bytes on disk
-    (embeddings and the results computed from them)."""
-    rows = []
-    root = cache_dir()
-    for folder in sorted(p for p in root.glob("*") if p.is_dir()) if root.is_dir() else []:
-        name, entries, sentences, size = "?", 0, 0, 0
-        for path in folder.glob("*.safetensors"):
-            size += path.stat().st_size
-            entries += 1
-            try:
-                with safe_open(str(path), framework="numpy") as handle:
-                    meta = handle.metadata() or {}
-                name, sentences = meta.get("encoder", name), sentences + int(meta.get("n", 0))
-            except (SafetensorError, OSError, ValueError):
-                pass
-        size += sum(p.stat().st_size for p in (results_dir() / folder.name).rglob("*.json"))
-        if entries or size:  # a folder that holds nothing (yet) is no row
-            rows.append(CacheEntry(name, folder.name, entries, sentences, size).__dict__)
-    return pd.DataFrame(rows, columns=list(CacheEntry.__dataclass_fields__))
-
-
-def clear_cache(encoder: str | None = None) -> int:
-    """Delete every entry, or those of one encoder (its name, or a fingerprint of at least 6 hex digits);
-    returns the bytes freed."""
-    root = cache_dir()
-    freed = 0
-    summary = cache_summary()
-    if encoder is not None and not any(encoder == row.encoder or (len(encoder) >= 6 and row.fingerprint.startswith(
-            encoder[:16])) for row in summary.itertuples()):
-        raise WorkbenchError(f"nothing cached for encoder {encoder!r}; cached: "
-                             f"{', '.join(sorted(set(summary['encoder']))) or 'nothing'} (`workbench cache ls`)")
-    kept = []
-    for row in summary.itertuples():
-        by_fingerprint = encoder is not None and len(encoder) >= 6 and row.fingerprint.startswith(encoder[:16])
-        if encoder is None or encoder == row.encoder or by_fingerprint:
-            for folder in (root / row.fingerprint, results_dir() / row.fingerprint):
-                shutil.rmtree(folder, ignore_errors=True)
-            if (root / row.fingerprint).exists():  # a read-only home: say so rather than count it as freed
-                kept.append(row.encoder)
-            else:
-                freed += row.bytes
-    if kept:
-        raise WorkbenchError(f"could not delete the cached embeddings of {', '.join(sorted(set(kept)))} in {root} "
-                             f"(freed {freed / 2 ** 20:.1f} MiB of the rest): is the folder read-only? "
-                             "Make it writable, or set WORKBENCH_HOME to a folder you can write")
-    return freed
-
-
-def results_dir() -> Path:
-    return home_dir() / "cache" / "results"
-
-
-def remember(kind: str, fingerprint: str, key: dict, compute: Callable[[], dict | list],
-             refresh: bool = False) -> dict | list:
-    """The JSON result of ``compute()`` for the encoder with ``fingerprint``, stored under (``kind``, ``key``)
-    and computed only on a miss (or always, with ``refresh``). ``key`` names everything else the result
-    depends on (data, options, version).
-    """
-    key = {"fingerprint": fingerprint, **key}
-    digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:24]
-    path = results_dir() / fingerprint[:16] / kind / f"{digest}.json"
-    if path.is_file() and not refresh:
-        try:
-            stored = json.loads(path.read_text(encoding="utf-8"))
-            if (stored.get("key") == json.loads(json.dumps(key, default=str))
-                    and stored.get("sha256") == _result_digest(stored.get("result"))):
-                return stored["result"]
-        except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
-            pass
-        log.warning("cached result %s is unreadable, edited or stale; recomputing it", path)
-    start = time.perf_counter()
-    result = json.loads(json.dumps(compute(), default=str))  # as a later read will return it
-    made = {"seconds": round(time.perf_counter() - start, 3), **made_with(),
-            "at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, json.dumps({"key": key, "result": result, "sha256": _result_digest(result), "made": made}))
-    return result
-
-
-def stored_results(kind: str = "probe") -> list[dict]:
-    """Every stored result of ``kind`` whose checksum holds: ``{"key", "result", "made"}`` (``made``: runtime,
-    versions and machine, empty for a result stored before they were recorded); an edited entry is left out."""
-    entries = []
-    for path in sorted(results_dir().glob(f"*/{kind}/*.json")):
-        try:
-            stored = json.loads(path.read_text(encoding="utf-8"))
-            if stored.get("sha256") == _result_digest(stored.get("result")):
-                entries.append({"key": stored["key"], "result": stored["result"], "made": stored.get("made", {})})
-                continue
-        except (OSError, json.JSONDecodeError, UnicodeDecodeError, AttributeError, KeyError):
-            pass
-        log.warning("cached result %s is unreadable or edited: left out", path)
-    return entries
-
-
-def _result_digest(result) -> str:
-    return hashlib.sha256(json.dumps(result, sort_keys=True).encode()).hexdigest()
-
-
-TEMP_FILE = re.compile(r"\..+\.(\d+)\.(?:tmp|old)")  # what every atomic write or folder swap leaves while it runs
-LOCK_FILE = re.compile(r"\..+\.lock")  # a models writer's lock (paths.only_writer): its content is the writer's pid
-
-
-def stale_temp_files(roots: Sequence[Path] | None = None) -> list[Path]:
-    """What writers killed mid-write left behind under the workbench home and the models folder (or ``roots``):
-    temporary files, the temporary folders an export or import builds a model in, and their locks, each only where
-    the process that wrote it is gone."""
-    stale = []
-    for root in roots or (home_dir(), trained_dir()):
-        for path in root.rglob(".*") if root.is_dir() else []:
-            match = TEMP_FILE.fullmatch(path.name)
-            if match and not _alive(int(match.group(1))):
-                stale.append(path)
-            elif LOCK_FILE.fullmatch(path.name) and path.is_file():
-                holder = path.read_text().strip()
-                if holder.isdigit() and not _alive(int(holder)):
-                    stale.append(path)
-    return sorted(p for p in stale if not any(parent in stale for parent in p.parents))
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError):
-        return True  # another user's process (or a number no pid can be): leave it alone
-    return True
-
-
-def clear_stale(roots: Sequence[Path] | None = None) -> int:
-    """Delete :func:`stale_temp_files` (folders with what they hold); returns the bytes freed."""
-    freed = 0
-    for path in stale_temp_files(roots):
-        if path.is_dir():
-            freed += sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            freed += path.stat().st_size
-            path.unlink(missing_ok=True)
-    return freed

@@ -1,0 +1,126 @@
+"""A network's layers into the embedding cache from one forward pass, each layer streamed to its own entry.
+
+A sweep over every layer of a large model would need ``sentences × width × layers`` floats if each layer's array
+were made whole first (33 layers of a 4096-wide model on the 65,067-sentence probe pool: ~35 GB). Instead each
+layer's entry is a :class:`StreamedEntry`: the encoder pools a batch and writes its rows straight to their places
+in the entry's file, so what is held is the model, one batch and its pooled rows. The finished file is the same
+safetensors entry :class:`~workbench.cache.embeddings.CachedEncoder` writes (float32) and reads back, checksum
+and all; a probe then reads one layer's array at a time.
+"""
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import os
+from collections.abc import Sequence
+from contextlib import ExitStack
+
+import numpy as np
+from filelock import FileLock
+
+from ..checks import WorkbenchError, check_sentences
+from .embeddings import CachedEncoder, cached
+
+CHUNK = 1 << 24  # bytes read at a time to checksum a finished entry
+
+
+class StreamedEntry:
+    """The cache entry of ``view`` for ``sentences``, filled block by block in any order (``entry[index] = rows``,
+    as ``encode_layers`` fills its output arrays): each row goes to its place in a temporary file beside the
+    entry; :meth:`close` checksums the rows from disk, writes the header and moves the file into place. Left
+    without ``close`` (an error, a kill), the temporary file is removed (or found by ``workbench cache clear --stale``)."""
+
+    def __init__(self, view: CachedEncoder, sentences: Sequence[str]):
+        self.view, self.n, self.path = view, len(sentences), view.path_for(sentences)
+        self.row_bytes = 4 * view.dim
+        self.header = self._header("0" * 64)  # the real digest has the same length, so the rows never move
+        self.filled = np.zeros(self.n, dtype=bool)
+        self.tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.handle = open(self.tmp, "wb+")
+        self.handle.truncate(len(self.header) + self.n * self.row_bytes)
+
+    def _header(self, sha256: str) -> bytes:
+        """safetensors' header: its length (8 bytes, little-endian), then JSON, padded with spaces to 8 bytes."""
+        body = json.dumps({"__metadata__": self.view.metadata(self.path, sha256, self.n), "embeddings": {
+            "dtype": "F32", "shape": [self.n, self.view.dim], "data_offsets": [0, self.n * self.row_bytes]}},
+            separators=(",", ":")).encode()
+        body += b" " * (-len(body) % 8)
+        return len(body).to_bytes(8, "little") + body
+
+    def __setitem__(self, index, rows) -> None:
+        index = np.asarray(index, dtype=np.int64)
+        rows = np.ascontiguousarray(rows, dtype=np.float32)
+        if rows.shape != (len(index), self.view.dim):
+            raise WorkbenchError(f"encoder {self.view.name!r} gave rows of shape {rows.shape} for {len(index)} "
+                                 f"sentences; expected ({len(index)}, {self.view.dim})")
+        finite = np.isfinite(rows).all(axis=1)
+        if not finite.all():
+            raise WorkbenchError(f"encoder {self.view.name!r} returned NaN/inf for {int((~finite).sum())} of "
+                                 f"{len(index)} sentences of a batch (sentence {int(index[~finite][0])} first)")
+        start, fd = len(self.header), self.handle.fileno()
+        for i, row in zip(index.tolist(), rows):
+            os.pwrite(fd, row, start + i * self.row_bytes)
+        self.filled[index] = True
+
+    def close(self) -> None:
+        """Checksum the rows, write the header, move the entry into place (every row must have been written)."""
+        if not self.filled.all():
+            raise WorkbenchError(f"{(~self.filled).sum()} of {self.n} rows of {self.path.name} were never written")
+        digest, fd = hashlib.sha256(), self.handle.fileno()
+        for offset in range(len(self.header), len(self.header) + self.n * self.row_bytes, CHUNK):
+            digest.update(os.pread(fd, CHUNK, offset))
+        header = self._header(digest.hexdigest())
+        assert len(header) == len(self.header)
+        os.pwrite(fd, header, 0)
+        self.handle.close()
+        self.view.claim()
+        os.replace(self.tmp, self.path)
+
+    def __enter__(self) -> "StreamedEntry":
+        return self
+
+    def __exit__(self, *error) -> None:
+        if not self.handle.closed:
+            self.handle.close()
+            self.tmp.unlink(missing_ok=True)
+
+
+def _streams(encoder) -> bool:
+    """Whether ``encoder.encode_layers`` takes ``out`` (rows written where it is told); older or foreign layered
+    encoders return their arrays whole, which are stored as before."""
+    try:
+        parameters = inspect.signature(encoder.encode_layers).parameters
+    except (TypeError, ValueError):
+        return False
+    return "out" in parameters
+
+
+def cache_layers(encoder, sentences: Sequence[str], layers: Sequence[int], show_progress: bool = False
+                 ) -> list[CachedEncoder]:
+    """The cached encoder of each of ``layers`` of ``encoder`` (one that offers ``at_layer`` and
+    ``encode_layers``), with ``sentences`` stored for each: the layers not cached yet come from one forward pass
+    of the network, not one pass per layer, each streamed to its entry as it is pooled."""
+    views = [cached(encoder.at_layer(layer)) for layer in layers]
+    missing = [view for view in views if not view.holds(sentences)]
+    if not missing:
+        return views
+    sentences = check_sentences(sentences)
+    if not _streams(encoder):
+        arrays = encoder.encode_layers(sentences, [view.encoder.layer for view in missing],
+                                       show_progress=show_progress)
+        for view in missing:
+            view.store(sentences, arrays[view.encoder.layer])
+        return views
+    with ExitStack() as stack:  # every missing entry locked while the pass runs: another process waits, then reads
+        for view in missing:
+            view.path_for(sentences).parent.mkdir(parents=True, exist_ok=True)
+            stack.enter_context(FileLock(f"{view.path_for(sentences)}.lock"))
+        entries = {view.encoder.layer: stack.enter_context(StreamedEntry(view, sentences))
+                   for view in missing if not view.holds(sentences)}
+        if entries:
+            encoder.encode_layers(sentences, list(entries), show_progress=show_progress, out=entries)
+            for entry in entries.values():
+                entry.close()
+    return views
