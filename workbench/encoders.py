@@ -50,11 +50,13 @@ class LayeredEncoder(Encoder, Protocol):
     def at_layer(self, layer: int) -> "LayeredEncoder": ...
 
     def encode_layers(self, sentences: Sequence[str], layers: Sequence[int], batch_size: int = 256,
-                      show_progress: bool = False, out: Mapping | None = None) -> Mapping:
+                      show_progress: bool = False, out: Mapping | None = None, part: tuple[int, int] = (0, 1)
+                      ) -> Mapping:
         """``{layer: (n, dim) float32}`` from one pass; with ``out``, each batch's rows written into ``out[layer]``
         (``out[layer][index] = rows``) as they are pooled, and ``out`` returned — how the cache streams a sweep
-        to disk without holding every layer. An encoder whose ``encode_layers`` takes no ``out`` still works: its
-        arrays are stored whole."""
+        to disk without holding every layer; ``part=(rank, world)``, only every world-th batch from the rank-th
+        (how torchrun's processes share a sweep). An encoder whose ``encode_layers`` takes neither still works: its
+        arrays are stored whole, by one process."""
 
 
 def check_contract(encoder: object) -> Encoder:

@@ -51,6 +51,18 @@ def made_with() -> dict:
     return {"versions": versions, "device": device}
 
 
+def process_rank() -> tuple[int, int]:
+    """(rank, world size) of this process: (0, 1) alone; under torchrun (``WORLD_SIZE`` > 1) the process group is
+    made here once (gloo on CPU, nccl on CUDA), so training and encoding share one."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world <= 1:
+        return 0, 1
+    import torch  # only under torchrun
+    if not torch.distributed.is_initialized():
+        torch.distributed.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+    return torch.distributed.get_rank(), world
+
+
 def user_cache_dir() -> Path:
     """``$XDG_CACHE_HOME/bgt-workbench`` (default ``~/.cache/bgt-workbench``)."""
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"

@@ -15,11 +15,13 @@ import json
 import os
 from collections.abc import Sequence
 from contextlib import ExitStack
+from pathlib import Path
 
 import numpy as np
 from filelock import FileLock
 
 from ..checks import WorkbenchError, check_sentences
+from ..paths import process_rank
 from .embeddings import CachedEncoder, cached
 
 CHUNK = 1 << 24  # bytes read at a time to checksum a finished entry
@@ -31,15 +33,17 @@ class StreamedEntry:
     entry; :meth:`close` checksums the rows from disk, writes the header and moves the file into place. Left
     without ``close`` (an error, a kill), the temporary file is removed (or found by ``workbench cache clear --stale``)."""
 
-    def __init__(self, view: CachedEncoder, sentences: Sequence[str]):
+    def __init__(self, view: CachedEncoder, sentences: Sequence[str], shared: str | None = None):
+        """``shared``: the temporary file another process made for this entry, to write rows into beside it."""
         self.view, self.n, self.path = view, len(sentences), view.path_for(sentences)
         self.row_bytes = 4 * view.dim
         self.header = self._header("0" * 64)  # the real digest has the same length, so the rows never move
         self.filled = np.zeros(self.n, dtype=bool)
-        self.tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        self.tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp") if shared is None else Path(shared)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.handle = open(self.tmp, "wb+")
-        self.handle.truncate(len(self.header) + self.n * self.row_bytes)
+        self.handle = open(self.tmp, "wb+" if shared is None else "rb+")
+        if shared is None:
+            self.handle.truncate(len(self.header) + self.n * self.row_bytes)
 
     def _header(self, sha256: str) -> bytes:
         """safetensors' header: its length (8 bytes, little-endian), then JSON, padded with spaces to 8 bytes."""
@@ -86,6 +90,10 @@ class StreamedEntry:
             self.handle.close()
             self.tmp.unlink(missing_ok=True)
 
+    def leave(self) -> None:
+        """Stop writing, leaving the file to the process that made it (which closes it)."""
+        self.handle.close()
+
 
 def _streams(encoder) -> bool:
     """Whether ``encoder.encode_layers`` takes ``out`` (rows written where it is told); older or foreign layered
@@ -101,10 +109,15 @@ def cache_layers(encoder, sentences: Sequence[str], layers: Sequence[int], show_
                  ) -> list[CachedEncoder]:
     """The cached encoder of each of ``layers`` of ``encoder`` (one that offers ``at_layer`` and
     ``encode_layers``), with ``sentences`` stored for each: the layers not cached yet come from one forward pass
-    of the network, not one pass per layer, each streamed to its entry as it is pooled."""
+    of the network, not one pass per layer, each streamed to its entry as it is pooled. Under torchrun, every
+    process encodes its share of the batches into the same entries (the entries one process would write)."""
     views = [cached(encoder.at_layer(layer)) for layer in layers]
     missing = [view for view in views if not view.holds(sentences)]
-    if not missing:
+    rank, world = process_rank()
+    if world > 1 and _streams(encoder):
+        _shared_pass(encoder, check_sentences(sentences), views, rank, world, show_progress)
+        return views
+    if not missing or rank > 0:  # a process of several that cannot share the pass leaves it to the first
         return views
     sentences = check_sentences(sentences)
     if not _streams(encoder):
@@ -124,3 +137,33 @@ def cache_layers(encoder, sentences: Sequence[str], layers: Sequence[int], show_
             for entry in entries.values():
                 entry.close()
     return views
+
+
+def _shared_pass(encoder, sentences: list[str], views: list[CachedEncoder], rank: int, world: int,
+                 show_progress: bool) -> None:
+    """torchrun's processes write one pass into the same entries: the first decides which are missing and makes
+    their temporary files, each process encodes every world-th batch into them, and the first, once every row is
+    written, finishes the files; no process goes on before the entries are in place."""
+    import torch  # only under torchrun
+    dist = torch.distributed
+    with ExitStack() as stack:  # the first process's files go if anything fails
+        entries = {}
+        if rank == 0:
+            entries = {view.encoder.layer: stack.enter_context(StreamedEntry(view, sentences))
+                       for view in views if not view.holds(sentences)}
+        made = [{layer: str(entry.tmp) for layer, entry in entries.items()}]
+        dist.broadcast_object_list(made, src=0)
+        if rank > 0:
+            view_of = {view.encoder.layer: view for view in views}
+            entries = {layer: StreamedEntry(view_of[layer], sentences, shared=tmp) for layer, tmp in made[0].items()}
+        if entries:
+            encoder.encode_layers(sentences, list(entries), show_progress=show_progress, out=entries,
+                                  part=(rank, world))
+        for entry in entries.values():
+            filled = torch.from_numpy(entry.filled.astype(np.int32))
+            dist.all_reduce(filled)  # each row written by one process or another
+            entry.filled = filled.numpy() > 0
+        dist.barrier()
+        for entry in entries.values():
+            entry.close() if rank == 0 else entry.leave()
+        dist.barrier()

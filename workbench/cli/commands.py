@@ -10,9 +10,14 @@ from ..encoders import NAMED_ENCODERS
 from .common import Command, encoder_args, size_args
 
 
+def _sts():
+    """The STS readers' module, for the years and tracks the parsers list (pandas: imported when a parser asks)."""
+    from ..data import sts
+    return sts
+
+
 def _sts_years() -> list[int]:
-    from ..data.sts import STS_DATASETS  # (pandas)
-    return list(STS_DATASETS)
+    return list(_sts().STS_DATASETS)
 
 
 def _encode_arguments(p: argparse.ArgumentParser) -> None:
@@ -118,7 +123,6 @@ CACHE_COMMAND = Command(
 
 
 def _evaluate_arguments(p: argparse.ArgumentParser) -> None:
-    from ..data.sts import STS17_TRACKS
     from ..evaluation import SUITES  # (sklearn, scipy)
     encoder_args(p)
     p.add_argument("--suite", choices=[*SUITES, "all"], default="sts",
@@ -137,7 +141,7 @@ def _evaluate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tracks", nargs="+", metavar="TRACK",
                    help=f"the STS17 tracks to run, separated by spaces or commas (--suite sts17; default every one "
                         f"the encoder reads): "
-                        f"{', '.join(STS17_TRACKS)}")
+                        f"{', '.join(_sts().STS17_TRACKS)}")
     p.add_argument("--mteb", metavar="DIR",
                    help="also write the results in MTEB's results layout (TASK.json per MTEB task) into DIR")
 

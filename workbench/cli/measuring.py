@@ -146,6 +146,8 @@ def _probe_layers(args, encoder, given, tasks, sizes) -> None:
     layers = "all" if args.layers == ["all"] else _layer_numbers(args.layers)
     df = probe_layers(encoder, tasks, layers, sizes=sizes, n_jobs=args.jobs, classifier=args.classifier,
                       control=_control(args), mdl=args.mdl)
+    if df.empty:  # another torchrun process than the first: it shared the encoding, the first reports
+        return
     print(layer_table(df).to_string())
     print(layer_profile(df).round(3).to_string(index=False))
     if args.out:

@@ -224,18 +224,20 @@ class NetworkEncoder(NamedEncoder):
         return self._encode_ids(ids, (self.layer,), batch_size, show_progress)[self.layer]
 
     def encode_layers(self, sentences: Sequence[str], layers: Sequence[int], batch_size: int = 256,
-                      show_progress: bool = False, out: Mapping | None = None) -> Mapping:
+                      show_progress: bool = False, out: Mapping | None = None, part: tuple[int, int] = (0, 1)
+                      ) -> Mapping:
         """Every layer of ``layers`` from one forward pass per batch: ``{layer: (n, dim of that layer)}``, or the
         rows written into ``out[layer]`` (anything that takes ``out[layer][index] = rows``: the cache's streamed
-        entries) and ``out`` returned."""
+        entries) and ``out`` returned. ``part=(rank, world)``: only every world-th batch from the rank-th (the
+        batches are the same in every process, so torchrun's processes together write what one would)."""
         for layer in layers:
             _check_layer(self.module, layer, self.base_name)
         ids = self.tokenizer.encode(check_sentences(sentences), max_len=self.max_len)
-        return self._encode_ids(ids, tuple(dict.fromkeys(layers)), batch_size, show_progress, out)
+        return self._encode_ids(ids, tuple(dict.fromkeys(layers)), batch_size, show_progress, out, part)
 
     @torch.no_grad()
     def _encode_ids(self, ids: Sequence[Sequence[int]], layers: tuple[int, ...], batch_size: int,
-                    show_progress: bool, out: Mapping | None = None) -> Mapping:
+                    show_progress: bool, out: Mapping | None = None, part: tuple[int, int] = (0, 1)) -> Mapping:
         lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
         flat = np.fromiter(chain.from_iterable(ids), dtype=np.int64, count=int(lengths.sum()))
         starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]) if len(ids) else lengths
@@ -243,8 +245,8 @@ class NetworkEncoder(NamedEncoder):
             out = {layer: np.empty((len(ids), self._dim(layer)), dtype=np.float32) for layer in layers}
         device = next(self.module.parameters()).device
         self.module.eval()
-        for index in progress_bar(_length_sorted_batches(lengths, batch_size), desc=f"encode {self.name}",
-                          disable=not show_progress, unit="batch"):
+        batches = _length_sorted_batches(lengths, batch_size)[part[0]::part[1]]
+        for index in progress_bar(batches, desc=f"encode {self.name}", disable=not show_progress, unit="batch"):
             width = int(lengths[index].max())
             columns = np.arange(width)
             keep = columns < lengths[index, None]  # right padding, gathered from the flat id array

@@ -165,7 +165,8 @@ class HFEncoder(NamedEncoder):
                                  "is a plain model: use pooling='mean' or 'cls'")
         self.pool, self.normalise, st_len = (sentence_transformers_head(folder) if pooling == "model"
                                              else (pooling, False, None))
-        self.tokenizer, self.model = _load(transformers, folder, pooling, dtype, device, allow_random_weights)
+        self._load_args = (folder, pooling, dtype, device, allow_random_weights)
+        self.tokenizer, self.model = _load(transformers, *self._load_args)
         config = self.model.config
         self.n_layers = int(getattr(config, "num_hidden_layers"))
         self.folder, self.device, self.dtype = folder, device, dtype
@@ -200,6 +201,22 @@ class HFEncoder(NamedEncoder):
         other._read_at(layer)
         return other
 
+    def __copy__(self) -> "HFEncoder":
+        other = object.__new__(type(self))
+        other.__dict__.update(self.__dict__)  # the loaded model shared, not pickled and loaded again
+        return other
+
+    def __getstate__(self) -> dict:
+        """Pickled (for a joblib or Dask worker) without the network, which a run model cannot be: the other side
+        loads it from the folder when it is asked to encode, and a probe fit, which reads the cache, never is."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("model", "tokenizer")}
+
+    def __getattr__(self, name: str):
+        if name not in ("model", "tokenizer") or "_load_args" not in self.__dict__:
+            raise AttributeError(name)
+        self.tokenizer, self.model = _load(_transformers(), *self._load_args)  # after unpickling, on first use
+        return self.__dict__[name]
+
     @property
     def layers(self) -> tuple[int, ...]:
         return tuple(range(self.n_layers + 1))
@@ -209,18 +226,20 @@ class HFEncoder(NamedEncoder):
 
     @torch.no_grad()
     def encode_layers(self, sentences: Sequence[str], layers: Sequence[int], batch_size: int = 64,
-                      show_progress: bool = False, out: Mapping | None = None) -> Mapping:
+                      show_progress: bool = False, out: Mapping | None = None, part: tuple[int, int] = (0, 1)
+                      ) -> Mapping:
         """Every layer of ``layers`` pooled from one forward pass per batch: ``{layer: (n, dim) float32}``, or the
         rows written into ``out[layer]`` (anything that takes ``out[layer][index] = rows``: the cache's streamed
-        entries) and ``out`` returned."""
+        entries) and ``out`` returned. ``part=(rank, world)``: only every world-th batch from the rank-th (the
+        batches are the same in every process, so torchrun's processes together write what one would)."""
         sentences, batch_size = check_sentences(sentences), check_batch_size(batch_size)
         numbers = {layer: self._number(layer) for layer in layers}
         out = ({numbers[layer]: out[layer] for layer in layers} if out is not None else
                {number: np.empty((len(sentences), self.dim), dtype=np.float32) for number in numbers.values()})
         layers = list(out)
         order = np.argsort([len(s) for s in sentences], kind="stable")
-        for start in progress_bar(range(0, len(order), batch_size), desc=f"encode {self.name}", unit="batch",
-                          disable=not show_progress):
+        starts = range(0, len(order), batch_size)[part[0]::part[1]]
+        for start in progress_bar(starts, desc=f"encode {self.name}", unit="batch", disable=not show_progress):
             index = order[start:start + batch_size]
             batch = self.tokenizer([sentences[i] for i in index], padding=True, truncation=True,
                                    max_length=self.max_len, return_tensors="pt").to(self.device)

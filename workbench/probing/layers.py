@@ -18,6 +18,7 @@ import pandas as pd
 from joblib import Parallel, delayed
 
 from ..cache import cache_layers
+from ..paths import process_rank
 from ..checks import WorkbenchError
 from ..encoders import Encoder, LayeredEncoder
 from ..progress import progress_bar
@@ -53,7 +54,9 @@ def probe_layers(encoder: Encoder, tasks, layers: str | Sequence[int] = "all", s
 
     ``n_jobs``: the layers' probes of a task are fitted by that many joblib workers (threads by default: the
     embeddings are read from the cache, and the fits release the GIL; -1: one per core); the results are the same
-    as with one. Inside ``joblib.parallel_config(backend=...)`` another joblib backend (Dask, Ray) takes them."""
+    as with one. Inside ``joblib.parallel_config(backend=...)`` another joblib backend (Dask, Ray) takes them.
+    Under torchrun (``torchrun --nproc_per_node=N -m workbench.cli probe ... --layers all``) the processes share
+    the encoding, batch by batch, and the first fits the probes (the others return an empty frame)."""
     tasks = [tasks] if isinstance(tasks, (str, Path, pd.DataFrame, ProbingDataset)) else list(tasks)
     if not tasks:
         raise WorkbenchError(f"no tasks to probe {encoder.name!r} on: give one or more (task_names(), or your own)")
@@ -76,6 +79,9 @@ def probe_layers(encoder: Encoder, tasks, layers: str | Sequence[int] = "all", s
         sentences = list(dict.fromkeys(dataset.data["sentence"]))
         bar.set_postfix_str(f"{card.name}: encoding")
         views = cache_layers(encoder, sentences, chosen, show_progress=show_progress)
+        if process_rank()[0] > 0:  # under torchrun the others share the encoding; the first fits the probes
+            bar.update(len(views))
+            continue
         bar.set_postfix_str(f"{card.name}: fitting {len(views)} layers" + (f", {n_jobs} at a time" if n_jobs != 1
                                                                            else ""))
         fits = Parallel(n_jobs=n_jobs, prefer="threads", return_as="generator")(
@@ -84,7 +90,7 @@ def probe_layers(encoder: Encoder, tasks, layers: str | Sequence[int] = "all", s
             frames.append(result.to_frame().assign(encoder=name, layer=layer, layer_encoder=view.name))
             bar.update()
     bar.close()
-    return pd.concat(frames, ignore_index=True)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
 def expected_layer(layers: Sequence[int], accuracies: Sequence[float]) -> float:

@@ -5,6 +5,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.colors import qualitative
+from plotly.subplots import make_subplots
 
 from ..checks import check_name
 from ..probing.tasks import get_task
@@ -287,7 +288,6 @@ def curve_figure(curves: pd.DataFrame, x: str = "update") -> go.Figure:
     (``update``, ``train_seconds`` or ``pairs_seen``): STS-B dev Pearson × 100 per run and view on the left,
     validation loss per run on the right; dotted lines mark each view's value at initialisation (the
     random-init reference of the same shape)."""
-    from plotly.subplots import make_subplots
     labels = {"update": "updates", "train_seconds": "training seconds", "pairs_seen": "sentence pairs seen"}
     fig = make_subplots(rows=1, cols=2, subplot_titles=("STS-B dev (Pearson × 100)", "validation loss per pair"))
     palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]

@@ -44,7 +44,7 @@ from ..evaluation.sts import embed_unique, score_pairs
 from ..models import KINDS, build_model, checked_config
 from ..models.checkpoint import write_checkpoint
 from ..models.folder import ModelFolder, latest_checkpoint, write_weights
-from ..paths import swap_folder
+from ..paths import process_rank, swap_folder
 from ..progress import progress_bar
 from .recipes import TrainConfig, learning_rate
 from .resume import check_resumable, continue_from, restore, warm_start
@@ -79,14 +79,6 @@ def hardware(device: torch.device | None = None, world: int = 1) -> str:
 
 # --- the trainer ---------------------------------------------------------------------------------------------
 
-def _distributed() -> tuple[int, int]:
-    """(rank, world size), initialising the process group under torchrun (gloo on CPU, nccl on CUDA)."""
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    if world > 1 and not torch.distributed.is_initialized():
-        torch.distributed.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
-    return (torch.distributed.get_rank(), world) if world > 1 else (0, 1)
-
-
 class Trainer:
     """Train ``cfg.model`` on ``cfg.pair`` into ``run_dir``; :meth:`run` returns the final metrics line."""
 
@@ -97,7 +89,7 @@ class Trainer:
         the optimizer moments start afresh, and the learning rate and KL ramp go on from its update."""
         self.cfg, self.run_dir, self.show_progress = cfg, Path(run_dir), show_progress
         checked_config(cfg.model_config())  # settings and size refused before any data is read
-        self.rank, self.world = _distributed()
+        self.rank, self.world = process_rank()
         self.device = torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}" if torch.cuda.is_available()
                                    else "cpu")
         self.hardware = hardware(self.device, self.world)  # on every update's line: a resumed run may move
