@@ -3,7 +3,8 @@
 Each name maps to a :class:`Kind`: its config class, its network (trained by the Trainer's updates) or its fit
 (models fitted in one go), its presets and how its folders load and ship. A model folder's ``config.json`` names
 its ``setting``, so :func:`build_model` can rebuild any saved network. Adding a kind is its module plus one line
-in :data:`KINDS`; nothing else names a kind.
+in :data:`KINDS`; nothing else names a kind: what a kind can do beyond encoding is declared with it (``abilities``,
+read with :func:`can`), and a name registered twice is refused.
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ class Kind:
     presets: dict = dataclasses.field(default_factory=dict)
     multilingual: bool = False
     fitted: "Fitted | None" = None
+    abilities: frozenset = frozenset()  # e.g. "style_transfer"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,12 +41,31 @@ class Fitted:
     shipped: Callable[[dict], dict]  # its tensors (torch) -> the tensors an export writes
 
 
-KINDS = {**{name: Kind(bgt.BGTConfig, bgt.BGT, bgt.PRESETS) for name in bgt.SETTINGS},
-         **{name: Kind(paraphrastic.ParaphrasticConfig, paraphrastic.Paraphrastic, paraphrastic.PRESETS)
-            for name in paraphrastic.SETTINGS},
-         "nmt": Kind(nmt.NMTConfig, nmt.MultilingualNMT, nmt.PRESETS, multilingual=True),
-         "wmf": Kind(wmf.WMFConfig, presets=wmf.PRESETS,
-                     fitted=Fitted("ALS iterations", wmf.WMF, wmf.WMF.from_parts, wmf.shipped_tensors))}
+def registry(*groups: dict[str, Kind]) -> dict[str, Kind]:
+    """The kinds by name, from each module's group; a name given twice is refused (the later would silently win)."""
+    kinds: dict[str, Kind] = {}
+    for group in groups:
+        for name, kind in group.items():
+            if name in kinds:
+                raise ValueError(f"model kind {name!r} is registered twice; each kind needs a name of its own")
+            kinds[name] = kind
+    return kinds
+
+
+KINDS = registry(
+    {name: Kind(bgt.BGTConfig, bgt.BGT, bgt.PRESETS, abilities=frozenset(bgt.ABILITIES.get(name, ())))
+     for name in bgt.SETTINGS},
+    {name: Kind(paraphrastic.ParaphrasticConfig, paraphrastic.Paraphrastic, paraphrastic.PRESETS)
+     for name in paraphrastic.SETTINGS},
+    {"nmt": Kind(nmt.NMTConfig, nmt.MultilingualNMT, nmt.PRESETS, multilingual=True)},
+    {"wmf": Kind(wmf.WMFConfig, presets=wmf.PRESETS,
+                 fitted=Fitted("ALS iterations", wmf.WMF, wmf.WMF.from_parts, wmf.shipped_tensors))})
+
+
+def can(setting: str, ability: str) -> bool:
+    """Whether the kind ``setting`` names declares ``ability`` (False for no kind)."""
+    kind = KINDS.get(setting)
+    return kind is not None and ability in kind.abilities
 
 
 def fitted(setting: str) -> Fitted | None:

@@ -52,6 +52,9 @@ from .transformer import LatentDecoder, SentenceEncoder, TransformerConfig, beam
 
 SETTINGS = ("bgt", "bgt_no_prior", "bgt_no_langvars", "bilingual_trans", "english_trans", "english_ae",
             "english_vae")
+# What each setting can do beyond encoding, declared here so that no other module infers it from a name:
+# style transfer needs language latents beside the semantic one and decoders that read both.
+ABILITIES = {"bgt": {"style_transfer"}, "bgt_no_prior": {"style_transfer"}}
 DECODER_LATENTS = ("mean", "sample", "sample_language")
 SEM_SIDES = ("example", "microbatch")
 

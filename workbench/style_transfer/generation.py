@@ -15,6 +15,7 @@ from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from ..checks import WorkbenchError, whole
 from ..data.tokenizer import detokenise
+from ..models import can
 
 
 @torch.no_grad()
@@ -35,7 +36,7 @@ def truecase(sentence: str) -> str:
 
 
 def _check_search(model, beam: int, max_len: int | None) -> None:
-    if getattr(model, "cfg", None) is None or getattr(model.cfg, "setting", None) not in ("bgt", "bgt_no_prior"):
+    if getattr(model, "cfg", None) is None or not can(getattr(model.cfg, "setting", None), "style_transfer"):
         raise WorkbenchError("style transfer needs a BGT model (semantic + language encoders and generative "
                              "decoders), e.g. workbench.load('bgt-en-fr')")
     if not getattr(model, "decoders", None):

@@ -17,7 +17,7 @@ import pandas as pd
 from ..checks import WorkbenchError, plain_name
 from ..data import sha256_of
 from ..evaluation import SUITES, compare_sts, evaluate
-from ..models import fitted
+from ..models import can, fitted
 from ..models.folder import file_digests, load, shipped
 from ..models.pins import pin, unpin
 from ..paths import atomic_write, read_json, sealed_config, trained_dir
@@ -102,8 +102,8 @@ def halves_rank(section: dict) -> tuple[int, float]:
 def with_decoders(root: str | Path | None = None) -> list[str]:
     """The shipped BGTs that kept their decoders (they do style transfer): each pair's ``bgt-en-XX`` first, en–fr
     (the paper's style-transfer pair) before the others, then the other variants."""
-    pairs = {name: info["pair"] for name in shipped(root) if (info := card(name, root))["model"] == "bgt"
-             and info["decoders"]}
+    pairs = {name: info["pair"] for name in shipped(root)
+             if can((info := card(name, root))["model"], "style_transfer") and info["decoders"]}
     return sorted(pairs, key=lambda name: (name != f"bgt-{pairs[name]}", pairs[name] != "en-fr", name))
 
 
@@ -180,8 +180,8 @@ def write_card(name: str, root: str | Path | None = None, sizes: dict[str, int] 
     config = read_json(folder / "config.json")
     model = load(folder)
     views = summarise_views(measure(model, sizes=sizes, show_progress=show_progress))
-    transfer = (_transfer_summary(model, transfer_pairs) if config.get("decoders") and config["model"]["setting"] == "bgt"
-                else None)
+    transfer = (_transfer_summary(model, transfer_pairs)
+                if config.get("decoders") and can(config["model"]["setting"], "style_transfer") else None)
     languages = measure_languages(model, sizes) if language_view(model) else None
     halves = measure_halves(model, sizes) if {"semantic", "en"} <= set(model.views) else None
     train, record = config.get("train", {}), config["training"]
