@@ -33,7 +33,9 @@ def _rss_mib() -> float:
         return next(int(line.split()[1]) for line in status if line.startswith("VmRSS")) / 1024
 
 
-def make_model(folder: Path, sentences: list[str], width: int, layers: int) -> None:
+def make_model(folder: Path, sentences: list[str], width: int, layers: int, intermediate: int | None = None,
+               heads: int = 4, dtype: str = "float32") -> None:
+    """A random-weight Llama-style model and a byte-level BPE learned from ``sentences``, saved in ``folder``."""
     import torch
     import transformers
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
@@ -44,9 +46,9 @@ def make_model(folder: Path, sentences: list[str], width: int, layers: int) -> N
     fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="<unk>", eos_token="<eos>")
     torch.manual_seed(0)
     model = transformers.LlamaModel(transformers.LlamaConfig(
-        vocab_size=len(fast), hidden_size=width, intermediate_size=max(width // 3, 16), num_hidden_layers=layers,
-        num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=256))
-    model.save_pretrained(folder)
+        vocab_size=len(fast), hidden_size=width, intermediate_size=intermediate or max(width // 3, 16),
+        num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=heads, max_position_embeddings=256))
+    model.to(getattr(torch, dtype)).save_pretrained(folder)
     fast.save_pretrained(folder)
 
 
