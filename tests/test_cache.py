@@ -47,7 +47,7 @@ def test_hit_never_reencodes_and_keys_on_sentences_and_fingerprint():
     assert cached(enc) is enc and enc.name == inner.name and enc.fingerprint == inner.fingerprint
 
 
-@pytest.mark.parametrize("damage", ["flip", "truncate", "append", "header", "dtype"])
+@pytest.mark.parametrize("damage", ["flip", "truncate", "append", "header", "dtype", "not-an-object", "shape"])
 def test_corrupted_entry_is_reported_and_recomputed(damage, caplog):
     inner = CountingEncoder(salt=f"corrupt-{damage}")
     enc = cached(inner, dtype="float32")
@@ -62,8 +62,13 @@ def test_corrupted_entry_is_reported_and_recomputed(damage, caplog):
         raw += b"\0" * 8  # bytes past the tensor
     elif damage == "header":
         raw[:8] = (1 << 40).to_bytes(8, "little")  # a header length no entry has
-    else:
+    elif damage == "dtype":
         raw = raw.replace(b'"F32"', b'"I32"')  # a dtype the cache never writes
+    elif damage == "not-an-object":
+        size = int.from_bytes(raw[:8], "little")
+        raw[8:8 + size] = b'"x"' + b" " * (size - 3)  # JSON, but no header
+    else:  # a shape (and offsets) far larger than the file: refused before anything is allocated
+        raw = raw.replace(b'"shape":[', b'"shape":[99999999').replace(b'"data_offsets":[0,', b'"data_offsets":[0,9')
     path.write_bytes(bytes(raw))
     fresh = cached(inner, dtype="float32")
     np.testing.assert_array_equal(fresh.encode(SENTENCES), good)

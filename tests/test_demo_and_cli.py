@@ -216,3 +216,13 @@ def test_any_encoder_against_any_other_and_the_comparison_saved(tmp_path, capsys
     assert len(saved) == len(printed.strip().splitlines()) - 3  # the printed rows, all saved (title, header, path)
     for p in saved["p_value"]:  # below the test's resolution a p-value reads "< 0.01", never 0.0
         assert (f"{p:.3f}" in printed) if p >= 0.01 else ("< 0.01" in printed)
+
+
+def test_the_probe_table_puts_each_ci_on_its_own_tasks_row_and_a_task_given_twice_once():
+    from workbench.reports.results import probe_table
+    rows = [("word_content", "accuracy", 0.9, 0.85, 0.95), ("word_content", "accuracy_seen_word", 0.6, None, None),
+            ("bigram_shift", "accuracy", 0.6, 0.55, 0.65), ("bigram_shift", "accuracy", 0.6, 0.55, 0.65)]
+    df = pd.DataFrame(rows, columns=["task", "metric", "value", "ci_low", "ci_high"]).assign(n=100)
+    table = probe_table(df)  # only word_content has the seen-word subset: the rows' orders differ
+    assert table.loc["word_content", "accuracy 95% CI"] == "[85.0, 95.0]" and len(table) == 2
+    assert table.loc["bigram_shift", "accuracy 95% CI"] == "[55.0, 65.0]"

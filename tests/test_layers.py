@@ -499,6 +499,13 @@ def test_the_parts_of_a_pass_are_disjoint_batches_that_together_are_the_whole_pa
         range(len(sentences)))  # each sentence encoded by exactly one part
     for part in parts:
         np.testing.assert_array_equal(np.array([part.rows[i] for i in part.index]), whole[part.index])
+    with pytest.raises(WorkbenchError, match="give out= too"):  # the other parts' rows would be left unset
+        encoder.encode_layers(sentences, [0], part=(1, 3))
+    with pytest.raises(WorkbenchError, match="give each layer once"):
+        encoder.encode_layers(sentences, [0, 0], out={0: Rows()})
+    top = encoder.layers[-1] if hf else 2  # -1 and the top layer: one entry for a Hugging Face model
+    views = cache_layers(encoder, sentences[:50], [-1, top])  # locked once, not twice (no deadlock)
+    assert (views[0].path_for(sentences[:50]) == views[1].path_for(sentences[:50])) == hf
 
 
 def test_torchrun_processes_share_a_sweep_and_write_the_entries_one_process_writes(tmp_path):

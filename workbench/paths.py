@@ -53,13 +53,16 @@ def made_with() -> dict:
 
 def process_rank() -> tuple[int, int]:
     """(rank, world size) of this process: (0, 1) alone; under torchrun (``WORLD_SIZE`` > 1) the process group is
-    made here once (gloo on CPU, nccl on CUDA), so training and encoding share one."""
+    made here once, so training and encoding share one: gloo for CPU tensors and, with CUDA, nccl for CUDA tensors
+    (each process on the GPU its ``LOCAL_RANK`` names)."""
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if world <= 1:
         return 0, 1
     import torch  # only under torchrun
     if not torch.distributed.is_initialized():
-        torch.distributed.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+        if torch.cuda.is_available():
+            torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+        torch.distributed.init_process_group("cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo")
     return torch.distributed.get_rank(), world
 
 

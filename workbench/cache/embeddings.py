@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -192,14 +193,17 @@ def read_entry(path: Path) -> tuple[dict, np.ndarray]:
         if not 2 <= size <= MAX_HEADER:
             raise ValueError(f"a header of {size} bytes")
         header = json.loads(handle.read(size))
-        tensor, meta = header.pop("embeddings"), header.pop("__metadata__", {})
-        dtype, (rows, columns) = ENTRY_DTYPES[tensor["dtype"]], tensor["shape"]
-        count = rows * columns
-        if header or tensor["data_offsets"] != [0, count * np.dtype(dtype).itemsize]:
+        tensor = header.pop("embeddings", None) if isinstance(header, dict) else None
+        meta = header.pop("__metadata__", {}) if isinstance(header, dict) else None
+        shape = tensor.get("shape") if isinstance(tensor, dict) else None
+        if (header or not isinstance(meta, dict) or tensor.get("dtype") not in ENTRY_DTYPES or not isinstance(
+                shape, list) or len(shape) != 2 or not all(isinstance(k, int) and k >= 0 for k in shape)):
             raise ValueError("not the one tensor the cache writes")
-        array = np.fromfile(handle, dtype=dtype, count=count)
-        if array.size != count or handle.read(1):
-            raise ValueError("truncated, or bytes past its tensor")
+        dtype, (rows, columns) = ENTRY_DTYPES[tensor["dtype"]], shape
+        nbytes = rows * columns * np.dtype(dtype).itemsize
+        if tensor.get("data_offsets") != [0, nbytes] or os.fstat(handle.fileno()).st_size != 8 + size + nbytes:
+            raise ValueError("its size is not its header's: truncated, or bytes past its tensor")
+        array = np.fromfile(handle, dtype=dtype, count=rows * columns)
     return meta, array.reshape(rows, columns)
 
 

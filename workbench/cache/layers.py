@@ -70,17 +70,25 @@ class StreamedEntry:
 
     def close(self) -> None:
         """Checksum the rows, write the header, move the entry into place (every row must have been written)."""
-        if not self.filled.all():
-            raise WorkbenchError(f"{(~self.filled).sum()} of {self.n} rows of {self.path.name} were never written")
-        digest, fd = hashlib.sha256(), self.handle.fileno()
-        for offset in range(len(self.header), len(self.header) + self.n * self.row_bytes, CHUNK):
-            digest.update(os.pread(fd, CHUNK, offset))
-        header = self._header(digest.hexdigest())
-        assert len(header) == len(self.header)
-        os.pwrite(fd, header, 0)
-        self.handle.close()
-        self.view.claim()
-        os.replace(self.tmp, self.path)
+        try:
+            if not self.filled.all():
+                raise WorkbenchError(f"{(~self.filled).sum()} of {self.n} rows of {self.path.name} were never "
+                                     "written")
+            self.handle.close()  # opened again: what other processes wrote is read as they left it (NFS too)
+            self.handle = open(self.tmp, "rb+")
+            digest, fd = hashlib.sha256(), self.handle.fileno()
+            for offset in range(len(self.header), len(self.header) + self.n * self.row_bytes, CHUNK):
+                digest.update(os.pread(fd, CHUNK, offset))
+            header = self._header(digest.hexdigest())
+            assert len(header) == len(self.header)
+            os.pwrite(fd, header, 0)
+            self.handle.close()
+            self.view.claim()
+            os.replace(self.tmp, self.path)
+        except BaseException:
+            self.handle.close()
+            self.tmp.unlink(missing_ok=True)
+            raise
 
     def __enter__(self) -> "StreamedEntry":
         return self
@@ -91,18 +99,19 @@ class StreamedEntry:
             self.tmp.unlink(missing_ok=True)
 
     def leave(self) -> None:
-        """Stop writing, leaving the file to the process that made it (which closes it)."""
+        """Stop writing, the rows on disk, leaving the file to the process that made it (which closes it)."""
+        os.fsync(self.handle.fileno())
         self.handle.close()
 
 
-def _streams(encoder) -> bool:
-    """Whether ``encoder.encode_layers`` takes ``out`` (rows written where it is told); older or foreign layered
-    encoders return their arrays whole, which are stored as before."""
+def _takes(encoder, *names: str) -> bool:
+    """Whether ``encoder.encode_layers`` takes ``out`` (rows written where it is told) and ``part`` (a share of the
+    batches); older or foreign layered encoders return their arrays whole, which are stored as before."""
     try:
         parameters = inspect.signature(encoder.encode_layers).parameters
     except (TypeError, ValueError):
         return False
-    return "out" in parameters
+    return all(name in parameters for name in names)
 
 
 def cache_layers(encoder, sentences: Sequence[str], layers: Sequence[int], show_progress: bool = False
@@ -111,16 +120,17 @@ def cache_layers(encoder, sentences: Sequence[str], layers: Sequence[int], show_
     ``encode_layers``), with ``sentences`` stored for each: the layers not cached yet come from one forward pass
     of the network, not one pass per layer, each streamed to its entry as it is pooled. Under torchrun, every
     process encodes its share of the batches into the same entries (the entries one process would write)."""
+    sentences = check_sentences(sentences)
     views = [cached(encoder.at_layer(layer)) for layer in layers]
-    missing = [view for view in views if not view.holds(sentences)]
     rank, world = process_rank()
-    if world > 1 and _streams(encoder):
-        _shared_pass(encoder, check_sentences(sentences), views, rank, world, show_progress)
+    if world > 1 and _takes(encoder, "out", "part"):
+        _shared_pass(encoder, sentences, views, rank, world, show_progress)
         return views
+    # one view per entry: two layer numbers may name one entry (a Hugging Face model's -1 and its top layer)
+    missing = list({view.path_for(sentences): view for view in views if not view.holds(sentences)}.values())
     if not missing or rank > 0:  # a process of several that cannot share the pass leaves it to the first
         return views
-    sentences = check_sentences(sentences)
-    if not _streams(encoder):
+    if not _takes(encoder, "out"):
         arrays = encoder.encode_layers(sentences, [view.encoder.layer for view in missing],
                                        show_progress=show_progress)
         for view in missing:
@@ -160,10 +170,12 @@ def _shared_pass(encoder, sentences: list[str], views: list[CachedEncoder], rank
             encoder.encode_layers(sentences, list(entries), show_progress=show_progress, out=entries,
                                   part=(rank, world))
         for entry in entries.values():
-            filled = torch.from_numpy(entry.filled.astype(np.int32))
+            filled = torch.from_numpy(entry.filled.astype(np.int32))  # on the CPU: gloo's side of the group
             dist.all_reduce(filled)  # each row written by one process or another
             entry.filled = filled.numpy() > 0
+            if rank > 0:
+                entry.leave()
         dist.barrier()
-        for entry in entries.values():
-            entry.close() if rank == 0 else entry.leave()
+        for entry in entries.values() if rank == 0 else ():
+            entry.close()
         dist.barrier()

@@ -149,6 +149,17 @@ def _check_layer(module: torch.nn.Module, layer: int, name: str) -> int:
     return layer
 
 
+def check_parts(out, part, repeated: bool) -> None:
+    """``encode_layers``' ``out`` and ``part`` taken together: a share of the batches leaves the other rows unset,
+    so it writes only into ``out``; and ``out`` gets each layer once."""
+    if not (isinstance(part, tuple) and len(part) == 2 and whole(part[1]) and whole(part[0], 0, part[1] - 1)):
+        raise WorkbenchError(f"part={part!r}: give (rank, world size), 0 <= rank < world size")
+    if part != (0, 1) and out is None:
+        raise WorkbenchError("part= encodes a share of the batches, whose rows go into out=; give out= too")
+    if out is not None and repeated:
+        raise WorkbenchError("with out=, give each layer once (a Hugging Face model's -1 is its top layer)")
+
+
 def _length_sorted_batches(lengths: Sequence[int], batch_size: int) -> list[np.ndarray]:
     batch_size = check_batch_size(batch_size)
     order = np.argsort(lengths, kind="stable")
@@ -232,6 +243,7 @@ class NetworkEncoder(NamedEncoder):
         batches are the same in every process, so torchrun's processes together write what one would)."""
         for layer in layers:
             _check_layer(self.module, layer, self.base_name)
+        check_parts(out, part, len(set(layers)) < len(layers))
         ids = self.tokenizer.encode(check_sentences(sentences), max_len=self.max_len)
         return self._encode_ids(ids, tuple(dict.fromkeys(layers)), batch_size, show_progress, out, part)
 

@@ -20,6 +20,7 @@ import hashlib
 import inspect
 import os
 import re
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -30,7 +31,7 @@ from safetensors import SafetensorError
 from ..encoders import HF_DTYPES, HF_POOLINGS
 from ..checks import WorkbenchError, check_batch_size, check_name, check_sentences, whole
 from ..progress import progress_bar
-from .base import NamedEncoder
+from .base import NamedEncoder, check_parts
 from .hf_folder import (WEIGHTS, check_architecture, check_files_inside, check_loaded, check_tokenizer, check_vocabulary,
                         declared_languages, declared_size, display_name, folder_digest, model_folder,
                         refuse_foreign_code, sentence_transformers_head)
@@ -144,6 +145,10 @@ def _load(transformers, folder: Path, pooling: str, dtype: str, device: str, all
     return tokenizer, model
 
 
+_RELOADED: dict[tuple, tuple] = {}  # (tokenizer, model) per loading arguments, in a process encoders were sent to
+_RELOADING = threading.Lock()
+
+
 class HFEncoder(NamedEncoder):
     """A Hugging Face encoder at one layer with one pooling (see the module docstring)."""
 
@@ -214,7 +219,13 @@ class HFEncoder(NamedEncoder):
     def __getattr__(self, name: str):
         if name not in ("model", "tokenizer") or "_load_args" not in self.__dict__:
             raise AttributeError(name)
-        self.tokenizer, self.model = _load(_transformers(), *self._load_args)  # after unpickling, on first use
+        with _RELOADING:  # after unpickling, on first use: once per process for all the views sent here
+            if self._load_args not in _RELOADED:
+                if folder_digest(self.folder) != self.files_digest:
+                    raise WorkbenchError(f"{self.folder} changed since this encoder was made (its files' digest "
+                                         "differs): make the encoder again")
+                _RELOADED[self._load_args] = _load(_transformers(), *self._load_args)
+            self.tokenizer, self.model = _RELOADED[self._load_args]
         return self.__dict__[name]
 
     @property
@@ -234,6 +245,8 @@ class HFEncoder(NamedEncoder):
         batches are the same in every process, so torchrun's processes together write what one would)."""
         sentences, batch_size = check_sentences(sentences), check_batch_size(batch_size)
         numbers = {layer: self._number(layer) for layer in layers}
+        check_parts(out, part, len({numbers[layer] for layer in layers}) < len(list(layers)))
+        given = out
         out = ({numbers[layer]: out[layer] for layer in layers} if out is not None else
                {number: np.empty((len(sentences), self.dim), dtype=np.float32) for number in numbers.values()})
         layers = list(out)
@@ -251,7 +264,7 @@ class HFEncoder(NamedEncoder):
                 if self.normalise:
                     pooled = torch.nn.functional.normalize(pooled, dim=-1)
                 out[layer][index] = pooled.float().cpu().numpy()
-        return out
+        return out if given is None else given
 
     def _pool(self, states: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
         if self.pool == "cls":

@@ -70,18 +70,19 @@ def probe_layers(encoder: Encoder, tasks, layers: str | Sequence[int] = "all", s
                              "-1: one per core)")
     chosen = encoder_layers(encoder, layers)
     name = encoder.base_name  # the network, whichever layer it was read at
-    frames = []
+    frames, encoded = [], []
     bar = progress_bar(total=len(resolved) * len(chosen), desc=f"layers of {encoder.name}", unit="probe",
                        disable=not show_progress)  # one bar, a step per (task, layer): fitting a layer shows progress
-    for dataset, card in resolved:
+    for dataset, card in resolved:  # every task encoded first: under torchrun, what the processes do together
         if dataset is None:
             dataset = build_task(card, sizes=probing_sizes(sizes))
-        sentences = list(dict.fromkeys(dataset.data["sentence"]))
         bar.set_postfix_str(f"{card.name}: encoding")
-        views = cache_layers(encoder, sentences, chosen, show_progress=show_progress)
-        if process_rank()[0] > 0:  # under torchrun the others share the encoding; the first fits the probes
-            bar.update(len(views))
-            continue
+        sentences = list(dict.fromkeys(dataset.data["sentence"]))
+        encoded.append((dataset, card, cache_layers(encoder, sentences, chosen, show_progress=show_progress)))
+    if process_rank()[0] > 0:  # the others shared the encoding; the first fits the probes
+        bar.close()
+        return pd.DataFrame()
+    for dataset, card, views in encoded:
         bar.set_postfix_str(f"{card.name}: fitting {len(views)} layers" + (f", {n_jobs} at a time" if n_jobs != 1
                                                                            else ""))
         fits = Parallel(n_jobs=n_jobs, prefer="threads", return_as="generator")(
@@ -90,7 +91,7 @@ def probe_layers(encoder: Encoder, tasks, layers: str | Sequence[int] = "all", s
             frames.append(result.to_frame().assign(encoder=name, layer=layer, layer_encoder=view.name))
             bar.update()
     bar.close()
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    return pd.concat(frames, ignore_index=True)
 
 
 def expected_layer(layers: Sequence[int], accuracies: Sequence[float]) -> float:

@@ -133,13 +133,14 @@ def probe_table(df: pd.DataFrame) -> pd.DataFrame:
     followed by it as ``[low, high]``, and the test sentences behind the accuracy (``n``) — a number alone says
     nothing of how far it can be trusted."""
     columns: dict[str, pd.Series] = {}
-    for metric, rows in df.groupby("metric", sort=False):
+    for metric, rows in df.drop_duplicates(["task", "metric"]).groupby("metric", sort=False):  # a task given twice
         rows = rows.set_index("task")
         scale = 1 if metric in ("mdl_bits", "compression", "transfer_ratio") else 100
         columns[metric] = (scale * rows["value"]).round(2)
-        if rows["ci_low"].notna().any():
-            columns[f"{metric} 95% CI"] = [f"[{scale * lo:.1f}, {scale * hi:.1f}]" if pd.notna(lo) else ""
-                                           for lo, hi in zip(rows["ci_low"], rows["ci_high"])]
+        if rows["ci_low"].notna().any():  # each CI on its own task's row, whichever tasks have the metric
+            columns[f"{metric} 95% CI"] = pd.Series([f"[{scale * lo:.1f}, {scale * hi:.1f}]" if pd.notna(lo)
+                                                     else "" for lo, hi in zip(rows["ci_low"], rows["ci_high"])],
+                                                    index=rows.index)
         if metric == "accuracy":
             columns["n"] = rows["n"].astype("Int64")
     return pd.DataFrame(columns).reindex(df["task"].unique())
