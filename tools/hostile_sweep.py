@@ -11,7 +11,7 @@ command), ``python-error`` (the API raised a Python error from inside: to be rea
 a valid value or a silent failure) or ``timeout`` (it started work). Afterwards the sweep checks that no tracked
 file of the checkout changed and that the foreign code never ran.
 
-    WORKBENCH_HOME=$(mktemp -d) python tools/hostile_sweep.py OUT.csv [--only api] [--limit 8]
+    WORKBENCH_HOME=$(mktemp -d) python tools/hostile_sweep.py OUT.csv [--only api] [--command probe] [--limit 8]
 
 (on a throwaway clone, with PYTHONPATH set to it: it runs commands that write).
 """
@@ -220,6 +220,7 @@ def main() -> None:
     parser.add_argument("out", help="the cases' outcomes as CSV")
     parser.add_argument("--only", choices=("cli", "api"), help="only the CLI or only the API cases")
     parser.add_argument("--limit", type=float, default=LIMIT, help=f"seconds a case may run ({LIMIT})")
+    parser.add_argument("--command", help="only this subcommand's CLI cases (e.g. 'probe', 'models export')")
     args = parser.parse_args()
     out, LIMIT = Path(args.out), args.limit
     tmp = Path(tempfile.mkdtemp(prefix="sweep-"))
@@ -230,6 +231,8 @@ def main() -> None:
     probe_pool()  # the corpora read once here: a case that times out started work of its own, not the data's
     tracked = subprocess.run(["git", "ls-files", "-s"], capture_output=True, text=True).stdout
     cases = ([] if args.only == "api" else cli_cases(tmp)) + ([] if args.only == "cli" else api_cases(tmp))
+    if args.command:
+        cases = [case for case in cases if case[0].startswith(f"cli {args.command} ")]
     df = pd.DataFrame(sweep(cases, tmp))
     df.to_csv(out, index=False)
     changed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
