@@ -78,7 +78,7 @@ def _check_text(args) -> None:
                 special = False
             if special:
                 raise WorkbenchError(f"{option} {item} is not a regular file or folder (a FIFO, socket or device); "
-                                     "give a file")
+                                     "give a file or folder")
 
 
 def _check_output(args) -> None:
