@@ -795,3 +795,16 @@ def test_the_hostile_sweep_has_a_valid_base_for_every_subcommand():
     from tools.hostile_sweep import BASES, options
     from workbench.cli import build_parser
     assert {command for command, _, _ in options(build_parser())} <= set(BASES)
+
+
+@pytest.mark.parametrize("call, said", [
+    ("wb.load(None)", "the model to load .* is a path .*, not NoneType"), ("wb.hf_encoder(0)", "is a path .*, not int"),
+    ("wb.own_task([])", "own task data is a path"), ("wb.report(pd.DataFrame(), b'x')", "is a path .*, not bytes"),
+    ("wb.untrained_encoder('random-sp-average', pair=[])", "pair is a name \\(text\\), not list"),
+    ("wb.get_task({})", "a task is a name"), ("wb.evaluate(enc, 'sts17', tracks=0)", "give a name or a list of names")])
+def test_a_value_of_the_wrong_type_gets_one_sentence_not_pythons_type_error(call, said, small_tokenizer):
+    import pandas as pd
+    import workbench as wb
+    enc = RandomEmbeddingAverage(small_tokenizer)
+    with pytest.raises(WorkbenchError, match=said):
+        eval(call, {"wb": wb, "pd": pd, "enc": enc})

@@ -46,9 +46,26 @@ def check_name(kind: str, name: str, valid: Iterable[str]) -> str:
     return name
 
 
+def check_text(value: object, what: str) -> str:
+    """``value`` if it is text, else one sentence naming what was wanted (before a dict or a cache meets a list)."""
+    if not isinstance(value, str):
+        raise WorkbenchError(f"{what} is a name (text), not {type(value).__name__} {value!r:.60}")
+    return value
+
+
+def as_path(value: object, what: str) -> Path:
+    """``value`` as a Path if it is one or text, else one sentence naming what was wanted (not pathlib's
+    TypeError)."""
+    if not isinstance(value, (str, Path)):
+        raise WorkbenchError(f"{what} is a path (text or a pathlib.Path), not {type(value).__name__} {value!r:.60}")
+    return Path(value)
+
+
 def check_names(kind: str, names: str | Iterable[str], valid: Iterable[str]) -> list[str]:
     """``names`` as a list — one name given alone is one name, never its letters — each one of ``valid``; none at
     all is refused (an empty list asks for nothing, and must not run everything)."""
+    if not isinstance(names, (str, list, tuple, set, frozenset)):
+        raise WorkbenchError(f"{kind}: give a name or a list of names, not {type(names).__name__} {names!r:.60}")
     names, valid = ([names] if isinstance(names, str) else list(names)), list(valid)
     if not names:
         raise WorkbenchError(f"no {kind} given (an empty list); valid: {', '.join(map(str, valid))}")

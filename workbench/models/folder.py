@@ -29,7 +29,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from ..checks import WorkbenchError, plain_name, sha256_hex
+from ..checks import WorkbenchError, as_path, plain_name, sha256_hex
 from ..data import sha256_of
 from ..data.tokenizer import Tokenizer
 from ..paths import CONFIG_SEAL, FORMAT, atomic_write, config_digest, current_format, sealed_config, trained_dir
@@ -258,7 +258,8 @@ def load(path_or_name: str | Path, device: str | torch.device = "cpu", trust_unv
     tokenizer attached, in eval mode: ``load(p).encoder("semantic").encode([...])``. Its files are checked
     against the sha256 list in its ``config.json`` (:class:`ModelFolder`); a folder without one is refused unless
     ``trust_unverified``."""
-    return ModelFolder(path_or_name, trust_unverified).model(device)
+    folder = as_path(path_or_name, "the model to load (a shipped name or a folder)")
+    return ModelFolder(folder, trust_unverified).model(device)
 
 
 _NONE_SHIPPED = ("none there: outside a checkout, set WORKBENCH_MODELS to a folder of models, such as the "

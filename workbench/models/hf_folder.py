@@ -10,7 +10,7 @@ from pathlib import Path
 
 from safetensors import SafetensorError, safe_open
 
-from ..checks import WorkbenchError, whole
+from ..checks import WorkbenchError, as_path, whole
 from ..paths import read_json
 
 
@@ -20,7 +20,7 @@ WEIGHTS = re.compile(r".+\.safetensors$")
 def model_folder(name_or_path: str | Path) -> Path:
     """The local folder of ``name_or_path``: the folder itself, or the snapshot of a model already in the Hugging
     Face cache (never a download)."""
-    path = Path(name_or_path).expanduser()
+    path = as_path(name_or_path, "a Hugging Face model").expanduser()
     if path.is_dir():
         return path
     if not re.fullmatch(r"[\w.-]+(/[\w.-]+)?", str(name_or_path)):

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from ..checks import check_batch_size, check_name, check_sentences
+from ..checks import check_batch_size, check_name, check_sentences, check_text
 from ..data.tokenizer import Tokenizer, pair_tokenizer
 from ..progress import progress_bar
 from .base import NamedEncoder, NetworkEncoder
@@ -56,7 +56,7 @@ UNTRAINED = ("random-transformer", "random-sp-average")
 def untrained_encoder(name: str, pair: str = "en-fr", vocab_size: int = 8000, seed: int = 0):
     """One of the encoders that need no training, on the joint sentencepiece model of ``pair``."""
     check_name("untrained encoder", name, UNTRAINED)
-    tokenizer = pair_tokenizer(pair, vocab_size)
+    tokenizer = pair_tokenizer(check_text(pair, "pair"), vocab_size)
     if name == "random-transformer":
         return random_transformer(tokenizer, seed=seed)
     return RandomEmbeddingAverage(tokenizer, seed=seed)

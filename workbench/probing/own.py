@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..checks import UnknownNameError, WorkbenchError, check_sizes
+from ..checks import UnknownNameError, WorkbenchError, as_path, check_sizes
 from ..data.languages import language_code
 from ..data.tables import read_table
 from .build import COLUMNS, SPLIT_NAMES, ProbingDataset, select
@@ -44,7 +44,7 @@ def own_task(data: pd.DataFrame | str | Path, name: str | None = None, sentence:
     source = "a DataFrame" if isinstance(data, pd.DataFrame) else str(data)
     if isinstance(data, pd.DataFrame):
         _check_text_cells(data, [c for c in (sentence, word) if c in data], source)
-    frame = data.fillna("").astype(str) if isinstance(data, pd.DataFrame) else _read(Path(data))  # NaN: empty
+    frame = data.fillna("").astype(str) if isinstance(data, pd.DataFrame) else _read(as_path(data, "own task data"))
     name = _checked_name(name or (None if isinstance(data, pd.DataFrame) else _SUFFIX.sub("", Path(data).name)))
     language = language_code(language)
     columns = {"sentence": sentence, "label": label}

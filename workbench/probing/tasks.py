@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from ..checks import SPLITS, UnknownNameError, WorkbenchError, check_keys, whole
+from ..checks import SPLITS, UnknownNameError, WorkbenchError, check_keys, check_text, whole
 from ..encoders import check_reads, unread
 from ..data.corpora import known_pairs, own_folder
 from ..data.languages import PAIRS
@@ -139,6 +139,7 @@ def readable_tasks(encoder) -> list[str]:
 
 def get_task(name: str) -> TaskCard:
     """The card of task ``name``; an unknown name lists the valid ones."""
+    check_text(name, "a task")
     cards = _cards()
     if name in _BROKEN:
         raise WorkbenchError(f"task {name!r} cannot be used: {_BROKEN[name]}")

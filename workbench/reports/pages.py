@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..checks import WorkbenchError
+from ..checks import WorkbenchError, as_path
 from ..paths import atomic_write
 from ..probing.layers import layer_profile
 from .figures import curve_figure, figures_for
@@ -146,7 +146,7 @@ def report(df: pd.DataFrame, path: str | Path, title: str = "BGT workbench repor
     Chromium) PNG and PDF. Returns the HTML path. The page reads: ``notes`` (plain text, escaped) and
     ``notes_html`` (inserted as it is, for HTML the caller built and trusts: the finding first), the figures,
     ``after_figures_html``, then every number in a collapsed table with its notes as footnotes."""
-    path = Path(path)
+    path = as_path(path, "the report's path")
     if path.is_dir() or path.suffix.lower() not in (".html", ".htm"):
         example = path / "report.html" if path.is_dir() else path.with_suffix(".html")
         raise WorkbenchError(f"the report goes to an .html file (its CSV, JSON and figures beside it), not "
