@@ -258,8 +258,8 @@ def load(path_or_name: str | Path, device: str | torch.device = "cpu", trust_unv
     tokenizer attached, in eval mode: ``load(p).encoder("semantic").encode([...])``. Its files are checked
     against the sha256 list in its ``config.json`` (:class:`ModelFolder`); a folder without one is refused unless
     ``trust_unverified``."""
-    folder = as_path(path_or_name, "the model to load (a shipped name or a folder)")
-    return ModelFolder(folder, trust_unverified).model(device)
+    as_path(path_or_name, "the model to load (a shipped name or a folder)")  # of a type a path can be
+    return ModelFolder(path_or_name, trust_unverified).model(device)
 
 
 _NONE_SHIPPED = ("none there: outside a checkout, set WORKBENCH_MODELS to a folder of models, such as the "
