@@ -14,6 +14,8 @@ CASES = {
                              "ids_per_s"),
     "eval_suite.py": (["--encoders", "random-sp-average", "--throughput-sentences", "300"], "sentences_per_s"),
     "layer_encoding.py": (["--n", "8"], "one_pass_s"),
+    "layer_memory.py": (["--n", "300", "--width", "32", "--layers", "1"], "growth / (model + layer)"),
+    "hf_throughput.py": (["--n", "64", "--random-llama", "tiny"], "ratio"),
     "own_task.py": (["--n", "200", "--encoder", "random-transformer", "--layers", "0", "1"], "probe + control (cached)"),
     "startup.py": (["--repeats", "1"], "x_python"),
     "probe_suite.py": (["--encoder", "random-sp-average", "--tasks", "length", "--sizes", "300", "60", "60"],
