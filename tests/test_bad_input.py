@@ -26,7 +26,8 @@ from workbench.training.trainer import Trainer
     (["--max-updates", "0"], "max_updates must be an integer ≥ 1 (got 0)"),
     (["--max-seconds", "0"], "max_seconds must be a number > 0 (got 0.0)"),
     (["--max-seconds", "nan"], "max_seconds must be a number > 0 (got nan)"),
-    (["--seed", "-1"], "seed must be an integer ≥ 0 (got -1)"),
+    (["--seed", "-1"], "seed must be an integer from 0 to 2**32 - 1 (got -1)"),
+    (["--seed", str(10 ** 20)], "seed must be an integer from 0 to 2**32 - 1 (got 1000"),  # was: torch's overflow
 ])
 def test_train_flags_out_of_range_exit_2_with_what_is_valid(flags, message, tmp_path, capsys):
     assert main(["train", "--preset", "tiny", "--out", str(tmp_path / "run"), *flags]) == 2
@@ -434,7 +435,7 @@ CLI_CASES = [  # (argv with {tmp} for the test's folder, a fragment of the one-l
     # before any evaluation (#79): never into a model folder, never over earlier results without --force
     ("evaluate --model bgt-en-fr --suite sts --mteb trained", "--mteb trained is inside trained/"),
     ("evaluate --model bgt-en-fr --suite sts --mteb trained/bgt-en-fr", "is inside the model folder "),
-    ("evaluate --encoder random-sp-average --suite sts17 --tracks ,", "no STS17 track given (an empty list)"),
+    ("evaluate --encoder random-sp-average --suite sts17 --tracks ,", "--tracks ',' names no STS17 track; valid: ar-ar"),
     ("evaluate --encoder random-sp-average --mteb {tmp}/amodel/results", "is inside the model folder {tmp}/amodel"),
     ("evaluate --encoder random-sp-average --mteb {tmp}/earlier", "--mteb {tmp}/earlier already holds STS12.json; "
      "--force replaces them"),
@@ -472,6 +473,8 @@ CLI_CASES = [  # (argv with {tmp} for the test's folder, a fragment of the one-l
     ("curve bgt-en-fr --out {tmp}/exists.csv", "is a file; give a folder"),
     ("curve --out {tmp}/c", "the following arguments are required: RUN"),
     ("reproduce --out {tmp}/adir", "--out {tmp}/adir is a folder; give a file name"),
+    ("curve bgt-en-fr --out trained/bgt-en-fr/curve", "is inside the model folder"),  # was: written into it
+    ("encode --encoder random-sp-average --input {tmp}/in.txt --out trained/x.npy", "is inside trained/"),
     ("reproduce --out /proc/x.html", "--out /proc/x.html: cannot write in /proc"),  # before 13 minutes of work
     ("reproduce --years 2011", "argument --years: invalid choice: 2011"),
     ("probes build --tasks nosuch", "invalid choice: 'nosuch'"),
@@ -625,7 +628,7 @@ def test_two_encoders_with_one_fingerprint_are_refused_not_confused():
     assert wb.cached(Constant("signal", 4, "shared-fp")).encode(["A man is playing a guitar."]).shape == (1, 4)
 
 
-def test_an_edited_result_in_the_cache_is_recomputed_not_reported(caplog):
+def test_an_edited_result_in_the_cache_is_recomputed_not_reported_even_with_its_checksum_recomputed(caplog):
     import json as json_
     from workbench.cache import remember, results_dir
     calls = []
@@ -641,6 +644,18 @@ def test_an_edited_result_in_the_cache_is_recomputed_not_reported(caplog):
     path.write_text(json_.dumps(stored))
     assert remember("probe", "edited-fp", {"task": "t"}, compute) == {"accuracy": 0.5} and len(calls) == 2
     assert "is unreadable, edited or stale; recomputing it" in caplog.text
+    import hashlib
+    import hmac
+    stored = json_.loads(path.read_text())
+    edited = {"accuracy": 0.99}
+    canonical = json_.dumps(edited, sort_keys=True).encode()
+    for digest in (hashlib.sha256(canonical).hexdigest(),  # the checksum recomputed by the editor
+                   hmac.new(b"another home's key" * 2, canonical, hashlib.sha256).hexdigest()):
+        path.write_text(json_.dumps({**stored, "result": edited, "hmac_sha256": digest, "sha256": digest}))
+        assert remember("probe", "edited-fp", {"task": "t"}, compute) == {"accuracy": 0.5}
+    assert len(calls) == 4
+    key = results_dir() / ".key"
+    assert key.stat().st_mode & 0o777 == 0o600 and len(key.read_bytes()) == 32
 
 
 def test_temporary_files_of_killed_writers_are_reported_and_cleared(capsys):
@@ -788,6 +803,42 @@ def test_seeds_are_bounded_before_any_work():
     import workbench as wb
     with pytest.raises(WorkbenchError, match="seeds must be a whole number from 1 to 100 \\(got 1000000000\\)"):
         wb.probe(wb.untrained_encoder("random-sp-average"), "length", seeds=10 ** 9)
+
+
+from tools import tampering  # noqa: E402
+
+HUGGING_FACE_CASES = [name for name in tampering.CASES if name.startswith("hugging_face")]
+REFUSED_BECAUSE = {  # what each refusal must say (a refusal for another reason would hide the case)
+    "shipped_model_edited_and_resealed": "is not the one pins.json pins for 'sp-en-fr'",
+    "shipped_model_given_other_weights_with_its_digests_made_to_agree": "is not the one pins.json pins",
+    "folder_downgraded_to_format_1_and_resealed": "is format 1, whose seal leaves out the files' digests",
+    "folder_of_your_own_given_other_weights_and_resealed": "",  # loaded, with the warning
+    "folder_with_another_pairs_tokenizer_and_its_digest_updated": "is not the sentencepiece model this model was",
+    "folder_with_a_file_its_digests_do_not_list": "not covered by the sha256 list",
+    "folder_whose_weights_lack_a_tensor": "does not hold the network its config.json describes",
+    "cached_result_edited_with_its_checksum_recomputed": "",  # recomputed
+    "package_with_a_tensor_in_two_shards": "is in two shards",
+    "hugging_face_folder_with_another_models_tokenizer": "it is another model's tokenizer",
+    "hugging_face_folder_whose_model_type_is_not_its_weights": "model_type 'mistral', but the architecture",
+    "hugging_face_folder_with_a_tensor_in_two_shards": "is in two weight files",
+    "mteb_results_into_the_models_folder": "",  # the CLI's exit 2 (its message: test_bad_cli_input_...)
+    "mteb_results_over_existing_ones_without_force": "",
+    "word_control_on_data_without_a_word_column": "keys the control task on each example's label word",
+    "own_data_whose_sentences_are_lists": "is a list",
+    "transfer_between_tasks_whose_labels_only_look_alike": "punct_num is not a version of length",
+}
+
+
+@pytest.mark.parametrize("name", list(tampering.CASES))
+def test_a_well_formed_but_wrong_input_of_the_sweep_is_refused_or_said(name, tmp_path):
+    """The sweep's tampered inputs (tools/tampering.py), each run here: refused with a message, recomputed, or — a
+    folder of your own changed and sealed again — loaded with a warning (trust on first use)."""
+    if name in HUGGING_FACE_CASES:
+        pytest.importorskip("transformers")
+    outcome, message = tampering.outcome(tmp_path, name)
+    assert outcome == ("warned" if name == "folder_of_your_own_given_other_weights_and_resealed" else "clear"), name
+    assert REFUSED_BECAUSE[name] in message
+    assert str(tmp_path) not in os.environ.get("WORKBENCH_MODELS", "")
 
 
 def test_the_hostile_sweep_has_a_valid_base_for_every_subcommand():

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from safetensors.torch import load_file
+from safetensors.torch import load_file, save_file
 
 from conftest import made_once
 from tools import bundle as bundle_module
@@ -277,6 +277,16 @@ def test_import_refuses_damaged_packages_and_unsafe_names(trained, tmp_path):
     with pytest.raises(WorkbenchError, match="not a valid model name"):
         import_shards(package, name="../elsewhere", root=tmp_path / "trained")
     shard = next(package.glob("model-*.safetensors"))
+    manifest = json.loads((package / "manifest.json").read_text())
+    key, tensor = next(iter(load_file(str(shard)).items()))
+    planted = package / "model-planted.safetensors"  # a second shard holding one of the first's tensors, listed
+    save_file({key: torch.zeros_like(tensor)}, str(planted))
+    listed = {**manifest["files"], planted.name: hashlib.sha256(planted.read_bytes()).hexdigest()}
+    (package / "manifest.json").write_text(json.dumps({**manifest, "files": listed}))
+    with pytest.raises(WorkbenchError, match=f"tensor '{key}' is in two shards"):
+        import_shards(package, root=tmp_path / "trained")  # was: the later shard's planted value installed
+    planted.unlink()
+    (package / "manifest.json").write_text(json.dumps(manifest))
     data = bytearray(shard.read_bytes())
     data[-1] ^= 0xFF
     shard.write_bytes(bytes(data))

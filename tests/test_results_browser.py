@@ -9,6 +9,7 @@ import pytest
 
 import workbench as wb
 from workbench.cache import results_dir
+from workbench.checks import WorkbenchError
 from workbench.probing.build import build_task
 from workbench.reports.results import cached_probes
 
@@ -66,6 +67,9 @@ def test_the_results_command_prints_the_table_and_writes_it(probed, tmp_path):
     assert "random-transformer" in run.stdout and "%, " in run.stdout and "encoders" in run.stdout
     import pandas as pd
     assert {"seconds", "device", "versions", "best"} <= set(pd.read_csv(out).columns)
-    none = subprocess.run([sys.executable, "-m", "workbench.cli", "results", "--task", "no_such_task"],
-                          capture_output=True, text=True, timeout=300)
-    assert none.returncode == 0 and "holds no probe results that match" in none.stdout
+    none = subprocess.run([sys.executable, "-m", "workbench.cli", "results", "--task", "no_such_task", "--layer", "7"],
+                          capture_output=True, text=True, timeout=300)  # a misspelt filter: named, with what there is
+    assert none.returncode == 2 and "holds no probe results for task 'no_such_task' (tasks probed: " in none.stderr
+    assert "punct_num" in none.stderr and "nor for layer 7 (layers probed: " in none.stderr
+    with pytest.raises(WorkbenchError, match="encoder ' ' is blank"):
+        cached_probes(encoder=" ")

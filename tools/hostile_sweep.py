@@ -5,13 +5,16 @@ Every option of every ``workbench`` subcommand (read off the argument parser, so
 the bad values of its kind — numbers out of range or not numbers, invalid choices, and for paths missing files,
 folders, empty, binary, non-UTF-8, BOM-led and FIFO files, links out of the folder, ``..`` paths — on top of a
 small valid command; the public API gets the same kinds through its main entry points, plus a Hugging Face folder
-whose config asks to run its own code. Each case runs in a forked child with a time limit and ends as one of:
-``clear`` (exit 2 with a one-line message, or the API's own error), ``traceback`` (an exception escaped the
+whose config asks to run its own code; and the well-formed but wrong inputs of :mod:`tools.tampering` (tampered
+model folders and packages, foreign Hugging Face folders, edited cache entries, misplaced results, own data that
+does not mean what it seems). Each case runs in a forked child with a time limit and ends as one of:
+``clear`` (exit 2 with a one-line message, or the API's own error), ``warned`` (a tampered input
+that went on with a warning: :mod:`tools.tampering`), ``traceback`` (an exception escaped the
 command), ``python-error`` (the API raised a Python error from inside: to be read), ``accepted`` (exit 0: to be read,
 a valid value or a silent failure) or ``timeout`` (it started work). Afterwards the sweep checks that no tracked
 file of the checkout changed and that the foreign code never ran.
 
-    WORKBENCH_HOME=$(mktemp -d) python tools/hostile_sweep.py OUT.csv [--only api] [--command probe] [--limit 8]
+    WORKBENCH_HOME=$(mktemp -d) python tools/hostile_sweep.py OUT.csv [--only api|cli|tamper] [--command probe] [--limit 8]
 
 (on a throwaway clone, with PYTHONPATH set to it: it runs commands that write).
 """
@@ -154,6 +157,10 @@ def _start(case, tmp: Path) -> tuple[int, int]:
     out, err = io.StringIO(), io.StringIO()
     try:
         with redirect_stdout(out), redirect_stderr(err):
+            if name.startswith("tamper"):
+                from tools import tampering
+                os.write(write, "\t".join(tampering.outcome(tmp, what)).encode("utf-8", "replace")[:4000])
+                os._exit(0)
             if name.startswith("cli"):
                 from workbench.cli import main
                 rc = main(what)
@@ -221,7 +228,8 @@ def main() -> None:
     global ENCODER, LIMIT
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", help="the cases' outcomes as CSV")
-    parser.add_argument("--only", choices=("cli", "api"), help="only the CLI or only the API cases")
+    parser.add_argument("--only", choices=("cli", "api", "tamper"),
+                        help="only the CLI, the API or the tampered-input cases (tools/tampering.py)")
     parser.add_argument("--limit", type=float, default=LIMIT, help=f"seconds a case may run ({LIMIT})")
     parser.add_argument("--command", help="only this subcommand's CLI cases (e.g. 'probe', 'models export')")
     args = parser.parse_args()
@@ -233,7 +241,11 @@ def main() -> None:
     from workbench.data.corpora import probe_pool
     probe_pool()  # the corpora read once here: a case that times out started work of its own, not the data's
     tracked = subprocess.run(["git", "ls-files", "-s"], capture_output=True, text=True).stdout
-    cases = ([] if args.only == "api" else cli_cases(tmp)) + ([] if args.only == "cli" else api_cases(tmp))
+    from tools import tampering  # its imports made once here too (transformers for the Hugging Face cases)
+    __import__("transformers")
+    cases = ([] if args.only in ("api", "tamper") else cli_cases(tmp)) + (
+        [] if args.only in ("cli", "tamper") else api_cases(tmp)) + (
+        [] if args.only in ("cli", "api") else [(f"tamper {name}", name) for name in tampering.CASES])
     if args.command:
         cases = [case for case in cases if case[0].startswith(f"cli {args.command} ")]
     df = pd.DataFrame(sweep(cases, tmp))

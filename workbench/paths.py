@@ -127,6 +127,17 @@ def atomic_write(path: Path, content: str | Callable[[Path], object]) -> None:
         raise
 
 
+def check_outside_models(path: str | Path, option: str) -> None:
+    """Refuse to write ``path`` inside ``trained/`` or any model or checkpoint folder (one with a ``config.json``):
+    the folder's digests would no longer cover what it holds, and it would be refused when next loaded."""
+    resolved = Path(path).resolve()
+    models = trained_dir().resolve()
+    inside = next((p for p in (resolved, *resolved.parents) if (p / "config.json").is_file()), None)
+    if resolved == models or models in resolved.parents or inside is not None:
+        raise WorkbenchError(f"{option} {path} is inside {'trained/' if inside is None else f'the model folder {inside}'}"
+                             ", whose files are checked against their digests: write the results elsewhere")
+
+
 def check_results_folder(folder: str | Path, option: str, written: str, force: bool = False) -> Path:
     """``folder`` if results may be written there, checked before any work: not a file, not inside ``trained/`` or
     any model or checkpoint folder (one with a ``config.json``: its digests would no longer cover it), and holding
@@ -134,12 +145,7 @@ def check_results_folder(folder: str | Path, option: str, written: str, force: b
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise WorkbenchError(f"{option} {folder} is a file; give a folder")
-    resolved = folder.resolve()
-    models = trained_dir().resolve()
-    inside = next((p for p in (resolved, *resolved.parents) if (p / "config.json").is_file()), None)
-    if resolved == models or models in resolved.parents or inside is not None:
-        raise WorkbenchError(f"{option} {folder} is inside {'trained/' if inside is None else f'the model folder {inside}'}"
-                             ", whose files are checked against their digests: write the results elsewhere")
+    check_outside_models(folder, option)
     there = sorted(p.name for p in folder.glob(written)) if folder.is_dir() else []
     if there and not force:
         raise WorkbenchError(f"{option} {folder} already holds {', '.join(there[:3])}{', …' if len(there) > 3 else ''}; "

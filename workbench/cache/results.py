@@ -1,11 +1,18 @@
 """The result store: what is computed from an encoder's embeddings (a probe's accuracy, an STS correlation), kept as
-JSON per (encoder fingerprint, kind, key) with a checksum of the result and how it was made (seconds, machine,
-library versions), so asking again is free and an entry edited by hand is recomputed, not returned."""
+JSON per (encoder fingerprint, kind, key) with how it was made (seconds, machine, library versions) and a keyed
+digest of the result, so asking again is free and an edited entry is recomputed, not returned.
+
+The digest is an HMAC-SHA256 under a random key kept in the home (``cache/results/.key``, readable by its owner
+only): an editor who recomputes a plain sha256 of the changed result, or copies an entry from another home, does
+not pass. It protects against edits and tools, not against someone who reads the key."""
 from __future__ import annotations
 
 import datetime
 import hashlib
+import hmac
 import json
+import os
+import secrets
 import logging
 import time
 from collections.abc import Callable
@@ -33,7 +40,7 @@ def remember(kind: str, fingerprint: str, key: dict, compute: Callable[[], dict 
         try:
             stored = json.loads(path.read_text(encoding="utf-8"))
             if (stored.get("key") == json.loads(json.dumps(key, default=str))
-                    and stored.get("sha256") == _result_digest(stored.get("result"))):
+                    and _holds(stored)):
                 return stored["result"]
         except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
             pass
@@ -43,7 +50,7 @@ def remember(kind: str, fingerprint: str, key: dict, compute: Callable[[], dict 
     made = {"seconds": round(time.perf_counter() - start, 3), **made_with(),
             "at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, json.dumps({"key": key, "result": result, "sha256": _result_digest(result), "made": made}))
+    atomic_write(path, json.dumps({"key": key, "result": result, "hmac_sha256": _result_digest(result), "made": made}))
     return result
 
 
@@ -54,7 +61,7 @@ def stored_results(kind: str = "probe") -> list[dict]:
     for path in sorted(results_dir().glob(f"*/{kind}/*.json")):
         try:
             stored = json.loads(path.read_text(encoding="utf-8"))
-            if stored.get("sha256") == _result_digest(stored.get("result")):
+            if _holds(stored):
                 entries.append({"key": stored["key"], "result": stored["result"], "made": stored.get("made", {})})
                 continue
         except (OSError, json.JSONDecodeError, UnicodeDecodeError, AttributeError, KeyError):
@@ -63,5 +70,33 @@ def stored_results(kind: str = "probe") -> list[dict]:
     return entries
 
 
+def _holds(stored: dict) -> bool:
+    """Whether a stored entry's result is the one this home wrote (its keyed digest matches)."""
+    return hmac.compare_digest(str(stored.get("hmac_sha256")), _result_digest(stored.get("result")))
+
+
 def _result_digest(result) -> str:
-    return hashlib.sha256(json.dumps(result, sort_keys=True).encode()).hexdigest()
+    return hmac.new(_key(), json.dumps(result, sort_keys=True).encode(), hashlib.sha256).hexdigest()
+
+
+def _key() -> bytes:
+    """This home's result key, made on first use (32 random bytes, mode 0600, written whole or not at all)."""
+    path = results_dir() / ".key"
+    try:
+        key = path.read_bytes()
+        if len(key) == 32:
+            return key
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".key.{os.getpid()}.tmp")
+    with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as handle:
+        handle.write(secrets.token_bytes(32))
+    try:
+        os.link(tmp, path)  # the first process to make it wins; the others read the winner's
+    except FileExistsError:
+        if len(path.read_bytes()) != 32:  # a damaged key: results under it cannot be told from edited ones
+            os.replace(tmp, path)
+            log.warning("%s was damaged and was made again; cached results are recomputed", path)
+    tmp.unlink(missing_ok=True)
+    return path.read_bytes()

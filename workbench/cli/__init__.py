@@ -15,6 +15,7 @@ import tomllib
 from pathlib import Path
 
 from ..checks import WorkbenchError
+from ..paths import check_outside_models
 from .commands import COMMANDS
 
 
@@ -91,6 +92,7 @@ def _check_output(args) -> None:
         return
     path = Path(out)
     folder = kind == "folder"
+    check_outside_models(path, "--out")
     if kind == "file":
         if not path.parent.is_dir():
             raise WorkbenchError(f"--out {out}: folder {path.parent} does not exist (create it first)")
@@ -112,7 +114,8 @@ def _check_output(args) -> None:
         if not writable.is_dir():
             raise WorkbenchError(f"--out {out}: {writable} is a file, so the folder cannot be created")
         if path.exists() and (not folder or any(path.iterdir())):
-            print(f"workbench {args.command}: replacing the earlier report in {out}", file=sys.stderr)
+            print(f"workbench {args.command}: {out} exists; the files the report writes replace those of the same "
+                  "names there", file=sys.stderr)
     try:  # a real write: permissions alone do not tell (root, read-only or virtual file systems such as /proc)
         with tempfile.TemporaryFile(dir=writable):
             pass

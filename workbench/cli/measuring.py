@@ -221,6 +221,17 @@ def cache_command(args) -> None:
     print(f"freed {freed / 2**20:.1f} MiB")
 
 
+def _tracks(args) -> list[str]:
+    """The STS17 tracks ``--tracks`` names ("a,b" or "a b"), checked before the encoder is made."""
+    if args.suite != "sts17":
+        raise WorkbenchError(f"--tracks chooses STS17 tracks; give --suite sts17 (not {args.suite})")
+    tracks = [check_name("STS17 track", track, STS17_TRACKS) for given in args.tracks for track in given.split(",")
+              if track]
+    if not tracks:
+        raise WorkbenchError(f"--tracks {' '.join(args.tracks)!r} names no STS17 track; valid: {', '.join(STS17_TRACKS)}")
+    return tracks
+
+
 def evaluate_command(args) -> None:
     against = None
     check_n_boot(args.n_boot)  # before the first evaluation (a bad value is refused even where it is not used)
@@ -231,12 +242,7 @@ def evaluate_command(args) -> None:
         against = encoder_spec(args.against, args.pair)
         if args.out and _comparison_path(args.out).exists() and not args.force:
             raise WorkbenchError(f"{_comparison_path(args.out)} exists; --force replaces it")
-    options = {}
-    if args.tracks:
-        if args.suite != "sts17":
-            raise WorkbenchError(f"--tracks chooses STS17 tracks; give --suite sts17 (not {args.suite})")
-        options["tracks"] = [check_name("STS17 track", track, STS17_TRACKS)  # "a,b" or "a b"
-                             for given in args.tracks for track in given.split(",") if track]
+    options = {"tracks": _tracks(args)} if args.tracks else {}
     if args.mteb:
         check_mteb_folder(args.mteb, args.force)  # before minutes of evaluation, as --out is
     encoder = chosen_encoder(args)

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..cache import stored_results
-from ..checks import WorkbenchError
+from ..checks import WorkbenchError, check_text
 
 RESULT_COLUMNS = ("encoder", "task", "dataset", "metric", "value", "ci_low", "ci_high", "n")
 SHARE_METRICS = ("accuracy", "majority", "control_accuracy", "given_accuracy", "transfer_accuracy",
@@ -94,7 +94,8 @@ def cached_probes(task: str | None = None, encoder: str | None = None, layer: in
     ``best`` marks, among the encoders probed on the same data with the same classifier and seed, the most
     accurate one only where its CI lies above every other's (otherwise none is marked: the data cannot tell them
     apart). Filters: ``task`` (exact), ``encoder`` (a part of its name), ``layer`` (the ``@L`` of a layer's name).
-    Conditional and cross-lingual probes are left out (they measure something else).
+    Conditional and cross-lingual probes are left out (they measure something else). A filter that matches no
+    stored result (a misspelt task, an encoder never probed) is refused, naming what the cache holds.
     """
     rows = []
     for entry in stored_results("probe"):
@@ -113,6 +114,7 @@ def cached_probes(task: str | None = None, encoder: str | None = None, layer: in
                      "data": key.get("data", "")})
     table = pd.DataFrame(rows, columns=[c for c in BROWSE_COLUMNS if c != "best"])
     table = table.drop_duplicates(subset=["encoder", "task", "classifier", "seed", "data"], keep="last")
+    _check_filters(table, task, encoder, layer)
     if task is not None:
         table = table[table["task"] == task]
     if encoder is not None:
@@ -155,3 +157,25 @@ def layer_table(df: pd.DataFrame) -> pd.DataFrame:
     table["n"] = by_task["n"].max().astype("Int64")
     table["±CI"] = (100 * (acc["ci_high"] - acc["ci_low"]) / 2).groupby(acc["task"]).max().round(1)
     return table
+
+
+def _check_filters(table: pd.DataFrame, task: str | None, encoder: str | None, layer: int | None) -> None:
+    """Refuse a filter that no stored result matches on its own, naming the values the cache holds."""
+    def listed(values) -> str:
+        values = sorted({str(v) for v in values})
+        return ", ".join(values[:12]) + (f" and {len(values) - 12} more" if len(values) > 12 else "")
+
+    for name, value in (("task", task), ("encoder", encoder)):
+        if value is not None and not check_text(value, name).strip():
+            raise WorkbenchError(f"{name} {value!r} is blank: give part of a name, or leave the filter out")
+    wrong = []
+    if task is not None and task not in set(table["task"]):
+        wrong.append(f"task {task!r} (tasks probed: {listed(table['task']) or 'none'})")
+    if encoder is not None and not table["encoder"].str.contains(encoder, regex=False).any():
+        wrong.append(f"an encoder named like {encoder!r} (encoders probed: {listed(table['encoder']) or 'none'})")
+    if layer is not None and layer not in set(table["layer"].dropna()):
+        wrong.append(f"layer {layer} (layers probed: {listed(int(v) for v in table['layer'].dropna()) or 'none'})")
+    if wrong:
+        raise WorkbenchError("the cache holds no probe results for " + "; nor for ".join(wrong)
+                             + ("" if len(table) else "; `workbench probe` (or wb.probe) stores each result it makes"))
+

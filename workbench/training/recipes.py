@@ -208,7 +208,7 @@ _CHECKS = [(name, "an integer ≥ 1", _count(1)) for name in (
            ("max_pairs", "an integer ≥ 0 (0: all pairs)", _count(0)),
            ("tokenizer_pairs", "an integer ≥ 1 (unset: every training pair)", _count(1)),
            ("eval_every", "an integer ≥ 0 (0: never)", _count(0)), ("warmup", "an integer ≥ 0", _count(0)),
-           ("seed", "an integer ≥ 0", _count(0)), ("lr", "a number > 0", _number(0, open_low=True)),
+           ("seed", "an integer from 0 to 2**32 - 1", lambda v: whole(v, 0, 2 ** 32 - 1)), ("lr", "a number > 0", _number(0, open_low=True)),
            ("warmup_init_lr", "a number ≥ 0", _number(0)), ("eps", "a number > 0", _number(0, open_low=True)),
            ("weight_decay", "a number ≥ 0", _number(0)), ("clip_norm", "a number > 0", _number(0, open_low=True)),
            ("kl_ramp", "a number > 0", _number(0, open_low=True)),

@@ -283,9 +283,13 @@ def _restored(package: Path) -> tuple[str, dict, dict, bytes, pd.DataFrame | Non
         if sha256_of(package / file) != digest:
             raise WorkbenchError(f"{package / file} does not match its sha256 in manifest.json (damaged in "
                                  "transfer?); copy it again")
-    packed = {}
+    packed, shard_of = {}, {}
     for file in sorted(f for f in manifest["files"] if f.endswith(".safetensors")):
-        packed.update(read_weights(package / file))
+        for key, tensor in read_weights(package / file).items():
+            if key in packed:  # one of the two would silently win
+                raise WorkbenchError(f"{package}: tensor {key!r} is in two shards ({shard_of[key]} and {file}); a "
+                                     "package holds each tensor once: export the package again")
+            packed[key], shard_of[key] = tensor, file
     for key, n in manifest["split"].items():
         missing = [f"{key}#part{i}" for i in range(n) if f"{key}#part{i}" not in packed]
         if missing:
