@@ -53,8 +53,8 @@ def registry(*groups: dict[str, Kind]) -> dict[str, Kind]:
 
 
 KINDS = registry(
-    {name: Kind(bgt.BGTConfig, bgt.BGT, bgt.PRESETS, abilities=frozenset(bgt.ABILITIES.get(name, ())))
-     for name in bgt.SETTINGS},
+    {name: Kind(bgt.BGTConfig, bgt.BGT, bgt.PRESETS, abilities=setting.abilities)
+     for name, setting in bgt.SETTINGS.items()},
     {name: Kind(paraphrastic.ParaphrasticConfig, paraphrastic.Paraphrastic, paraphrastic.PRESETS)
      for name in paraphrastic.SETTINGS},
     {"nmt": Kind(nmt.NMTConfig, nmt.MultilingualNMT, nmt.PRESETS, multilingual=True)},

@@ -50,11 +50,39 @@ from .base import ModelConfig, SentenceModel
 from .losses import drop_words, free_bits, kl_to_standard_normal, token_loss
 from .transformer import LatentDecoder, SentenceEncoder, TransformerConfig, beam_search, shift_right
 
-SETTINGS = ("bgt", "bgt_no_prior", "bgt_no_langvars", "bilingual_trans", "english_trans", "english_ae",
-            "english_vae")
-# What each setting can do beyond encoding, declared here so that no other module infers it from a name:
-# style transfer needs language latents beside the semantic one and decoders that read both.
-ABILITIES = {"bgt": {"style_transfer"}, "bgt_no_prior": {"style_transfer"}}
+
+
+@dataclass(frozen=True)
+class Setting:
+    """What one setting is made of — the module docstring's table as data, so that the network, the loss and other
+    modules ask what a setting has instead of comparing its name."""
+    gaussian: bool = False  # posteriors with a variance and a KL to N(0, I), annealed (the prior)
+    language_latents: bool = False  # q(z_en | x_en) and q(z_xx | x_xx) beside z_sem
+    reconstructs: str | None = None  # generative decoders: "languages" (one per language) or "en" (English alone)
+    translates: tuple[str, ...] = ()  # translation decoders from z_sem: "en->xx", "xx->en"
+    samples: bool = False  # its decoders always read a sampled z (a VAE), whatever decoder_latent says
+    trans_weight: float | None = None  # the translation loss's weight when fixed by the setting (None: the config's)
+    abilities: frozenset[str] = frozenset()  # beyond encoding, e.g. "style_transfer"
+
+    @property
+    def english_only(self) -> bool:
+        """Whether its semantic encoder reads English alone (nothing maps the other language into it)."""
+        return self.reconstructs != "languages" and "xx->en" not in self.translates
+
+
+BOTH_WAYS = ("en->xx", "xx->en")
+# style transfer needs language latents beside the semantic one and decoders that read both
+STYLE = frozenset({"style_transfer"})
+SETTINGS = {
+    "bgt": Setting(gaussian=True, language_latents=True, reconstructs="languages", translates=BOTH_WAYS,
+                   abilities=STYLE),
+    "bgt_no_prior": Setting(language_latents=True, reconstructs="languages", translates=BOTH_WAYS, abilities=STYLE),
+    "bgt_no_langvars": Setting(gaussian=True, reconstructs="languages", translates=BOTH_WAYS),
+    "bilingual_trans": Setting(translates=BOTH_WAYS, trans_weight=0.5),  # 0.5 × (en→xx + xx→en)
+    "english_trans": Setting(translates=("en->xx",)),
+    "english_ae": Setting(reconstructs="en"),
+    "english_vae": Setting(gaussian=True, reconstructs="en", samples=True),
+}
 DECODER_LATENTS = ("mean", "sample", "sample_language")
 SEM_SIDES = ("example", "microbatch")
 
@@ -173,39 +201,30 @@ class BGT(SentenceModel):
     def __init__(self, cfg: BGTConfig):
         super().__init__()
         self.cfg = cfg
-        s, L = cfg.setting, cfg.latent_dim
-        gaussian = s in ("bgt", "bgt_no_langvars", "english_vae")
-        self.has_kl = gaussian
-        self.encoders = nn.ModuleDict({"semantic": SentenceEncoder(cfg.encoder_config(), with_logv=gaussian)})
-        if s in ("bgt", "bgt_no_prior"):
+        self.setting = setting = SETTINGS[cfg.setting]
+        self.has_kl = setting.gaussian
+        self.encoders = nn.ModuleDict({"semantic": SentenceEncoder(cfg.encoder_config(), with_logv=setting.gaussian)})
+        if setting.language_latents:
             for lang in cfg.languages:
                 self.encoders[lang] = SentenceEncoder(cfg.encoder_config(latent_dim=cfg.language_dim),
-                                                      with_logv=gaussian)
+                                                      with_logv=setting.gaussian)
         self.decoders = nn.ModuleDict()
 
         def decoder(cond_dim: int) -> LatentDecoder:
             return LatentDecoder(cfg.encoder_config(cfg.dec_layers), cond_dim, cfg.attention_relu)
 
-        if s in ("bgt", "bgt_no_prior"):
-            for lang in cfg.languages:  # generative decoders on [z_lang ; z_sem]
-                self.decoders[lang] = decoder(cfg.language_dim + L)
-        elif s == "bgt_no_langvars":
-            for lang in cfg.languages:
-                self.decoders[lang] = decoder(L)
-        elif s in ("english_ae", "english_vae"):
-            self.decoders["en"] = decoder(L)
-        if s in ("bgt", "bgt_no_prior", "bgt_no_langvars", "bilingual_trans"):
-            self.decoders[f"en->{cfg.foreign}"] = decoder(L)
-            self.decoders[f"{cfg.foreign}->en"] = decoder(L)
-        elif s == "english_trans":
-            self.decoders[f"en->{cfg.foreign}"] = decoder(L)
+        language = cfg.language_dim if setting.language_latents else 0
+        for lang in {"languages": cfg.languages, "en": ("en",), None: ()}[setting.reconstructs]:
+            self.decoders[lang] = decoder(language + cfg.latent_dim)  # on [z_lang ; z_sem], or z_sem alone
+        for direction in setting.translates:
+            self.decoders[direction.replace("xx", cfg.foreign)] = decoder(cfg.latent_dim)
 
     # --- encoders ------------------------------------------------------------------------------------------
 
     def view_languages(self, view: str) -> tuple[str, ...]:
         """The languages an encoder view was trained to read (``encoder(view)`` gives the Encoder)."""
         if view == "semantic":
-            return ("en",) if self.cfg.setting.startswith("english_") else self.cfg.languages
+            return ("en",) if self.setting.english_only else self.cfg.languages
         return (view,)
 
     def latent(self, mu: torch.Tensor, logv: torch.Tensor | None, language: bool = False) -> torch.Tensor:
@@ -216,7 +235,7 @@ class BGT(SentenceModel):
         L2 penalty and limits nothing; a sample's noise makes it a real limit on what the latent carries.
         Always ``mu`` in eval mode."""
         mode = self.cfg.decoder_latent
-        sample = self.cfg.setting == "english_vae" or mode == "sample" or (mode == "sample_language" and language)
+        sample = self.setting.samples or mode == "sample" or (mode == "sample_language" and language)
         if logv is None or not self.training or not sample:
             return mu
         return mu + torch.exp(0.5 * logv) * torch.randn_like(mu)
@@ -230,7 +249,7 @@ class BGT(SentenceModel):
         alone, as the translation model did). The language encoders start fresh and learn only what z_sem
         leaves to them — the order the paper's scale reaches and a small CPU run from scratch does not (the
         language encoder learns the sentence first). Returns the parameters taken."""
-        if self.cfg.setting not in ("bgt", "bgt_no_prior") or source_config.setting != "bilingual_trans":
+        if not self.setting.language_latents or source_config.setting != "bilingual_trans":
             raise WorkbenchError(f"a {self.cfg.setting} model starts only from scratch or from its own kind; "
                                  f"warm start is BGT from BILINGUALTRANS (not from {source_config.setting})")
         shape = ("vocab_size", "languages", "d_model", "ffn_dim", "n_heads", "enc_layers", "dec_layers",
@@ -286,23 +305,23 @@ class BGT(SentenceModel):
         ``active_units`` (dimensions of the concatenated posterior means whose variance over the batch is ≥ 0.01:
         a posterior-collapse check).
         """
-        cfg, s = self.cfg, self.cfg.setting
+        cfg, setting = self.cfg, self.setting
         zero = en.new_zeros((), dtype=torch.float)
         t = {"recon": zero, "trans": zero, "kl_sem": zero, "kl_lang": zero, "kl_lang_cost": zero}
-        if s in ("english_ae", "english_vae"):
+        if setting.reconstructs == "en":
             mu, logv = self.encoders["semantic"](en)
             means = [mu]
             t["recon"] = self._decoded("en", en, self.latent(mu, logv), cfg.label_smoothing)
             if logv is not None:
                 t["kl_sem"] = kl_to_standard_normal(mu, logv).sum()
-        elif s == "english_trans":
+        elif setting.english_only:  # English to the other language only
             mu, _ = self.encoders["semantic"](en)
             means = [mu]
             t["trans"] = self._decoded(f"en->{cfg.foreign}", xx, mu, cfg.label_smoothing)
         else:
             means = self._bilingual_terms(en, xx, step, t)
         beta = self.kl_weight(update)
-        trans_weight = 0.5 if s == "bilingual_trans" else cfg.trans_weight  # docs/method.md#translation-loss
+        trans_weight = cfg.trans_weight if setting.trans_weight is None else setting.trans_weight  # docs/method.md#translation-loss
         kl = t["kl_sem"] + t["kl_lang"]
         loss = (cfg.recon_weight * t["recon"] + beta * (t["kl_sem"] + cfg.language_kl_weight * t["kl_lang_cost"])
                 + trans_weight * t["trans"])
@@ -327,12 +346,12 @@ class BGT(SentenceModel):
         """The translation loss from z_sem of each side, then (BGT and its ablations) the generative path:
         z_sem from one side (:func:`semantic_side`), each language's decoder on ``[z_lang ; z_sem]`` (or z_sem
         alone without language variables) and the KL terms. Fills ``t``; returns the posterior means."""
-        cfg, s, fx = self.cfg, self.cfg.setting, self.cfg.foreign
+        cfg, fx = self.cfg, self.cfg.foreign
         mu_en, logv_en = self.encoders["semantic"](en)
         mu_xx, logv_xx = self.encoders["semantic"](xx)
         t["trans"] = (self._decoded(f"en->{fx}", xx, mu_en, cfg.label_smoothing)
                       + self._decoded(f"{fx}->en", en, mu_xx, cfg.label_smoothing))
-        if s == "bilingual_trans":
+        if self.setting.reconstructs is None:  # translation alone (BILINGUALTRANS)
             return [mu_en, mu_xx]
         side = semantic_side(en.shape[0], cfg.sem_side, step, en.device)[:, None]
         mu_sem = torch.where(side, mu_en, mu_xx)
@@ -343,7 +362,7 @@ class BGT(SentenceModel):
             t["kl_sem"] = kl_to_standard_normal(mu_sem, logv_sem).sum()
         for lang, target in (("en", en), (fx, xx)):
             cond = z_sem
-            if s != "bgt_no_langvars":
+            if self.setting.language_latents:
                 mu_l, logv_l = self.encoders[lang](target)
                 means.append(mu_l)
                 cond = torch.cat([self.latent(mu_l, logv_l, language=True), z_sem], dim=-1)  # [language ; semantic]
