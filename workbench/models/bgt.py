@@ -51,7 +51,6 @@ from .losses import drop_words, free_bits, kl_to_standard_normal, token_loss
 from .transformer import LatentDecoder, SentenceEncoder, TransformerConfig, beam_search, shift_right
 
 
-
 @dataclass(frozen=True)
 class Setting:
     """What one setting is made of — the module docstring's table as data, so that the network, the loss and other
@@ -71,8 +70,7 @@ class Setting:
 
 
 BOTH_WAYS = ("en->xx", "xx->en")
-# style transfer needs language latents beside the semantic one and decoders that read both
-STYLE = frozenset({"style_transfer"})
+STYLE = frozenset({"style_transfer"})  # needs language latents beside the semantic one and decoders that read both
 SETTINGS = {
     "bgt": Setting(gaussian=True, language_latents=True, reconstructs="languages", translates=BOTH_WAYS,
                    abilities=STYLE),
