@@ -23,14 +23,20 @@ REPO = Path(__file__).resolve().parent.parent
 SHARED = ("tokenizers", "splits", "probing/candidates",
           *(f"cache/{kind}/{view['fingerprint'][:16]}" for path in sorted(REPO.glob("trained/*/card.json"))
             for view in json.loads(path.read_text())["views"].values() for kind in ("embeddings", "results")))
+RESULT_KEY = "cache/results/.key"  # the shared results are keyed: every worker reads them under one key
 if "PYTEST_XDIST_WORKER" in os.environ:
-    for part in SHARED if os.environ.get("WORKBENCH_TEST_SHARED") else ():
-        os.makedirs(os.path.join(os.environ["WORKBENCH_TEST_SHARED"], part), exist_ok=True)
+    for part in SHARED + (RESULT_KEY,) if os.environ.get("WORKBENCH_TEST_SHARED") else ():
+        if part != RESULT_KEY:
+            os.makedirs(os.path.join(os.environ["WORKBENCH_TEST_SHARED"], part), exist_ok=True)
         os.makedirs(os.path.dirname(os.path.join(_HOME, part)), exist_ok=True)
         os.symlink(os.path.join(os.environ["WORKBENCH_TEST_SHARED"], part), os.path.join(_HOME, part))
 else:
     os.environ["WORKBENCH_TEST_SHARED"] = tempfile.mkdtemp(prefix="workbench-test-shared-")
     atexit.register(shutil.rmtree, os.environ["WORKBENCH_TEST_SHARED"], ignore_errors=True)
+    os.makedirs(os.path.join(os.environ["WORKBENCH_TEST_SHARED"], os.path.dirname(RESULT_KEY)))
+    with open(os.open(os.path.join(os.environ["WORKBENCH_TEST_SHARED"], RESULT_KEY),
+                      os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as key:
+        key.write(os.urandom(32))
 
 
 def made_once(name: str, make) -> Path:

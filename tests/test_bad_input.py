@@ -232,7 +232,7 @@ def inputs(tmp_path):
     (tmp_path / "latin.txt").write_bytes(b"\xff\xfeabc\n")
     (tmp_path / "exists.csv").write_text("x\n")
     (tmp_path / "amodel").mkdir()
-    (tmp_path / "amodel" / "config.json").write_text("{}")  # a model folder
+    (tmp_path / "amodel" / "config.json").write_text('{"model_type": "bert"}')  # a (Hugging Face) model folder
     (tmp_path / "earlier").mkdir()
     (tmp_path / "earlier" / "STS12.json").write_text("{}")  # results of an earlier --mteb
     (tmp_path / "adir").mkdir()
@@ -474,6 +474,7 @@ CLI_CASES = [  # (argv with {tmp} for the test's folder, a fragment of the one-l
     ("curve --out {tmp}/c", "the following arguments are required: RUN"),
     ("reproduce --out {tmp}/adir", "--out {tmp}/adir is a folder; give a file name"),
     ("curve bgt-en-fr --out trained/bgt-en-fr/curve", "is inside the model folder"),  # was: written into it
+    ("train --preset tiny --max-updates 1 --out trained/a-run", "--out trained/a-run is inside trained/"),
     ("encode --encoder random-sp-average --input {tmp}/in.txt --out trained/x.npy", "is inside trained/"),
     ("reproduce --out /proc/x.html", "--out /proc/x.html: cannot write in /proc"),  # before 13 minutes of work
     ("reproduce --years 2011", "argument --years: invalid choice: 2011"),
@@ -821,8 +822,8 @@ REFUSED_BECAUSE = {  # what each refusal must say (a refusal for another reason 
     "hugging_face_folder_with_another_models_tokenizer": "it is another model's tokenizer",
     "hugging_face_folder_whose_model_type_is_not_its_weights": "model_type 'mistral', but the architecture",
     "hugging_face_folder_with_a_tensor_in_two_shards": "is in two weight files",
-    "mteb_results_into_the_models_folder": "",  # the CLI's exit 2 (its message: test_bad_cli_input_...)
-    "mteb_results_over_existing_ones_without_force": "",
+    "mteb_results_into_the_models_folder": "is inside trained/",
+    "mteb_results_over_existing_ones_without_force": "already holds STS17.json",
     "word_control_on_data_without_a_word_column": "keys the control task on each example's label word",
     "own_data_whose_sentences_are_lists": "is a list",
     "transfer_between_tasks_whose_labels_only_look_alike": "punct_num is not a version of length",

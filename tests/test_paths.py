@@ -27,3 +27,20 @@ def test_home_default_is_user_cache_not_repo(monkeypatch, tmp_path):
     home = paths.home_dir()
     assert home == tmp_path / "bgt-workbench" and home.is_dir()
     assert paths.REPO_ROOT not in home.parents
+
+
+def test_outputs_are_refused_inside_model_folders_and_only_there(tmp_path):
+    """A report or result written into a model folder would make it fail its digests; a project folder that keeps
+    settings of its own in a config.json is not a model folder."""
+    import json
+
+    from workbench.checks import WorkbenchError
+    from workbench.paths import check_outside_models, trained_dir
+    project, model = tmp_path / "project", tmp_path / "model"
+    for folder, config in ((project, {"editor": "vim"}), (model, {"model_type": "bert"})):
+        folder.mkdir()
+        (folder / "config.json").write_text(json.dumps(config))
+    check_outside_models(project / "reports" / "demo", "--out")
+    for inside in (model / "x.npy", trained_dir() / "new-model", trained_dir() / "bgt-en-fr" / "curve"):
+        with pytest.raises(WorkbenchError, match="whose files are checked against their digests"):
+            check_outside_models(inside, "--out")

@@ -281,8 +281,17 @@ def hugging_face_folder_with_a_tensor_in_two_shards(scratch: Path) -> str:
 # --- where results are written ----------------------------------------------------------------------------------
 
 def _cli(argv: list[str]) -> str:
+    """``accepted`` if the command ran; its refusal (exit 2) as a WorkbenchError with what it said."""
+    import io
+    from contextlib import redirect_stderr
+
     from workbench.cli import main
-    return "clear" if main(argv) == 2 else "accepted"
+    said = io.StringIO()
+    with redirect_stderr(said):
+        code = main(argv)
+    if code == 2:
+        raise WorkbenchError(said.getvalue().strip())
+    return "accepted"
 
 
 @case

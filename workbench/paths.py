@@ -127,12 +127,23 @@ def atomic_write(path: Path, content: str | Callable[[Path], object]) -> None:
         raise
 
 
+def _model_config(path: Path) -> bool:
+    """Whether ``path`` is the config.json of a model folder: the workbench's (sealed digests) or a Hugging Face
+    one (``model_type`` or ``architectures``) — not any project's settings file of that name."""
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        return False
+    return isinstance(meta, dict) and bool({"files_sha256", CONFIG_SEAL, "model_type", "architectures"} & set(meta))
+
+
 def check_outside_models(path: str | Path, option: str) -> None:
-    """Refuse to write ``path`` inside ``trained/`` or any model or checkpoint folder (one with a ``config.json``):
+    """Refuse to write ``path`` inside ``trained/`` or any model or checkpoint folder (one with a model's
+    ``config.json``):
     the folder's digests would no longer cover what it holds, and it would be refused when next loaded."""
     resolved = Path(path).resolve()
     models = trained_dir().resolve()
-    inside = next((p for p in (resolved, *resolved.parents) if (p / "config.json").is_file()), None)
+    inside = next((p for p in (resolved, *resolved.parents) if _model_config(p / "config.json")), None)
     if resolved == models or models in resolved.parents or inside is not None:
         raise WorkbenchError(f"{option} {path} is inside {'trained/' if inside is None else f'the model folder {inside}'}"
                              ", whose files are checked against their digests: write the results elsewhere")

@@ -13,6 +13,8 @@ import hmac
 import json
 import os
 import secrets
+import tempfile
+import threading
 import logging
 import time
 from collections.abc import Callable
@@ -21,6 +23,8 @@ from pathlib import Path
 from ..paths import atomic_write, home_dir, made_with
 
 log = logging.getLogger(__name__)
+_KEYS: dict[Path, bytes] = {}  # the result key of each home this process has used
+_KEY_LOCK = threading.Lock()  # joblib's threads store results too
 
 
 def results_dir() -> Path:
@@ -42,9 +46,12 @@ def remember(kind: str, fingerprint: str, key: dict, compute: Callable[[], dict 
             if (stored.get("key") == json.loads(json.dumps(key, default=str))
                     and _holds(stored)):
                 return stored["result"]
+            if "sha256" in stored and "hmac_sha256" not in stored:
+                log.info("cached result %s was stored before results were keyed; recomputing it", path)
+            else:
+                log.warning("cached result %s is unreadable, edited or stale; recomputing it", path)
         except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
-            pass
-        log.warning("cached result %s is unreadable, edited or stale; recomputing it", path)
+            log.warning("cached result %s is unreadable, edited or stale; recomputing it", path)
     start = time.perf_counter()
     result = json.loads(json.dumps(compute(), default=str))  # as a later read will return it
     made = {"seconds": round(time.perf_counter() - start, 3), **made_with(),
@@ -59,6 +66,7 @@ def stored_results(kind: str = "probe") -> list[dict]:
     versions and machine, empty for a result stored before they were recorded); an edited entry is left out."""
     entries = []
     for path in sorted(results_dir().glob(f"*/{kind}/*.json")):
+        stored = None
         try:
             stored = json.loads(path.read_text(encoding="utf-8"))
             if _holds(stored):
@@ -66,7 +74,11 @@ def stored_results(kind: str = "probe") -> list[dict]:
                 continue
         except (OSError, json.JSONDecodeError, UnicodeDecodeError, AttributeError, KeyError):
             pass
-        log.warning("cached result %s is unreadable or edited: left out", path)
+        if isinstance(stored, dict) and "sha256" in stored and "hmac_sha256" not in stored:
+            log.info("cached result %s was stored before results were keyed: left out (asked again, it is "
+                     "recomputed)", path)
+        else:
+            log.warning("cached result %s is unreadable or edited: left out", path)
     return entries
 
 
@@ -80,23 +92,42 @@ def _result_digest(result) -> str:
 
 
 def _key() -> bytes:
-    """This home's result key, made on first use (32 random bytes, mode 0600, written whole or not at all)."""
+    """This home's result key, made on first use (32 random bytes, mode 0600) and kept in memory per home."""
     path = results_dir() / ".key"
+    with _KEY_LOCK:
+        if path not in _KEYS:
+            _KEYS[path] = _read_or_make_key(path)
+        return _KEYS[path]
+
+
+def _read_or_make_key(path: Path) -> bytes:
+    """The key at ``path``; made when missing (the first process to make it wins, the others read the winner's) or
+    damaged (results under a damaged key cannot be told from edited ones: they are recomputed)."""
     try:
         key = path.read_bytes()
         if len(key) == 32:
             return key
+        damaged = True
     except FileNotFoundError:
-        pass
+        damaged = False
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".key.{os.getpid()}.tmp")
-    with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as handle:
-        handle.write(secrets.token_bytes(32))
+    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=".key.", suffix=f".{os.getpid()}.tmp")
     try:
-        os.link(tmp, path)  # the first process to make it wins; the others read the winner's
-    except FileExistsError:
-        if len(path.read_bytes()) != 32:  # a damaged key: results under it cannot be told from edited ones
+        os.fchmod(handle, 0o600)
+        os.write(handle, secrets.token_bytes(32))
+        os.close(handle)
+        if damaged:
             os.replace(tmp, path)
             log.warning("%s was damaged and was made again; cached results are recomputed", path)
-    tmp.unlink(missing_ok=True)
+        else:
+            try:
+                os.link(tmp, path)  # atomic, and never over another process's key
+            except FileExistsError:
+                pass
+            except OSError:  # a file system without hard links: the rename cannot lose a key that is not there
+                if not path.exists():
+                    os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
     return path.read_bytes()

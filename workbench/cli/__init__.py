@@ -114,8 +114,9 @@ def _check_output(args) -> None:
         if not writable.is_dir():
             raise WorkbenchError(f"--out {out}: {writable} is a file, so the folder cannot be created")
         if path.exists() and (not folder or any(path.iterdir())):
-            print(f"workbench {args.command}: {out} exists; the files the report writes replace those of the same "
-                  "names there", file=sys.stderr)
+            print(f"workbench {args.command}: {out} exists; " + (
+                "the files the report writes replace those of the same names there" if folder else
+                "the report (and its CSV and figures beside it) is replaced"), file=sys.stderr)
     try:  # a real write: permissions alone do not tell (root, read-only or virtual file systems such as /proc)
         with tempfile.TemporaryFile(dir=writable):
             pass

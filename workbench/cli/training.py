@@ -12,7 +12,7 @@ from ..data.download import OPUS_URL, STS_URLS, download, opus_moses_to_tsv, sts
 from ..models import KINDS
 from ..models.folder import latest_checkpoint, migrate, read_config, shipped
 from ..models.runlog import learning_curve
-from ..paths import data_dir, trained_dir
+from ..paths import check_outside_models, data_dir, trained_dir
 from ..probing.pair_tasks import add_pair, write_cards
 from ..progress import progress_bar
 from ..reports.pages import curve_report
@@ -131,6 +131,8 @@ def train_command(args) -> None:
     if args.resume and args.init_from:
         raise WorkbenchError(f"--resume continues the run in --out; --init-from {args.init_from} starts a new run "
                              "from a trained model: give one of them")
+    if args.out:  # trained/ holds exported models: a run goes elsewhere (then `models export`)
+        check_outside_models(args.out, "--out")
     if args.corpus:
         if not args.pair or args.pair == "all":
             raise WorkbenchError("--corpus is the bitext of one language pair: give it with --pair en-XX")
