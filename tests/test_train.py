@@ -148,10 +148,14 @@ def test_resume_refuses_other_training_data(run_copy):
 
 
 def test_the_kl_ramp_follows_the_run_length_and_a_resume_keeps_it(run_copy, tiny_tokenizer):
-    small = TrainConfig.from_preset("small", max_updates=1000)
-    assert small.kl_x0_at_start == 3000  # β ends at 1/3 whatever the run length
-    assert TrainConfig.from_preset("paper").kl_x0_at_start == 65536  # the paper's x0 at its 20k updates
-    assert TrainConfig.from_preset("paper", max_updates=2000).kl_x0_at_start == 6554
+    from workbench.models.bgt import BGTConfig
+
+    def x0(run):
+        return BGTConfig.run_settings(run)["kl_x0"]
+
+    assert x0(TrainConfig.from_preset("small", max_updates=1000)) == 3000  # β ends at 1/3 whatever the run length
+    assert x0(TrainConfig.from_preset("paper")) == 65536  # the paper's x0 at its 20k updates
+    assert x0(TrainConfig.from_preset("paper", max_updates=2000)) == 6554
     longer = Trainer(TrainConfig.from_preset("tiny", max_updates=35, valid_every=5, save_every=5), run_copy,
                      resume=True, show_progress=False)
     assert longer.model.cfg.kl_x0 == 30  # fixed when the run started (tiny: x0 = its 30 updates)

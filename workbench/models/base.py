@@ -24,6 +24,9 @@ class ModelConfig:
     config shares."""
 
     RETUNABLE: ClassVar[tuple[str, ...]] = ()  # fields a run initialised from a trained model may change
+    # fields a run fixes from its recipe when it starts (run_settings) and every resume keeps, whatever the recipe
+    # says then (a recipe that names another value is refused: it would not continue the run)
+    KEPT_FROM_START: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def run_settings(cls, run, tokenizer=None) -> dict:

@@ -64,8 +64,7 @@ class Setting:
     abilities: frozenset[str] = frozenset()  # beyond encoding, e.g. "style_transfer"
 
     @property
-    def english_only(self) -> bool:
-        """Whether its semantic encoder reads English alone (nothing maps the other language into it)."""
+    def english_only(self) -> bool:  # its semantic encoder reads English alone (nothing maps the other language in)
         return self.reconstructs != "languages" and "xx->en" not in self.translates
 
 
@@ -101,10 +100,10 @@ PRESETS = {
 
 @dataclass
 class BGTConfig(ModelConfig):
+    KEPT_FROM_START: ClassVar[tuple[str, ...]] = ("kl_x0",)  # the KL ramp (run_settings)
     # settings that change how the latents are regularised but no parameter's shape: a run initialised from a
     # trained model (``train --init-from``) may change them, to fine-tune it with another bottleneck
-    RETUNABLE: ClassVar[tuple[str, ...]] = ("decoder_latent", "language_kl_weight", "language_free_bits",
-                                            "word_dropout")
+    RETUNABLE: ClassVar[tuple[str, ...]] = ("decoder_latent", "language_kl_weight", "language_free_bits", "word_dropout")
     vocab_size: int
     languages: tuple[str, str] = ("en", "fr")
     setting: str = "bgt"
@@ -159,8 +158,9 @@ class BGTConfig(ModelConfig):
 
     @classmethod
     def run_settings(cls, run, tokenizer=None) -> dict:
-        """The KL ramp a new run fixes (``run.kl_x0_at_start``; every resume keeps it)."""
-        return {"kl_x0": run.kl_x0_at_start}
+        """The KL ramp a new run fixes (x0: ``kl_x0``, else ``kl_ramp`` × ``max_updates``, so β ends near 1 / kl_ramp:
+        docs/method.md#kl); every resume keeps it (``KEPT_FROM_START``)."""
+        return {"kl_x0": run.kl_x0 or max(1, round(run.kl_ramp * run.max_updates))}
 
     @property
     def foreign(self) -> str:

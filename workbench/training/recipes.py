@@ -66,6 +66,7 @@ class TrainConfig:
     clip_norm: float = 25.0
     max_updates: int = 1000
     max_seconds: float | None = None  # stop (with a checkpoint) once this session of the run took this long
+    # the KL ramp of the kinds with a KL term (BGT's run_settings fixes it when a run starts; resumes keep it):
     kl_x0: int | None = None  # KL weight min(1, update / kl_x0); None: kl_ramp × max_updates at the run's start
     kl_ramp: float = 3.0  # β ends at 1 / kl_ramp (3: near 0.3, as in the paper's run; docs/method.md#kl)
     seed: int = 1
@@ -107,11 +108,6 @@ class TrainConfig:
         """The sentencepiece model a run of this config trains with (built once per home, then loaded)."""
         return pair_tokenizer(self.pair, self.vocab_size, language_tags=KINDS[self.model].multilingual,
                               max_pairs=self.tokenizer_pairs)
-
-    @property
-    def kl_x0_at_start(self) -> int:
-        """The KL ramp's x0 a new run fixes (kept by every resume of it, whatever ``max_updates`` becomes)."""
-        return self.kl_x0 or max(1, round(self.kl_ramp * self.max_updates))
 
     @classmethod
     def from_preset(cls, preset: str, **changes) -> "TrainConfig":

@@ -34,8 +34,8 @@ def without_retunable(model: str, settings: dict) -> dict:
 def check_resumable(folder: ModelFolder, cfg: TrainConfig, tokenizer_digest: str, data_digest: str,
                     initialising: bool = False) -> None:
     """Refuse to continue ``folder`` with ``cfg`` when that would not continue its run: another model,
-    vocabulary, data or settings that decide the batches and the updates. A run keeps the KL ramp it started
-    with (``cfg.kl_x0`` is set to it when not given)."""
+    vocabulary, data or settings that decide the batches and the updates. A run keeps what its kind fixed when it
+    started (``KEPT_FROM_START``, e.g. BGT's KL ramp: set in ``cfg`` when the recipe leaves it unset)."""
     meta, path = folder.config, folder.path
     if meta["model"]["setting"] != cfg.model:
         raise WorkbenchError(f"{path} is a checkpoint of model {meta['model']['setting']!r}, not {cfg.model!r}")
@@ -53,13 +53,15 @@ def check_resumable(folder: ModelFolder, cfg: TrainConfig, tokenizer_digest: str
         changed.append(f"training data (sha256 {meta['data_sha256'][:12]} -> {data_digest[:12]})")
     if "data_sha256" not in meta:
         log.warning("%s predates training-data digests: the data cannot be checked on this resume", path)
-    saved_x0 = meta["model"].get("kl_x0")
-    if saved_x0 is not None:
-        if cfg.kl_x0 is not None and cfg.kl_x0 != saved_x0:
-            changed.append(f"kl_x0 {saved_x0} -> {cfg.kl_x0}")
-        elif cfg.kl_x0 is None:
-            log.info("resume keeps the KL ramp the run started with: x0 = %d updates", saved_x0)
-            cfg.kl_x0 = saved_x0
+    for name in KINDS[cfg.model].config.KEPT_FROM_START:  # e.g. BGT's KL ramp
+        saved_value, asked = meta["model"].get(name), getattr(cfg, name, None)
+        if saved_value is None:
+            continue
+        if asked is not None and asked != saved_value:
+            changed.append(f"{name} {saved_value} -> {asked}")
+        elif asked is None:
+            log.info("resume keeps %s = %s, which the run fixed when it started", name, saved_value)
+            setattr(cfg, name, saved_value)
     if changed:
         raise WorkbenchError(f"{path} was trained with other settings, so resuming would not continue that "
                              f"run: {'; '.join(changed)}. Resume with the run's settings (its config.json) or "
