@@ -62,7 +62,13 @@ def labelled(builder: str, language: str, paired: bool, params: dict, sentences:
     task), or from Moses-tokenised sentences, detokenised after."""
     if paired:
         return BUILDERS[builder](sentences, language, **params)
-    return [(label, detokenise(s), word) for label, s, word in BUILDERS[builder](sentences, language, **params)]
+    return [(label, _detokenised(s), word) for label, s, word in BUILDERS[builder](sentences, language, **params)]
+
+
+@lru_cache(maxsize=300_000)
+def _detokenised(sentence: str) -> str:
+    """:func:`detokenise`, once per sentence: the builders of one pool return many of the same sentences."""
+    return detokenise(sentence)
 
 
 def builder_params(card: TaskCard, seed: int) -> str:

@@ -14,13 +14,24 @@ _TOP_PHRASE = {"nsubj": "NP", "nsubjpass": "NP", "expl": "NP", "csubj": "SBAR", 
 _VERBAL = ("VERB", "AUX")
 
 
+_PARSED: dict = {}  # the last pool's single-rooted parses: the parse-based builders of one pool share them
+
+
 def single_rooted(docs) -> list:
-    return [doc for doc in docs if sum(t.head.i == t.i for t in doc) == 1]
+    """The parses with exactly one root (a token whose head is itself: relative head offset 0), read from the
+    docs' arrays rather than token by token."""
+    from spacy.attrs import HEAD
+    return [doc for doc in docs if len(doc) and int((doc.to_array(HEAD) == 0).sum()) == 1]
 
 
 def parsed_sentences(sentences: Sequence[str], language: str) -> list:
-    """Parses of the sentences the parser reads as one sentence (one root); the others are dropped."""
-    return single_rooted(parse(sentences, language))
+    """Parses of the sentences the parser reads as one sentence (one root); the others are dropped. Read once per
+    pool and process (the builders only read them)."""
+    key = (language, tuple(sentences))
+    if key not in _PARSED:
+        _PARSED.clear()  # one pool's parses at a time: they are large
+        _PARSED[key] = single_rooted(parse(sentences, language))
+    return _PARSED[key]
 
 
 def root_of(doc):
