@@ -860,3 +860,20 @@ def test_a_value_of_the_wrong_type_gets_one_sentence_not_pythons_type_error(call
     enc = RandomEmbeddingAverage(small_tokenizer)
     with pytest.raises(WorkbenchError, match=said):
         eval(call, {"wb": wb, "pd": pd, "enc": enc})
+
+
+def test_encode_reads_a_file_saved_with_a_byte_order_mark_as_its_text(tmp_path, monkeypatch):
+    """Editors on Windows start UTF-8 files with a BOM: it is not part of the first sentence an encoder reads."""
+    from workbench.cli import measuring
+    read = []
+
+    class Recording(Constant):
+        def encode(self, sentences, **kw):
+            read.extend(sentences)
+            return super().encode(sentences)
+
+    monkeypatch.setattr(measuring, "chosen_encoder", lambda args: Recording())
+    (tmp_path / "bom.txt").write_text("A man is playing a guitar.\nShe left early.\n", encoding="utf-8-sig")
+    assert main(["encode", "--encoder", "random-sp-average", "--input", str(tmp_path / "bom.txt"),
+                 "--out", str(tmp_path / "bom.npy")]) == 0
+    assert read == ["A man is playing a guitar.", "She left early."]

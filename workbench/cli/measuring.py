@@ -32,7 +32,7 @@ from .inputs import chosen_encoder, encoder_spec, probing_sizes
 
 def encode_command(args) -> None:
     try:
-        sentences = Path(args.input).read_text(encoding="utf-8").splitlines()
+        sentences = Path(args.input).read_text(encoding="utf-8-sig").splitlines()  # a BOM is not text
     except UnicodeDecodeError:
         raise WorkbenchError(f"{args.input} is not UTF-8 text; save it as UTF-8 (one sentence per line)") from None
     if not sentences:
