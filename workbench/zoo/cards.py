@@ -93,10 +93,19 @@ def halves_won(section: dict) -> list[str]:
     return [task for task, (_, low, _) in section["english_minus_semantic"].items() if low > 0]
 
 
-def halves_rank(section: dict) -> tuple[int, float]:
-    """How much of both halves a card's ``halves`` section shows, to compare models of a pair: the form tasks
-    won (CI above 0), then the summed English-minus-semantic lead on them."""
-    return len(halves_won(section)), sum(v[0] for v in section["english_minus_semantic"].values())
+# Both halves at once, at CPU scale: the English view wins a form task by this many points (CI above 0) while the
+# semantic view leads it on STS12–16 by at least STS_LEAD (Table 2's separation; the paper's is 20 points).
+FORM_LEAD, STS_LEAD = 2.0, 8.0
+
+
+def halves_rank(section: dict) -> tuple[int, int, float]:
+    """How much of both halves a card's ``halves`` section shows, to compare models of a pair: whether it shows
+    both at once (a form task won by FORM_LEAD with its CI above 0, and the semantic view STS_LEAD ahead on
+    STS12–16), then the form tasks won, then the summed English-minus-semantic lead on them."""
+    form = section["english_minus_semantic"]
+    both = (any(form[task][0] >= FORM_LEAD for task in halves_won(section))
+            and section["semantic_minus_english_sts"][0] >= STS_LEAD)
+    return int(both), len(halves_won(section)), sum(v[0] for v in form.values())
 
 
 def with_decoders(root: str | Path | None = None) -> list[str]:
