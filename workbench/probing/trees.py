@@ -20,8 +20,7 @@ _PARSED: dict = {}  # the last pool's single-rooted parses: the parse-based buil
 def single_rooted(docs) -> list:
     """The parses with exactly one root (a token whose head is itself: relative head offset 0), read from the
     docs' arrays rather than token by token."""
-    from spacy.attrs import HEAD
-    return [doc for doc in docs if len(doc) and int((doc.to_array(HEAD) == 0).sum()) == 1]
+    return [doc for doc in docs if len(doc) and int((doc.to_array("HEAD") == 0).sum()) == 1]
 
 
 def parsed_sentences(sentences: Sequence[str], language: str) -> list:
