@@ -139,8 +139,8 @@ def _model_config(path: Path) -> bool:
 
 def check_outside_models(path: str | Path, option: str) -> None:
     """Refuse to write ``path`` inside ``trained/`` or any model or checkpoint folder (one with a model's
-    ``config.json``):
-    the folder's digests would no longer cover what it holds, and it would be refused when next loaded."""
+    ``config.json``): the folder's digests would no longer cover what it holds, and it would be refused when next
+    loaded."""
     resolved = Path(path).resolve()
     models = trained_dir().resolve()
     inside = next((p for p in (resolved, *resolved.parents) if _model_config(p / "config.json")), None)

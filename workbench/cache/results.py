@@ -11,11 +11,11 @@ import datetime
 import hashlib
 import hmac
 import json
+import logging
 import os
 import secrets
 import tempfile
 import threading
-import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -46,12 +46,9 @@ def remember(kind: str, fingerprint: str, key: dict, compute: Callable[[], dict 
             if (stored.get("key") == json.loads(json.dumps(key, default=str))
                     and _holds(stored)):
                 return stored["result"]
-            if "sha256" in stored and "hmac_sha256" not in stored:
-                log.info("cached result %s was stored before results were keyed; recomputing it", path)
-            else:
-                log.warning("cached result %s is unreadable, edited or stale; recomputing it", path)
         except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
-            log.warning("cached result %s is unreadable, edited or stale; recomputing it", path)
+            stored = None
+        _say_dropped(path, stored, recomputed=True)
     start = time.perf_counter()
     result = json.loads(json.dumps(compute(), default=str))  # as a later read will return it
     made = {"seconds": round(time.perf_counter() - start, 3), **made_with(),
@@ -74,12 +71,20 @@ def stored_results(kind: str = "probe") -> list[dict]:
                 continue
         except (OSError, json.JSONDecodeError, UnicodeDecodeError, AttributeError, KeyError):
             pass
-        if isinstance(stored, dict) and "sha256" in stored and "hmac_sha256" not in stored:
-            log.info("cached result %s was stored before results were keyed: left out (asked again, it is "
-                     "recomputed)", path)
-        else:
-            log.warning("cached result %s is unreadable or edited: left out", path)
+        _say_dropped(path, stored, recomputed=False)
     return entries
+
+
+def _say_dropped(path: Path, stored, recomputed: bool) -> None:
+    """Log why a stored entry is not used: stored before results were keyed (expected, once), or unreadable, edited
+    or stale."""
+    if isinstance(stored, dict) and "sha256" in stored and "hmac_sha256" not in stored:
+        log.info("cached result %s was stored before results were keyed: %s", path,
+                 "recomputing it" if recomputed else "left out (asked again, it is recomputed)")
+    elif recomputed:
+        log.warning("cached result %s is unreadable, edited or stale; recomputing it", path)
+    else:
+        log.warning("cached result %s is unreadable or edited: left out", path)
 
 
 def _holds(stored: dict) -> bool:
