@@ -21,6 +21,7 @@ CASES = {
     "workbench --help": ["-m", "workbench.cli", "--help"],
     "workbench probe --help": ["-m", "workbench.cli", "probe", "--help"],
     "workbench evaluate --help": ["-m", "workbench.cli", "evaluate", "--help"],
+    "workbench train --help": ["-m", "workbench.cli", "train", "--help"],
     "workbench probe --classifier nope": ["-m", "workbench.cli", "probe", "--classifier", "nope"],
 }
 

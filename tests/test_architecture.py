@@ -71,18 +71,18 @@ def test_imports_inside_functions_are_few():
 
 
 def test_no_module_outside_the_models_tells_a_kind_by_its_name_and_a_kind_is_registered_once():
-    """What a kind can do is declared with it (``abilities``, read with ``models.can``); the paper's tables, which
+    """What a kind can do is declared with it (``abilities``, read with ``kinds.can``); the paper's tables, which
     name the models they compare, are the exception."""
-    from workbench import models
-    names = "|".join(map(re.escape, models.KINDS))
+    from workbench.models import kinds
+    names = "|".join(map(re.escape, kinds.KINDS))
     compared = re.compile(rf"""(==|!=|\bin)\s*[(\[{{]?\s*["']({names})["']""")
     paper = {"workbench/reports/paper.py", "workbench/reports/reproduction.py"}
     found = [f"{p.relative_to(REPO_ROOT)}:{i}" for p in (REPO_ROOT / "workbench").rglob("*.py")
              if p.parent.name != "models" and str(p.relative_to(REPO_ROOT)) not in paper
              for i, line in enumerate(p.read_text().splitlines(), 1) if compared.search(line)]
     assert not found, found
-    kind = models.KINDS["sp"]
+    kind = kinds.KINDS["sp"]
     with pytest.raises(ValueError, match="model kind 'sp' is registered twice"):
-        models.registry({"sp": kind}, {"sp": kind})
-    assert models.can("bgt", "style_transfer") and not models.can("bilingual_trans", "style_transfer")
-    assert not models.can("no such kind", "style_transfer")
+        kinds.registry({"sp": kind}, {"sp": kind})
+    assert kinds.can("bgt", "style_transfer") and not kinds.can("bilingual_trans", "style_transfer")
+    assert not kinds.can("no such kind", "style_transfer")

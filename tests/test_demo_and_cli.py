@@ -75,14 +75,15 @@ def test_help_lists_every_subcommand(capsys):
 
 def test_help_and_argument_errors_answer_without_torch_or_the_models():
     """Only the command given is built, and its work is imported when it runs (#78): --help, a bad choice and a
-    missing argument import no torch. ``train`` lists the model kinds, whose registry is the models themselves."""
+    missing argument import no torch; ``train`` lists the model kinds and presets by the names the registry is
+    checked against."""
     from workbench.cli.commands import COMMANDS
     code = ("import sys; from workbench.cli import main\n"
             "try: code = main(sys.argv[1:])\n"
             "except SystemExit as exit_: code = exit_.code\n"
             "print('torch' in sys.modules, code)")
-    lines = [[], ["--help"], ["probe", "--classifier", "nope"], ["encode"],
-             *[[command.name, "--help"] for command in COMMANDS if command.name != "train"]]
+    lines = [[], ["--help"], ["probe", "--classifier", "nope"], ["encode"], ["train", "--model", "nope"],
+             *[[command.name, "--help"] for command in COMMANDS]]
     for argv in lines:
         out = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, check=True).stdout
         loaded, status = out.split()[-2:]  # after the help text

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from workbench.data.batching import collate
-from workbench.models import build_model
+from workbench.models.kinds import build_model
 from workbench.training.recipes import TrainConfig
 from workbench.training.trainer import Trainer
 

@@ -1,4 +1,5 @@
-"""The model-kind registry: a new architecture is its module plus one registry line; nothing else names a kind."""
+"""The model-kind registry: a new architecture is its module plus one registry line (and its name in KIND_NAMES for
+the CLI); nothing else names a kind."""
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -8,7 +9,7 @@ import torch
 from torch import nn
 
 import workbench
-from workbench import models
+from workbench.models import kinds
 from workbench.checks import WorkbenchError
 from workbench.models.base import ModelConfig, SentenceModel
 from workbench.training import train
@@ -16,7 +17,7 @@ from workbench.training.recipes import TrainConfig
 
 PACKAGE = Path(workbench.__file__).parent
 # each kind's own module and the registry may name it; nothing else
-OWN = {"models/__init__.py", "models/bgt.py", "models/nmt.py", "models/wmf.py", "models/paraphrastic.py"}
+OWN = {"models/__init__.py", "models/kinds.py", "models/bgt.py", "models/nmt.py", "models/wmf.py", "models/paraphrastic.py"}
 
 
 def test_no_module_outside_a_kinds_own_names_a_kind():
@@ -70,13 +71,21 @@ class Bag(SentenceModel):
 
 
 def test_a_new_architecture_trains_with_one_registry_line(monkeypatch, tmp_path):
-    monkeypatch.setitem(models.KINDS, "bag", models.Kind(BagConfig, Bag, {"tiny": {"model": {"dim": 8}}}))
+    monkeypatch.setitem(kinds.KINDS, "bag", kinds.Kind(BagConfig, Bag, {"tiny": {"model": {"dim": 8}}}))
     cfg = TrainConfig.from_preset("tiny", model="bag", max_updates=6, save_every=3, valid_every=3, eval_every=3)
     assert cfg.overrides == {"dim": 8}  # its own preset table, nothing of BGT's sizes
     final = train(cfg, tmp_path / "run", show_progress=False)
     assert final["update"] == 6 and final["distance"] > 0 and "kl_weight" not in final
     opened = workbench.load(tmp_path / "run" / "best")  # its folder loads like any other
     assert opened.encoder().encode(["a bag of words ."]).shape == (1, 8)
+
+
+def test_the_registry_refuses_a_kind_the_cli_does_not_list():
+    """The CLI lists KIND_NAMES without importing torch, so the registry must hold exactly those names."""
+    groups = [{name: kind} for name, kind in kinds.KINDS.items()]
+    assert tuple(kinds.registry(*groups)) == kinds.KIND_NAMES
+    with pytest.raises(ValueError, match="name a new kind in both"):
+        kinds.registry(*groups, {"bag": kinds.Kind(BagConfig, Bag)})
 
 
 def test_a_one_go_fit_refuses_settings_its_config_lacks(tmp_path):

@@ -8,7 +8,7 @@ import torch
 from workbench.data.batching import collate
 from workbench.evaluation.sts import evaluate_sts
 from workbench.models.folder import load
-from workbench.models import build_model
+from workbench.models.kinds import build_model
 from workbench.models.paraphrastic import Paraphrastic, ParaphrasticConfig
 from workbench.training.recipes import TrainConfig
 from workbench.training.trainer import Trainer

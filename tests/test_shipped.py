@@ -7,7 +7,7 @@ import torch
 
 import workbench as wb
 from workbench import cli
-from workbench.models import KINDS
+from workbench.models.kinds import KINDS
 from workbench.zoo.cards import card
 from workbench.cache import cached
 from workbench.data.sts import STS_DATASETS

@@ -7,6 +7,7 @@ import argparse
 
 from ..data.languages import PAIRS
 from ..encoders import NAMED_ENCODERS
+from ..models import KIND_NAMES, PRESET_NAMES
 from .common import Command, encoder_args, size_args
 
 
@@ -213,16 +214,14 @@ CURVE_COMMAND = Command(
 
 
 def _train_arguments(p: argparse.ArgumentParser) -> None:
-    from ..models import KINDS  # the one parser that needs the models (torch): the kinds' registry
-    from ..training.recipes import PRESETS
-    p.add_argument("--model", choices=tuple(KINDS), help="the kind of model (default bgt)")
+    p.add_argument("--model", choices=KIND_NAMES, help="the kind of model (default bgt)")
     p.add_argument("--pair", metavar="PAIR",
                    help=f"language pair: {', '.join(PAIRS)}, a pair registered from your own bitext, or a new one "
                         "with --corpus (default en-fr; nmt: all, every shipped pair through one encoder)")
     p.add_argument("--corpus", nargs="+", metavar="FILE",
                    help="your own bitext for --pair: english<TAB>other lines (.tsv or .tsv.gz), or two files of a "
                         "Moses pair (English first); checked whole and registered once (`workbench data add-pair`)")
-    p.add_argument("--preset", choices=list(PRESETS),
+    p.add_argument("--preset", choices=PRESET_NAMES,
                    help="tiny (default; CI, <1 min CPU), cpu (what trained/ holds), small (the GPU recipe), paper")
     p.add_argument("--config", help="TOML/JSON file of training settings (instead of --model/--pair/--preset)")
     p.add_argument("--out", help="run directory (runs/MODEL-PAIR-PRESET)")

@@ -9,7 +9,7 @@ from ..checks import WorkbenchError
 from ..data.corpora import PAIRS, known_pairs, split_summary
 from ..data.languages import pair_name
 from ..data.download import OPUS_URL, STS_URLS, download, opus_moses_to_tsv, sts_archive_to_tsv
-from ..models import KINDS
+from ..models.kinds import KINDS
 from ..models.folder import latest_checkpoint, migrate, read_config, shipped
 from ..models.runlog import learning_curve
 from ..paths import check_outside_models, data_dir, trained_dir

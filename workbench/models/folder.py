@@ -33,7 +33,7 @@ from ..checks import WorkbenchError, as_path, plain_name, sha256_hex
 from ..data import sha256_of
 from ..data.tokenizer import Tokenizer
 from ..paths import CONFIG_SEAL, FORMAT, atomic_write, config_digest, current_format, sealed_config, trained_dir
-from . import build_model, fitted
+from .kinds import build_model, fitted
 from .pins import check_pinned, is_pinned, pin, remember_verified
 
 log = logging.getLogger(__name__)

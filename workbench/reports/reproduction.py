@@ -22,7 +22,7 @@ from ..data.corpora import language_of, load_splits
 from ..data.sts import STS_DATASETS
 from ..evaluation import compare_sts, evaluate
 from ..evaluation.sts import evaluate_sts, years_task
-from ..models import build_model
+from ..models.kinds import build_model
 from ..models.folder import load, shipped
 from ..paths import REPO_ROOT, atomic_write
 from ..probing.erase import erasure_effects

@@ -15,7 +15,7 @@ from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from ..checks import WorkbenchError, whole
 from ..data.tokenizer import detokenise
-from ..models import can
+from ..models.kinds import can
 
 
 @torch.no_grad()

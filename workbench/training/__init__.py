@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..checks import WorkbenchError
-from ..models import KINDS
+from ..models.kinds import KINDS
 from .fit import fit
 from .recipes import TrainConfig
 from .trainer import Trainer

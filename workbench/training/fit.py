@@ -13,7 +13,7 @@ import torch
 
 from ..checks import WorkbenchError
 from ..data.corpora import load_splits
-from ..models import KINDS
+from ..models.kinds import KINDS
 from ..paths import atomic_write
 from .recipes import TrainConfig
 from .trainer import hardware

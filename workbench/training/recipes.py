@@ -2,7 +2,7 @@
 checked settings of one run (from a preset, a TOML/JSON file, or CLI flags).
 
 A preset is :data:`PRESETS`' run settings with the model kind's own table over them (its network sizes, and the
-run settings it changes: ``workbench.models.KINDS``). A resumed run must keep
+run settings it changes: ``workbench.models.kinds.KINDS``). A resumed run must keep
 :data:`RESUME_FIELDS` (they decide the batches and the weight updates); the length of the run, logging and
 checkpoint cadence may change.
 """
@@ -17,7 +17,8 @@ from ..checks import WorkbenchError, check_keys, check_name, number, whole
 from ..data.corpora import PAIRS
 from ..data.languages import pair_name
 from ..data.tokenizer import EOS, PAD, Tokenizer, pair_tokenizer
-from ..models import KINDS
+from ..models import PRESET_NAMES
+from ..models.kinds import KINDS
 from ..paths import read_json
 
 
@@ -41,6 +42,8 @@ PRESETS = {
               "warmup": 4000, "max_updates": 20000, "kl_ramp": 65536 / 20000, "valid_every": 1000,
               "save_every": 1000},  # kl_ramp: x0 = 65536 at 20k updates, the same fraction for shorter runs
 }
+if tuple(PRESETS) != PRESET_NAMES:  # what the CLI lists without importing this module
+    raise ValueError(f"the presets {tuple(PRESETS)} are not workbench.models.PRESET_NAMES {PRESET_NAMES}")
 
 
 @dataclass

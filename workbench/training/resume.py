@@ -14,7 +14,7 @@ import pandas as pd
 import torch
 
 from ..checks import WorkbenchError
-from ..models import KINDS, checked_config
+from ..models.kinds import KINDS, checked_config
 from ..models.checkpoint import checkpoint_update, read_trainer_state
 from ..models.folder import ModelFolder
 from ..models.runlog import CURVE_COLUMNS, learning_curve, read_metrics

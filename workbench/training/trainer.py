@@ -41,7 +41,7 @@ from ..data.sts import load_stsb
 from ..data.training import TrainingData
 from ..encoders import unread
 from ..evaluation.sts import embed_unique, score_pairs
-from ..models import KINDS, build_model, checked_config
+from ..models.kinds import KINDS, build_model, checked_config
 from ..models.checkpoint import write_checkpoint
 from ..models.folder import ModelFolder, latest_checkpoint, write_weights
 from ..paths import process_rank, swap_folder

@@ -17,7 +17,7 @@ import pandas as pd
 from ..checks import WorkbenchError, plain_name
 from ..data import sha256_of
 from ..evaluation import SUITES, compare_sts, evaluate
-from ..models import can, fitted
+from ..models.kinds import can, fitted
 from ..models.folder import file_digests, load, shipped
 from ..models.pins import pin, unpin
 from ..paths import atomic_write, read_json, sealed_config, trained_dir

@@ -23,7 +23,7 @@ from safetensors.torch import save_file
 
 from ..checks import WorkbenchError, check_keys, check_name, plain_name, sha256_hex, whole
 from ..data import sha256_of
-from ..models import checked_config, fitted
+from ..models.kinds import checked_config, fitted
 from ..models.checkpoint import checkpoint_update
 from ..models.folder import ModelFolder, file_digests, latest_checkpoint, read_weights, shipped
 from ..models.pins import pin
