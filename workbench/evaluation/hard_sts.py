@@ -12,7 +12,6 @@ import re
 
 import numpy as np
 import pandas as pd
-from scipy.stats import rankdata
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 
@@ -48,7 +47,7 @@ def hard_splits(pool: pd.DataFrame, high: float = 80.0, low: float = 20.0) -> di
     """Hard+ and Hard− of a ``score, sentence1, sentence2`` pool, with ``swer`` and ``percentile`` columns."""
     pool = pool.copy()
     pool["swer"] = [swer(a, b) for a, b in zip(pool["sentence1"], pool["sentence2"])]
-    pool["percentile"] = 100.0 * rankdata(pool["swer"], method="max") / len(pool)
+    pool["percentile"] = 100.0 * pool["swer"].rank(method="max") / len(pool)
     return {"hard+": pool[(pool["percentile"] >= high) & (pool["score"] >= 4)],
             "hard-": pool[(pool["percentile"] <= low) & (pool["score"] <= 1)]}
 
