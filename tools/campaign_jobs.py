@@ -31,7 +31,7 @@ def job_config(job: str, seconds: float):
     (``CAMPAIGN_PRESET=tiny``) keeps every setting of the recipe but the sizes (:data:`TOY_FIELDS` and the
     network's), which the preset gives, measures every 10 updates, and compiles with ``aot_eager`` (dynamo's
     graph capture and autograd tracing, as on the GPU, without the minute of CPU code generation per job)."""
-    from workbench.models import KINDS
+    from workbench.models.kinds import KINDS
     from workbench.training.recipes import PRESETS, TrainConfig
     cfg = TrainConfig.from_file(RECIPES / f"{job}.toml")
     changes = {"max_seconds": seconds}
@@ -47,7 +47,7 @@ def package_bytes(job: str) -> int:
     """The bytes of a job's weights in a :data:`PRECISION` package, decoders included, before compression: one
     byte per matrix entry, two per vector entry (its ``spm.model`` adds ~0.3 MiB for 4k pieces)."""
     import torch
-    from workbench.models import build_model
+    from workbench.models.kinds import build_model
     with torch.device("meta"):  # the shapes only
         model = build_model(job_config(job, 1).model_config())
     return sum(t.numel() * (1 if t.dim() >= 2 else 2) for t in model.state_dict().values())

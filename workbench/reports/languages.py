@@ -1,7 +1,7 @@
 """What each language encoder knows about its own language, against the language's distance from English.
 
 Every BGT's card carries its semantic encoder and its language encoder (z_fr … z_ja) on the tasks built from the
-pair's other language (docs/probing.md#languages); these read the five pairs' cards side by side, as
+pair's other language (docs/probing.md#languages); these read the pairs' cards side by side (the shipped five and your own, :func:`.paper.pair_languages`), as
 :func:`.paper.language_gaps` does for the English tasks: the gap is semantic − language encoder, so a form task the
 language encoder wins, as the paper expects, has a negative gap.
 """
@@ -17,7 +17,7 @@ from ..zoo.cards import card
 from .distance import gap_correlations, language_distances
 from .figures import gap_figure
 from .pages import html_table
-from .paper import LANGUAGES
+from .paper import pair_languages
 
 
 def own_language_results(cards: dict[str, dict] | None = None) -> pd.DataFrame:
@@ -27,8 +27,8 @@ def own_language_results(cards: dict[str, dict] | None = None) -> pd.DataFrame:
     languages' versions of a task share a name."""
     cards = cards if cards is not None else {name: card(name) for name in shipped()}
     rows = []
-    for lang in LANGUAGES:
-        section = cards.get(f"bgt-en-{lang}", {}).get("languages")
+    for lang in pair_languages(cards):
+        section = cards[f"bgt-en-{lang}"].get("languages")
         for task, entry in (section or {}).get("tasks", {}).items():
             title = get_task(task).title.removesuffix(f" ({lang})")
             for view, key in (("semantic", "semantic"), ("language encoder", lang)):
@@ -47,8 +47,8 @@ def own_language_transfer(cards: dict[str, dict] | None = None) -> pd.DataFrame:
     is not above the majority)."""
     cards = cards if cards is not None else {name: card(name) for name in shipped()}
     rows = []
-    for lang in LANGUAGES:
-        section = cards.get(f"bgt-en-{lang}", {}).get("languages") or {}
+    for lang in pair_languages(cards):
+        section = cards[f"bgt-en-{lang}"].get("languages") or {}
         for task, entry in section.get("across", {}).items():
             (english, e_low, e_high), (own, o_low, o_high) = entry["english probe"], entry["own probe"]
             rows.append({"language": lang, "task": get_task(task).title.removesuffix(f" ({lang})"),

@@ -86,6 +86,17 @@ def paper_table(name: str) -> pd.DataFrame:
     return pd.read_csv(io.StringIO(text[name]))
 
 
+def pair_languages(cards: dict[str, dict] | None = None) -> list[str]:
+    """The other language of every pair whose BGT is among the models as ``bgt-en-XX`` (its card's pair): the
+    shipped pairs' in their order, then your own pairs' by code — a pair registered from your bitext joins the
+    language-distance tables and figures once its BGT is exported under that name (``workbench models export RUN
+    --name bgt-en-XX``)."""
+    cards = cards if cards is not None else {name: card(name) for name in shipped()}
+    bgts = {name.removeprefix("bgt-en-") for name, info in cards.items()
+            if name.startswith("bgt-en-") and info.get("model") == "bgt" and info.get("pair") == name[4:]}
+    return [lang for lang in LANGUAGES if lang in bgts] + sorted(bgts - set(LANGUAGES))
+
+
 def _view(lang: str, role: str) -> tuple[str, str]:
     """(shipped model, view) that plays ``role`` in Table 3 for ``lang``."""
     return {"bilingual_trans": (f"bilingual_trans-en-{lang}", "semantic"), "semantic": (f"bgt-en-{lang}", "semantic"),
@@ -94,18 +105,21 @@ def _view(lang: str, role: str) -> tuple[str, str]:
 
 def our_table3(cards: dict[str, dict] | None = None) -> pd.DataFrame:
     """Our Table 3 in the paper's layout (× 100), from the shipped models' cards; cells the paper leaves
-    empty stay empty, and languages without shipped models are left out."""
+    empty stay empty, and languages without shipped models are left out. Your own pairs (:func:`pair_languages`)
+    follow the paper's five with the English-side rows (BILINGUALTRANS where one is exported, semantic, en)."""
     cards = cards if cards is not None else {name: card(name) for name in shipped()}
     paper = paper_table("table3")
+    own = [{"lang": lang, "role": role, "own": True} for lang in pair_languages(cards)
+           if lang not in set(paper["lang"]) for role in ("bilingual_trans", "semantic", "en")]
     rows = []
-    for _, cell in paper.iterrows():
+    for cell in [*paper.to_dict("records"), *own]:
         model, view = _view(cell["lang"], cell["role"])
         if model not in cards:
             continue
         entry = cards[model]["views"].get(view, {})
         row = {"lang": cell["lang"], "role": cell["role"]}
         for task, column in TASKS.items():
-            if pd.isna(cell[column]):
+            if (task == "gender") if cell.get("own") else pd.isna(cell[column]):  # own pairs: no Gender
                 row[column] = np.nan
             elif task == "sts":
                 row[column] = entry.get("sts", {}).get("STS12-16", np.nan)
@@ -191,7 +205,7 @@ def training_budgets(cards: dict[str, dict] | None = None) -> pd.DataFrame:
     columns = ["model", "pair", "run_updates", "updates", "pairs_seen", "train_seconds", "hardware"]
     rows = [{"model": model, "pair": f"en-{lang}", **{key: cards[name]["training"].get(key) for key in columns[3:]},
              "run_updates": cards[name]["training"].get("run_updates", cards[name]["training"].get("updates"))}
-            for model in TABLE3_MODELS for lang in LANGUAGES if (name := f"{model}-en-{lang}") in cards]
+            for model in TABLE3_MODELS for lang in pair_languages(cards) if (name := f"{model}-en-{lang}") in cards]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -329,7 +343,7 @@ def retrieval_by_language(cards: dict[str, dict]) -> pd.DataFrame:
     """Tatoeba error (%, the mean of xx→en and en→xx; :func:`tatoeba_table`'s) of each pair's BGT semantic encoder
     as ``language, task, gap`` rows (task ``Tatoeba error``): beside :func:`language_gaps`' rows, so that one
     distance correlation (:func:`workbench.reports.distance.gap_correlations`) reads both. Lower is better, unlike a gap."""
-    bgts = {f"bgt-en-{lang}": lang for lang in LANGUAGES if f"bgt-en-{lang}" in cards}
+    bgts = {f"bgt-en-{lang}": lang for lang in pair_languages(cards)}
     table = tatoeba_table({name: cards[name] for name in bgts})
     rows = [{"language": bgts[row.model], "task": "Tatoeba error", "gap": row.mean} for row in table.itertuples()]
     return pd.DataFrame(rows, columns=["language", "task", "gap"])

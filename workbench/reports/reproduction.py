@@ -34,8 +34,8 @@ from .figures import gap_figure, pair_figure, table3_figure
 from .languages import own_language_section
 from .pages import export_figures, figure_html, html_check, html_table, page, spreadsheet_safe
 from .paper import (
-    FIGURE3_MODELS, GPU_FIGURE3_MODELS, LANGUAGES, ROLES, TRACK_PAIR, figure3_differences, figure3_orderings,
-    language_gaps, our_table3, paper_table, side_by_side, sts_rows, table2_expected, table3_cells, table3_majority,
+    FIGURE3_MODELS, GPU_FIGURE3_MODELS, ROLES, TRACK_PAIR, figure3_differences, figure3_orderings, language_gaps,
+    our_table3, pair_languages, paper_table, side_by_side, sts_rows, table2_expected, table3_cells, table3_majority,
     tatoeba_table, training_budgets, unequal_budgets, verdict, vocabulary_overlap)
 
 
@@ -137,9 +137,7 @@ def _table2_orderings(cards: dict, n_boot: int, years: tuple[int, ...]) -> pd.Da
     """Per pair with a shipped BGT: semantic minus en, and semantic minus random init, on STS over ``years``."""
     expected = table2_expected()
     rows = []
-    for lang in LANGUAGES:
-        if f"bgt-en-{lang}" not in cards:
-            continue
+    for lang in pair_languages(cards):
         model = load(f"bgt-en-{lang}")
         semantic = model.encoder("semantic")
         for other, name in ((model.encoder("en"), "en"), (_random_init(model), "random")):
@@ -185,7 +183,7 @@ def _table3_section(cards: dict, figures: dict, data: dict) -> tuple[str, pd.Dat
 def _distance_section(ours: pd.DataFrame, cards: dict, figures: dict, data: dict) -> str:
     """The semantic − language-encoder gaps against the languages' distance from English."""
     parts = []
-    distance = {lang: vocabulary_overlap(f"en-{lang}") for lang in LANGUAGES if f"bgt-en-{lang}" in cards}
+    distance = {lang: vocabulary_overlap(f"en-{lang}") for lang in pair_languages(cards)}
     gaps = language_gaps(ours, distance)
     paper_gaps = language_gaps(paper_table("table3"), distance)
     figures["language_gap"] = (gap_figure(gaps, "Ours: semantic − en language encoder"), gaps)
@@ -379,7 +377,7 @@ def reproduce(out: str | Path = REPO_ROOT / "reports" / "reproduction.html", rec
     bgt = load("bgt-en-fr")
     table3, ours = _table3_section(cards, figures, data)
     if disentangle is None:
-        disentangle = tuple(p for p in (f"en-{lang}" for lang in LANGUAGES)
+        disentangle = tuple(p for p in (f"en-{lang}" for lang in pair_languages(cards))
                             if all(f"{m}-{p}" in cards for m in TABLE3_MODELS))
     sections = [_introduction(cards), _table2_section(bgt, cards, data, n_boot, years), table3,
                 _distance_section(ours, cards, figures, data),
