@@ -7,7 +7,7 @@ from workbench.checks import WorkbenchError
 from workbench.data.corpora import probe_pool
 from workbench.data.tokenizer import tokenise
 from workbench.probing import builders, trees
-from workbench.probing.build import build_ahead, build_task, pending
+from workbench.probing.build import build_task
 from workbench.probing.parse import parse
 from workbench.probing.tasks import get_task, task_names
 
@@ -262,19 +262,3 @@ def test_every_task_builds_from_real_pool_sentences(task):
     if card.balanced:
         counts = data["label"].value_counts()
         assert counts.max() - counts.min() <= 2
-
-
-def test_probing_sets_built_ahead_in_another_process_are_the_ones_built_here():
-    """The demo builds its probing sets in a second process while it probes (``build_ahead``): what that process
-    stores is what a build here makes, a task already built is not started again, and an unknown task is refused
-    before any process starts."""
-    sizes = {"train": 130, "valid": 40, "test": 40}  # sizes no other test builds: nothing is built yet
-    futures = build_ahead(["length", "punct_num"], sizes)
-    assert list(futures) == ["length", "punct_num"]
-    assert all(future.result(timeout=600) is None for future in futures.values())
-    assert pending(["length", "punct_num"], sizes)[0] == [] and build_ahead(["punct_num", "length"], sizes) == {}
-    stored, made = build_task("length", sizes), build_task("length", sizes, force=True)
-    assert stored.data.equals(made.data) and len(stored.split("tr")) > 100
-    with pytest.raises(WorkbenchError, match="nope"):
-        build_ahead(["length", "nope"], sizes)
-

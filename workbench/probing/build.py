@@ -16,8 +16,6 @@ import logging
 import os
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
-from multiprocessing import get_context
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -194,24 +192,6 @@ def pending(tasks: Sequence[str], sizes: dict[str, int] | None = None, config: S
             if stored_parses(pool, card.language) is None:
                 to_parse[card.language] = len(pool)
     return [card.name for card in missing], to_parse
-
-
-def build_ahead(tasks: Sequence[str], sizes: dict[str, int] | None = None) -> dict[str, Future]:
-    """Start building, in one other process and in the order given, those of ``tasks`` not built yet; returns a
-    future per task started (its ``result()`` waits, and raises what the build raised). Building is Python on
-    one core (parses, builders) and probing is torch, so a run that probes its tasks in turn while the next is
-    built waits only for what has not overlapped — a first run's probing sets cost little more than its probes."""
-    missing, _ = pending(tasks, sizes)
-    if not missing:
-        return {}
-    workers = ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn"))  # no fork of torch's threads
-    futures = {task: workers.submit(_build_quietly, task, sizes) for task in missing}
-    workers.shutdown(wait=False)  # what was submitted still runs; the process ends with the last build
-    return futures
-
-
-def _build_quietly(task: str, sizes: dict[str, int] | None) -> None:
-    build_task(task, sizes)  # (the dataset stays on disk: the probe reads it there)
 
 
 SHIPPED_BUILDS = PROBES_DIR / "builds.json"

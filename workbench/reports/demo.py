@@ -20,7 +20,7 @@ from ..data.sts import STS_DATASETS
 from ..evaluation.sts import evaluate_sts
 from ..models.folder import load, shipped
 from ..paths import home_dir
-from ..probing.build import build_ahead, pending
+from ..probing.build import pending
 from ..probing.probe import probe
 from ..progress import progress_bar
 from ..style_transfer.evaluation import transfer_pairs
@@ -106,31 +106,23 @@ def compare(pairs: tuple[str, ...] = ("en-fr",), sizes: dict[str, int] = CARD_SI
         plan += [(pair, e, (*tasks, *([gender] if gender and "semantic" in e.name else [])), True) for e in english]
         if gender:
             plan.append((pair, foreign, (gender,), False))
-    built = build_ahead(list(dict.fromkeys(task for _, _, encoder_tasks, _ in plan for task in encoder_tasks)), sizes)
     steps = progress_bar(total=sum(len(t) + s for _, _, t, s in plan), desc="compare", disable=not show_progress,
                  unit="step")
     frames: list[pd.DataFrame] = []
-    try:
-        for pair, encoder, encoder_tasks, sts in plan:
-            if sts:  # first: while the first probing set is built
-                steps.set_postfix_str(f"STS / {encoder.name}")
-                frames.append(evaluate_sts(encoder, years).assign(pair=pair))
-                steps.update()
-            for task in encoder_tasks:
-                if task in built:
-                    steps.set_postfix_str(f"building {task}")
-                    built.pop(task).result()
-                steps.set_postfix_str(f"probe {task} / {encoder.name}")
-                result = probe(encoder, task, sizes=sizes, control=control)
-                log.info("%s", result)
-                frames.append(result.to_frame().assign(pair=pair))
-                steps.update()
-                if save_to:
-                    pd.concat(frames, ignore_index=True).to_csv(save_to, index=False)
-        steps.close()
-    finally:
-        for future in built.values():  # a run stopped early does not wait for builds it no longer needs
-            future.cancel()
+    for pair, encoder, encoder_tasks, sts in plan:
+        for task in encoder_tasks:
+            steps.set_postfix_str(f"probe {task} / {encoder.name}")
+            result = probe(encoder, task, sizes=sizes, control=control)
+            log.info("%s", result)
+            frames.append(result.to_frame().assign(pair=pair))
+            steps.update()
+            if save_to:
+                pd.concat(frames, ignore_index=True).to_csv(save_to, index=False)
+        if sts:
+            steps.set_postfix_str(f"STS / {encoder.name}")
+            frames.append(evaluate_sts(encoder, years).assign(pair=pair))
+            steps.update()
+    steps.close()
     df = pd.concat(frames, ignore_index=True)
     if save_to:
         df.to_csv(save_to, index=False)
