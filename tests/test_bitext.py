@@ -165,3 +165,35 @@ def test_a_pair_whose_corpus_is_in_the_data_folder_is_known_and_gets_its_tasks(h
     with pytest.raises(WorkbenchError, match="en-arb already has a corpus in the data folder"):
         add_pair("en-arb", bitext)
     assert write_cards("en-arb")[0] == "length_arb" and "length_arb" in task_names()
+
+
+def test_a_registered_pair_joins_the_language_tables_by_its_bgt_named_for_the_pair(home, bitext, caplog):
+    """A pair registered from your bitext joins our Table 3's English-side rows, the budgets and the gaps against
+    distance once its BGT is a model named ``bgt-en-XX`` of that pair; other BGTs of a pair (``bgt-en-fr-warm``)
+    and models of another pair under that name stay out, and so does one whose corpus is not registered here (its
+    vocabulary overlap reads it). The shipped en–ar card stands in for an own en–arb model's (measuring one takes
+    minutes)."""
+    from workbench.models.folder import shipped
+    from workbench.probing.pair_tasks import add_pair
+    from workbench.reports.paper import language_gaps, our_table3, pair_languages, table3_cells, training_budgets
+    from workbench.zoo.cards import card
+    cards = {name: card(name) for name in shipped()}
+    assert pair_languages(cards) == ["fr", "es", "ar", "tr", "ja"]  # no bgt-en-fr-warm, bgt-en-ar-lang16, ...
+    own = {**cards["bgt-en-ar"], "name": "bgt-en-arb", "pair": "en-arb"}
+    mislabelled = {**cards["bgt-en-ar"], "name": "bgt-en-pt"}  # pair en-ar: not a pt model
+    both = {**cards, "bgt-en-arb": own, "bgt-en-pt": mislabelled}
+    assert pair_languages(both) == ["fr", "es", "ar", "tr", "ja"] and "bgt-en-arb (no corpus" in caplog.text
+    add_pair("en-arb", bitext)
+    assert pair_languages(both) == ["fr", "es", "ar", "tr", "ja", "arb"]
+    ours = our_table3(both)
+    rows = ours[ours["lang"] == "arb"].set_index("role")
+    assert list(rows.index) == ["semantic", "en"]  # no bilingual_trans-en-arb among the models
+    semantic = cards["bgt-en-ar"]["views"]["semantic"]
+    assert rows.loc["semantic", "STS"] == semantic["sts"]["STS12-16"]
+    assert rows.loc["en", "PunctNum"] == cards["bgt-en-ar"]["views"]["en"]["probing"]["punct_num"]
+    assert rows["Gender"].isna().all() and rows.drop(columns=["lang", "Gender"]).notna().all().all()
+    assert ours[ours["lang"] != "arb"].equals(our_table3(cards))  # the paper's rows unchanged
+    assert "arb" not in set(table3_cells(ours)["lang"])  # no paper numbers to match
+    gaps = language_gaps(ours, {"fr": 0.5, "arb": 0.1})
+    assert list(dict.fromkeys(gaps["language"])) == ["fr", "arb"]
+    assert "en-arb" in set(training_budgets(both)["pair"])

@@ -1,9 +1,11 @@
 """Measured language distance (URIEL+, offline) and the rank statistics used on five languages."""
+import itertools
+
 import numpy as np
 import pandas as pd
 import pytest
 
-from workbench.reports.distance import gap_correlations, language_distances, missing_features, spearman_exact
+from workbench.reports.distance import gap_correlations, language_distances, missing_features, spearman_permutation
 from workbench.checks import WorkbenchError
 
 pytest.importorskip("urielplus")
@@ -34,13 +36,23 @@ def test_any_language_uriel_knows_has_its_distance_as_a_registered_pair_needs():
     assert rows.loc["de", "distance"] < rows.loc["por", "distance"] <= rows.loc["ja", "distance"] == 1.0
 
 
-def test_exact_spearman_permutation_p_value():
-    rho, p = spearman_exact([1, 2, 3, 4, 5], [10, 20, 30, 40, 50])
+def test_spearman_permutation_p_value_exact_up_to_8_points_then_sampled():
+    rho, p = spearman_permutation([1, 2, 3, 4, 5], [10, 20, 30, 40, 50])
     assert rho == pytest.approx(1.0) and p == pytest.approx(2 / 120)  # only the two monotone orders are as extreme
-    rho, p = spearman_exact([1, 2, 3, 4, 5], [2, 1, 4, 3, 5])
+    rho, p = spearman_permutation([1, 2, 3, 4, 5], [2, 1, 4, 3, 5])
     assert rho == pytest.approx(0.8) and 0.1 < p < 0.2
-    with pytest.raises(WorkbenchError, match="3 to 8 points"):
-        spearman_exact([1, 2], [1, 2])
+    with pytest.raises(WorkbenchError, match="at least 3 points"):
+        spearman_permutation([1, 2], [1, 2])
+    # nine languages (the five and four own pairs): sampled. Only 2 of 9! orderings are as extreme as a monotone one,
+    # so the sampled p sits near its floor 1/20,001 (never 0); a weak association keeps a large p, near the exact one
+    rho, p = spearman_permutation(range(9), range(9))
+    assert rho == pytest.approx(1.0) and 1 / 20_001 <= p < 5 / 20_001
+    x, y = np.arange(9.0), np.array([2, 1, 4, 3, 6, 5, 9, 7, 8], dtype=float)  # distinct values: ranks = values
+    rho, p = spearman_permutation(x, y)
+    every = y[np.array(list(itertools.permutations(range(9))))] - y.mean()  # all 362,880 orderings
+    null = every @ (x - x.mean()) / (np.linalg.norm(x - x.mean()) * np.linalg.norm(y - y.mean()))
+    exact = np.mean(np.abs(null) >= abs(rho) - 1e-12)
+    assert 0 < exact < 0.2 and p == pytest.approx(exact, abs=0.01)
 
 
 def test_gap_correlations_per_task_and_kind():

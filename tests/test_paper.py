@@ -5,7 +5,6 @@ import pytest
 from workbench.reports.paper import (
     language_gaps,
     our_table3,
-    pair_languages,
     paper_table,
     figure3_orderings,
     retrieval_by_language,
@@ -88,31 +87,6 @@ def test_our_table3_comes_from_the_cards():
     assert ours.loc[("fr", "en"), "Len"] == fr["en"]["probing"]["length"]
     assert ours.loc[("fr", "semantic"), "STS"] == fr["semantic"]["sts"]["STS12-16"]
     assert ours.loc[("fr", "xx"), "Gender"] == fr["fr"]["probing"]["gender_fr"]
-
-
-def test_your_own_pair_joins_the_language_tables_by_its_bgt_named_for_the_pair():
-    """A pair registered from your bitext joins our Table 3's English-side rows, the budgets and the gaps against
-    distance once its BGT is a model named ``bgt-en-XX`` of that pair; other BGTs of a pair (``bgt-en-fr-warm``)
-    and models of another pair under that name stay out. Here the shipped en–ar card stands in for an own en–arb
-    model's card (measuring one takes minutes)."""
-    cards = {name: card(name) for name in shipped()}
-    assert pair_languages(cards) == ["fr", "es", "ar", "tr", "ja"]  # no bgt-en-fr-warm, bgt-en-ar-lang16, ...
-    own = {**cards["bgt-en-ar"], "name": "bgt-en-arb", "pair": "en-arb"}
-    mislabelled = {**cards["bgt-en-ar"], "name": "bgt-en-pt"}  # pair en-ar: not a pt model
-    both = {**cards, "bgt-en-arb": own, "bgt-en-pt": mislabelled}
-    assert pair_languages(both) == ["fr", "es", "ar", "tr", "ja", "arb"]
-    ours = our_table3(both)
-    rows = ours[ours["lang"] == "arb"].set_index("role")
-    assert list(rows.index) == ["semantic", "en"]  # no bilingual_trans-en-arb among the models
-    semantic = cards["bgt-en-ar"]["views"]["semantic"]
-    assert rows.loc["semantic", "STS"] == semantic["sts"]["STS12-16"]
-    assert rows.loc["en", "PunctNum"] == cards["bgt-en-ar"]["views"]["en"]["probing"]["punct_num"]
-    assert rows["Gender"].isna().all() and rows.drop(columns=["lang", "Gender"]).notna().all().all()
-    assert ours[ours["lang"] != "arb"].equals(our_table3(cards))  # the paper's rows unchanged
-    assert "arb" not in set(table3_cells(ours)["lang"])  # no paper numbers to match
-    gaps = language_gaps(ours, {"fr": 0.5, "arb": 0.1})
-    assert list(dict.fromkeys(gaps["language"])) == ["fr", "arb"]
-    assert "en-arb" in set(training_budgets(both)["pair"])
 
 
 def test_tatoeba_table_comes_from_the_cards():

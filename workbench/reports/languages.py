@@ -1,9 +1,9 @@
 """What each language encoder knows about its own language, against the language's distance from English.
 
 Every BGT's card carries its semantic encoder and its language encoder (z_fr … z_ja) on the tasks built from the
-pair's other language (docs/probing.md#languages); these read the pairs' cards side by side (the shipped five and your own, :func:`.paper.pair_languages`), as
-:func:`.paper.language_gaps` does for the English tasks: the gap is semantic − language encoder, so a form task the
-language encoder wins, as the paper expects, has a negative gap.
+pair's other language (docs/probing.md#languages); these read the pairs' cards side by side (the shipped five and
+your own: :func:`.paper.pair_languages`), as :func:`.paper.language_gaps` does for the English tasks: the gap is
+semantic − language encoder, so a form task the language encoder wins, as the paper expects, has a negative gap.
 """
 from __future__ import annotations
 
@@ -103,8 +103,8 @@ def own_language_section(cards: dict, figures: dict, data: dict) -> str:
             "wins "
             f"{len(won)} of {len(gaps)} (language, task) cells"
             + (f" ({html.escape(', '.join(f'{r.task} {r.language}' for r in won.itertuples()))})" if len(won) else "")
-            + ". Spearman's rho of each gap with each distance (five languages at most: descriptions, not "
-              "findings):</p>" + html_table(own_language_table(results))
+            + f". Spearman's rho of each gap with each distance ({results['language'].nunique()} languages: "
+              "descriptions, not findings):</p>" + html_table(own_language_table(results))
             + gap_correlations(gaps, distances).to_html(index=False, float_format=lambda v: f"{v:.3f}", border=0)
             + _transfer_html(transfer))
 

@@ -5,12 +5,13 @@ and Tatoeba. Pandas tables, no presentation: :mod:`workbench.reports.reproductio
 from __future__ import annotations
 
 import io
+import logging
 
 import numpy as np
 import pandas as pd
 
 from ..checks import WorkbenchError
-from ..data.corpora import load_splits
+from ..data.corpora import known_pairs, load_splits
 from ..data.languages import LANGUAGES
 from ..data.sts import STS_DATASETS
 from ..data.tokenizer import Tokenizer
@@ -21,6 +22,8 @@ from ..paths import trained_dir
 from ..probing.build import shipped_manifest
 from ..progress import progress_bar
 from ..zoo.cards import CARD_SIZES, TABLE3_MODELS, card
+
+log = logging.getLogger(__name__)
 
 TASKS = {"sts": "STS", "subj_num": "SubjNum", "obj_num": "ObjNum", "tree_depth": "Depth", "top_const": "TopConst",
          "word_content": "Word", "length": "Len", "punct_num": "PunctNum", "punct_first": "PunctFirst",
@@ -90,11 +93,17 @@ def pair_languages(cards: dict[str, dict] | None = None) -> list[str]:
     """The other language of every pair whose BGT is among the models as ``bgt-en-XX`` (its card's pair): the
     shipped pairs' in their order, then your own pairs' by code — a pair registered from your bitext joins the
     language-distance tables and figures once its BGT is exported under that name (``workbench models export RUN
-    --name bgt-en-XX``)."""
+    --name bgt-en-XX``). An own pair whose corpus is not registered here is left out, with a warning: its
+    vocabulary overlap is measured on that corpus."""
     cards = cards if cards is not None else {name: card(name) for name in shipped()}
     bgts = {name.removeprefix("bgt-en-") for name, info in cards.items()
             if name.startswith("bgt-en-") and info.get("model") == "bgt" and info.get("pair") == name[4:]}
-    return [lang for lang in LANGUAGES if lang in bgts] + sorted(bgts - set(LANGUAGES))
+    own = sorted(bgts - set(LANGUAGES))
+    lacking = [lang for lang in own if f"en-{lang}" not in known_pairs()]
+    if lacking:
+        log.warning("left out of the language tables: %s (no corpus of the pair here; `workbench data add-pair "
+                    "en-XX --corpus FILE` registers one)", ", ".join(f"bgt-en-{lang}" for lang in lacking))
+    return [lang for lang in LANGUAGES if lang in bgts] + [lang for lang in own if lang not in lacking]
 
 
 def _view(lang: str, role: str) -> tuple[str, str]:

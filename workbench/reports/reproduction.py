@@ -19,7 +19,7 @@ import torch
 from ..cache import cached
 from ..checks import WorkbenchError
 from ..data.corpora import language_of, load_splits
-from ..data.sts import STS_DATASETS
+from ..data.sts import STS_DATASETS, TATOEBA_CODES
 from ..evaluation import compare_sts, evaluate
 from ..evaluation.sts import evaluate_sts, years_task
 from ..models.kinds import build_model
@@ -48,15 +48,16 @@ def _uriel_section(gaps: pd.DataFrame, paper_gaps: pd.DataFrame, figures: dict, 
                                                     "Ours: semantic − en, against URIEL+ syntactic distance",
                                                     x="distance"), gaps)
     data["uriel_distances"] = distances.pivot(index="language", columns="kind", values="distance").reset_index()
-    rho = gap_correlations(gaps, distances).merge(gap_correlations(paper_gaps, distances), on=["task", "kind", "n"],
-                                                  suffixes=("", "_paper"))
+    rho = gap_correlations(gaps, distances).merge(gap_correlations(paper_gaps, distances), on=["task", "kind"],
+                                                  how="left", suffixes=("", "_paper"))  # n: ours with own pairs
     data["gap_correlations"] = rho
     lacking = missing_features("ar") if "ar" in syntactic.index else []
     return ("<h3>Measured distance (URIEL+)</h3><p>Typological distances from English (the <code>urielplus</code> "
             f"knowledge base; {html.escape(METRIC)}). Standard Arabic (<code>arb</code>) lacks {len(lacking)} of "
             f"103 syntactic features ({html.escape(', '.join(lacking[:8]))}{', …' if len(lacking) > 8 else ''}). "
             "Spearman's rho of each semantic − en gap with each distance, with its exact permutation p-value: "
-            "<b>five languages can show very little</b> (the smallest two-sided p is 1/60; 15 tests).</p>"
+            f"<b>{len(syntactic)} languages can show very little</b> (with five, the smallest two-sided p is 1/60; "
+            f"{len(rho)} tests; beyond eight, the p-value is sampled).</p>"
             + "".join(df.to_html(index=False, float_format=lambda v: f"{v:.3f}", border=0)
                       for df in (data["uriel_distances"], rho)))
 
@@ -68,8 +69,9 @@ def _disentanglement_section(pairs: list[str], figures: dict, data: dict) -> str
     for pair in pairs:
         language = language_of(pair)
         encoders = [load(f"{m}-{pair}").encoder("semantic") for m in TABLE3_MODELS if f"{m}-{pair}" in shipped()]
-        frames.append(erasure_effects(encoders, [f"language_id_en_{language}"], sizes=CARD_SIZES,
-                                      tatoeba=[language], show_progress=False).assign(pair=pair))
+        frames.append(erasure_effects(encoders, [f"language_id_en_{language}"], sizes=CARD_SIZES,  # Tatoeba: where
+                                      tatoeba=[language] if language in TATOEBA_CODES else [],  # it has the language
+                                      show_progress=False).assign(pair=pair))
     effects = data["disentanglement"] = pd.concat(frames, ignore_index=True)
     figures["language_id"] = (pair_figure(effects, "language_id", "before", "Language identity of the shared "
                                           "encoders (50 = language-agnostic)", "accuracy × 100"), effects)
