@@ -20,7 +20,7 @@ import pandas as pd
 
 from ..cache import cached, remember
 from ..checks import WorkbenchError, check_name, whole
-from ..data.corpora import PAIRS, language_of, normalise
+from ..data.corpora import known_pairs, language_of, normalise
 from ..encoders import Encoder, check_contract, check_embeddings, check_reads
 from .build import ProbingDataset, build_task, probing_sizes
 from .classifiers import CLASSIFIERS
@@ -235,7 +235,7 @@ def _check_transfer(card, encoder, transfer: str, given) -> None:
         valid = [name for name in task_names() if get_task(name).transfers]
         raise WorkbenchError(f"task {card.name!r}'s label does not survive translation, so it cannot transfer; "
                              f"tasks that do: {', '.join(valid)}")
-    check_name("transfer language", transfer, [language_of(pair) for pair in PAIRS])
+    check_name("transfer language", transfer, [language_of(pair) for pair in known_pairs()])  # and your own pairs
     check_reads(encoder, (transfer,), f"transfer to {transfer!r}")
 
 

@@ -98,12 +98,16 @@ def pair_languages(cards: dict[str, dict] | None = None) -> list[str]:
     cards = cards if cards is not None else {name: card(name) for name in shipped()}
     bgts = {name.removeprefix("bgt-en-") for name, info in cards.items()
             if name.startswith("bgt-en-") and info.get("model") == "bgt" and info.get("pair") == name[4:]}
-    own = sorted(bgts - set(LANGUAGES))
-    lacking = [lang for lang in own if f"en-{lang}" not in known_pairs()]
-    if lacking:
+    own, known = sorted(bgts - set(LANGUAGES)), known_pairs()
+    lacking = tuple(lang for lang in own if f"en-{lang}" not in known)
+    if lacking and lacking not in _SAID:  # once per process: a report asks many times
+        _SAID.add(lacking)
         log.warning("left out of the language tables: %s (no corpus of the pair here; `workbench data add-pair "
                     "en-XX --corpus FILE` registers one)", ", ".join(f"bgt-en-{lang}" for lang in lacking))
     return [lang for lang in LANGUAGES if lang in bgts] + [lang for lang in own if lang not in lacking]
+
+
+_SAID: set[tuple[str, ...]] = set()
 
 
 def _view(lang: str, role: str) -> tuple[str, str]:

@@ -55,7 +55,7 @@ def _uriel_section(gaps: pd.DataFrame, paper_gaps: pd.DataFrame, figures: dict, 
     return ("<h3>Measured distance (URIEL+)</h3><p>Typological distances from English (the <code>urielplus</code> "
             f"knowledge base; {html.escape(METRIC)}). Standard Arabic (<code>arb</code>) lacks {len(lacking)} of "
             f"103 syntactic features ({html.escape(', '.join(lacking[:8]))}{', …' if len(lacking) > 8 else ''}). "
-            "Spearman's rho of each semantic − en gap with each distance, with its exact permutation p-value: "
+            "Spearman's rho of each semantic − en gap with each distance, with its permutation p-value: "
             f"<b>{len(syntactic)} languages can show very little</b> (with five, the smallest two-sided p is 1/60; "
             f"{len(rho)} tests; beyond eight, the p-value is sampled).</p>"
             + "".join(df.to_html(index=False, float_format=lambda v: f"{v:.3f}", border=0)
