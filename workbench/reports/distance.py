@@ -26,7 +26,6 @@ from functools import lru_cache
 
 import numpy as np
 import pandas as pd
-from scipy.stats import spearmanr
 
 from ..checks import WorkbenchError, check_name, check_names
 from ..data.languages import iso639_3
@@ -137,15 +136,16 @@ def spearman_permutation(x: Sequence[float], y: Sequence[float]) -> tuple[float,
     if len(x) != len(y) or len(x) < 3:
         raise WorkbenchError(f"spearman_permutation needs two sequences of the same length, at least 3 points (got "
                              f"{len(x)} and {len(y)})")
-    rho = float(spearmanr(x, y).statistic)
-    if np.isnan(rho):
-        return rho, float("nan")
     rx, ry = (pd.Series(v).rank().to_numpy() for v in (x, y))  # Spearman: Pearson on the (mean-tied) ranks
     rx, ry = rx - rx.mean(), ry - ry.mean()
+    scale = np.linalg.norm(rx) * np.linalg.norm(ry)
+    if scale == 0:  # a constant sequence: no rank correlation
+        return float("nan"), float("nan")
+    rho = float(rx @ ry / scale)
     exact = len(x) <= EXACT_UP_TO
     orderings = (ry[np.array(list(itertools.permutations(range(len(ry)))))] if exact
                  else np.random.default_rng(0).permuted(np.tile(ry, (SAMPLED, 1)), axis=1))
-    extreme = np.abs(orderings @ rx / (np.linalg.norm(rx) * np.linalg.norm(ry))) >= abs(rho) - 1e-12
+    extreme = np.abs(orderings @ rx / scale) >= abs(rho) - 1e-12
     return rho, float(np.mean(extreme) if exact else (1 + np.sum(extreme)) / (1 + SAMPLED))
 
 
