@@ -269,7 +269,11 @@ CLI_CASES = [  # (argv with {tmp} for the test's folder, a fragment of the one-l
     ("train --model nosuch --out {tmp}/r", "argument --model: invalid choice: 'nosuch'"),
     ("train --pair en-de --out {tmp}/r", "no corpus for the language pair en-de: register a parallel file with "
                                          "`workbench data add-pair en-de --corpus FILE`"),
-    ("train --pair fr-es --out {tmp}/r", "language pair 'fr-es': English comes first"),
+    ("train --pair fr-en --out {tmp}/r", "language pair 'fr-en': English comes first (en-fr)"),
+    ("train --pair fr-es --out {tmp}/r", "no corpus for the language pair fr-es: make it from the English en-fr and "
+                                         "en-es share with `workbench data add-pair fr-es --pivot`"),
+    ("train --model english_ae --pair fr-es --out {tmp}/r", "english_ae reads English on one side, so it trains on "
+                                                            "en-XX pairs only"),
     ("train --max-updates abc --out {tmp}/r", "argument --max-updates: invalid int value: 'abc'"),
     ("train --max-seconds soon --out {tmp}/r", "argument --max-seconds: invalid float value: 'soon'"),
     ("train --config {tmp}/missing.toml --out {tmp}/r", "No such file or directory: {tmp}/missing.toml"),

@@ -6,11 +6,13 @@ from the shared en-ar file, registered under Standard Arabic's own ISO 639-3 cod
 the macrolanguage's ``ar``): every step runs on real sentences, in a pair the workbench does not ship.
 """
 import gzip
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from workbench.checks import WorkbenchError
@@ -37,10 +39,12 @@ def bitext(tmp_path_factory) -> Path:
     return path
 
 
-def test_a_pair_is_english_then_an_iso_639_code():
+def test_a_pair_is_two_iso_639_codes_english_first_where_it_is_one():
     assert pair_name("en-por") == "en-pt" and pair_name("en-arb") == "en-arb" and language_code("deu") == "de"
-    for bad, said in [("fr-es", "English comes first"), ("en-xq", "unknown language code 'xq'"),
-                      ("en-eng", "must differ from English"), ("enfr", "written en-XX"), ("en-PT", "unknown")]:
+    assert pair_name("fra-spa") == "fr-es" and pair_name("es-fr") == "es-fr"  # two other languages, in their order
+    for bad, said in [("fr-en", r"English comes first \(en-fr\)"), ("en-xq", "unknown language code 'xq'"),
+                      ("en-eng", "the two languages must differ"), ("fr-fra", "must differ"),
+                      ("enfr", "written XX-YY"), ("en-PT", "unknown")]:
         with pytest.raises(WorkbenchError, match=said):
             pair_name(bad)
 
@@ -141,7 +145,6 @@ def test_bgt_trained_from_the_command_line_on_your_own_bitext_probes_its_languag
     table = workbench("probe", "--model", run, "--encoder", "arb", "--task", "length_arb", "--no-control",
                       "--out", tmp_path / "length.csv")
     assert "length_arb" in table
-    import pandas as pd
     result = pd.read_csv(tmp_path / "length.csv").set_index("metric")["value"]
     assert result["accuracy"] > result["majority"] + 0.1  # length is read from any sentence encoder
     assert "en-arb" in workbench("data", "info")
@@ -197,3 +200,40 @@ def test_a_registered_pair_joins_the_language_tables_by_its_bgt_named_for_the_pa
     gaps = language_gaps(ours, {"fr": 0.5, "arb": 0.1})
     assert list(dict.fromkeys(gaps["language"])) == ["fr", "arb"]
     assert "en-arb" in set(training_budgets(both)["pair"])
+
+
+@pytest.mark.slow
+def test_a_pair_without_english_pivoted_through_the_shipped_corpora_trains_and_probes(home, tmp_path):
+    """fr-es from the English en-fr and en-es share, registered from the command line: every sentence its
+    languages' English pairs hold out stays out of its training split, a tiny BGT trained on it keeps the
+    checkpoint that best finds its validation pairs' translations (no STS-B to read), and its Spanish encoder and
+    semantic encoder are probed on a Spanish task and on the pair's language identity."""
+    env = {**os.environ, "WORKBENCH_HOME": str(home)}
+
+    def workbench(*args) -> str:
+        done = subprocess.run([*WORKBENCH, *map(str, args)], env=env, capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        return done.stdout
+
+    said = workbench("data", "add-pair", "fr-es", "--pivot")
+    assert "fr-es (French – Spanish)" in said and "English sentences both share" in said, said
+    assert "tasks: language_id_fr_es" in said, said
+    from workbench.data.corpora import known_pairs, load_splits, normalise
+    assert "fr-es" in known_pairs()
+    splits = load_splits("fr-es")
+    held = [{normalise(s[side]) for name in ("valid", "probe", "test") for s in load_splits(pair)[name]}
+            for pair, side in (("en-fr", 1), ("en-es", 1))]
+    trained = splits["train"]
+    assert len(trained) > 50_000 and len(splits["valid"]) > 500
+    assert not any(normalise(fr) in held[0] or normalise(es) in held[1] for fr, es in trained)
+    run = tmp_path / "run"
+    assert "update 3" in workbench("train", "--model", "bgt", "--pair", "fr-es", "--preset", "tiny",
+                                   "--max-updates", 3, "--out", run)
+    logged = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert "retrieval_dev" in logged[-1] and "stsb_dev" not in logged[-1] and (run / "best").is_dir()
+    assert 0 <= logged[-1]["retrieval_dev"]["semantic"] <= 100
+    for view, task in (("es", "length_es"), ("semantic", "language_id_fr_es")):
+        workbench("probe", "--model", run, "--encoder", view, "--task", task, "--no-control", "--train-size", 600,
+                  "--valid-size", 200, "--test-size", 200, "--out", tmp_path / f"{task}.csv")
+        result = pd.read_csv(tmp_path / f"{task}.csv").set_index("metric")["value"]
+        assert result["accuracy"] > result["majority"] + 0.1, (view, task, result)  # both are read by any encoder

@@ -36,6 +36,17 @@ def test_any_language_uriel_knows_has_its_distance_as_a_registered_pair_needs():
     assert rows.loc["de", "distance"] < rows.loc["por", "distance"] <= rows.loc["ja", "distance"] == 1.0
 
 
+def test_a_pair_without_english_has_the_distance_between_its_two_languages():
+    from_french = language_distances(["es", "en"], ["genetic", "syntactic"], reference="fr").set_index(["language", "kind"])
+    from_english = language_distances(["es"], ["genetic", "syntactic"]).set_index(["language", "kind"])
+    assert (from_french["reference"] == "fr").all()
+    assert from_french.loc[("es", "genetic"), "distance"] < from_english.loc[("es", "genetic"), "distance"]  # Romance
+    assert from_french.loc[("en", "genetic"), "distance"] == pytest.approx(
+        language_distances(["fr"], ["genetic"])["distance"].iloc[0])  # symmetric
+    with pytest.raises(WorkbenchError, match="unknown language 'fr'"):
+        language_distances(["fr"], reference="fr")
+
+
 def test_spearman_permutation_p_value_exact_up_to_8_points_then_sampled():
     rho, p = spearman_permutation([1, 2, 3, 4, 5], [10, 20, 30, 40, 50])
     assert rho == pytest.approx(1.0) and p == pytest.approx(2 / 120)  # only the two monotone orders are as extreme

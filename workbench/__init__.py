@@ -16,6 +16,7 @@
     mine = wb.hf_encoder("path/to/hf-model", layer=4)       # any local Hugging Face encoder ('hf' extra)
     wb.probe_layers(bgt.encoder("semantic"), ["length", "bigram_shift"])   # every layer: where does it live?
     wb.add_pair("en-pt", "my-bitext.tsv")   # your own bitext as a language pair (then: workbench train --pair en-pt)
+    wb.pivot_pair("fr-es")              # two other languages, from the English their shipped pairs share
 """
 from __future__ import annotations
 
@@ -57,6 +58,7 @@ _PUBLIC = {
     "load_splits": ".data.corpora",
     "known_pairs": ".data.corpora",
     "add_pair": ".probing.pair_tasks",
+    "pivot_pair": ".probing.pair_tasks",
     "erasure_effects": ".probing.erase",
     "form_origins": ".style_transfer.evaluation",
     "latent_ablation": ".style_transfer.generation",

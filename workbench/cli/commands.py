@@ -219,8 +219,9 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"language pair: {', '.join(PAIRS)}, a pair registered from your own bitext, or a new one "
                         "with --corpus (default en-fr; nmt: all, every shipped pair through one encoder)")
     p.add_argument("--corpus", nargs="+", metavar="FILE",
-                   help="your own bitext for --pair: english<TAB>other lines (.tsv or .tsv.gz), or two files of a "
-                        "Moses pair (English first); checked whole and registered once (`workbench data add-pair`)")
+                   help="your own bitext for --pair: first<TAB>second lines (.tsv or .tsv.gz; english<TAB>other for "
+                        "en-XX), or two files of a Moses pair (the first language's first); checked whole and "
+                        "registered once (`workbench data add-pair`)")
     p.add_argument("--preset", choices=PRESET_NAMES,
                    help="tiny (default; CI, <1 min CPU), cpu (what trained/ holds), small (the GPU recipe), paper")
     p.add_argument("--config", help="TOML/JSON file of training settings (instead of --model/--pair/--preset)")
@@ -248,10 +249,16 @@ def _data_arguments(p: argparse.ArgumentParser) -> None:
     q = dsub.add_parser("info", help="pairs per split for each language pair, shipped and registered")
     q.add_argument("--pair", nargs="+", metavar="PAIR")
     q = dsub.add_parser("add-pair", help="register your own bitext as a language pair (checked whole first), with "
-                                         "its language's probing tasks")
-    q.add_argument("pair", metavar="PAIR", help="en-XX, XX an ISO 639-1 or 639-3 code (en-pt, en-por, en-swh)")
-    q.add_argument("--corpus", nargs="+", required=True, metavar="FILE",
-                   help="english<TAB>other lines (.tsv or .tsv.gz), or two files of a Moses pair (English first)")
+                                         "its languages' probing tasks")
+    q.add_argument("pair", metavar="PAIR", help="en-XX, XX an ISO 639-1 or 639-3 code (en-pt, en-por, en-swh), or "
+                                                "two other languages (fr-es)")
+    source = q.add_mutually_exclusive_group(required=True)
+    source.add_argument("--corpus", nargs="+", metavar="FILE",
+                        help="first<TAB>second lines in the pair's order (.tsv or .tsv.gz), or two files of a Moses "
+                             "pair (the first language's first)")
+    source.add_argument("--pivot", action="store_true",
+                        help="a pair of two other languages made from the English en-XX and en-YY share (fr-es from "
+                             "en-fr and en-es): each translation beside each translation of the same English")
     q.add_argument("--force", action="store_true", help="replace the corpus of a pair registered before")
     q = dsub.add_parser("download", help="download OPUS parallel data or the STS test sets")
     q.add_argument("what", choices=("opus", "sts"))

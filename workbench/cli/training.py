@@ -13,7 +13,7 @@ from ..models.kinds import KINDS
 from ..models.folder import latest_checkpoint, migrate, read_config, shipped
 from ..models.runlog import learning_curve
 from ..paths import check_outside_models, data_dir, trained_dir
-from ..probing.pair_tasks import add_pair, write_cards
+from ..probing.pair_tasks import add_pair, pivot_pair, write_cards
 from ..progress import progress_bar
 from ..reports.pages import curve_report
 from ..training import train
@@ -116,15 +116,18 @@ def _recorded_recipe(args) -> Path | None:
 
 def _corpus_files(files: list[str]) -> tuple[str, str | None]:
     if len(files) > 2:
-        raise WorkbenchError(f"--corpus takes one file (english<TAB>other lines) or two (a Moses pair, English "
-                             f"first), not {len(files)}")
+        raise WorkbenchError(f"--corpus takes one file (first<TAB>second lines) or two (a Moses pair, the first "
+                             f"language's first), not {len(files)}")
     return files[0], (files[1] if len(files) == 2 else None)
 
 
 def _print_added(record: dict) -> None:
-    print(f"{record['pair']} ({record['language_name']}): {record['pairs']:,} pairs from {', '.join(record['source'])}"
+    names = " – ".join(record.get("language_names", [record["language_name"]]))
+    pivot = (f" (the English pivot: {record['pivot']['shared_sentences']:,} English sentences both share)"
+             if record.get("pivot") else "")
+    print(f"{record['pair']} ({names}): {record['pairs']:,} pairs from {', '.join(record['source'])}{pivot}"
           f" ({record['duplicates_dropped']:,} duplicates dropped, {record['pairs_after_length_filter']:,} within the "
-          f"length filter)\ntasks: {', '.join(record['tasks']) or 'the shipped tasks of its language'}")
+          f"length filter)\ntasks: {', '.join(record['tasks']) or 'the shipped tasks of its languages'}")
 
 
 def train_command(args) -> None:
@@ -135,7 +138,8 @@ def train_command(args) -> None:
         check_outside_models(args.out, "--out")
     if args.corpus:
         if not args.pair or args.pair == "all":
-            raise WorkbenchError("--corpus is the bitext of one language pair: give it with --pair en-XX")
+            raise WorkbenchError("--corpus is the bitext of one language pair: give it with --pair (en-XX, or two "
+                                 "other languages such as fr-es)")
         _print_added(add_pair(args.pair, *_corpus_files(args.corpus)))
     changes = {"max_updates": args.max_updates, "max_seconds": args.max_seconds, "seed": args.seed}
     recipe = args.config or _recorded_recipe(args)
@@ -163,7 +167,8 @@ def data_command(args) -> None:
         print(pd.DataFrame(rows).T.to_string())
         return
     if args.action == "add-pair":
-        _print_added(add_pair(args.pair, *_corpus_files(args.corpus), force=args.force))
+        _print_added(pivot_pair(args.pair, force=args.force) if args.pivot else
+                     add_pair(args.pair, *_corpus_files(args.corpus), force=args.force))
         return
     root = Path(args.dest) if args.dest else data_dir()
     if args.what == "opus":

@@ -1,12 +1,16 @@
 """Your own bitext as a language pair: a parallel file checked whole before any work, then stored under the
 workbench home with its digest, so that it is split, tokenised, trained on and probed as a shipped pair is.
 
-The file is ``english<TAB>other`` per line (plain or ``.gz``), or a Moses pair of files (one sentence per line,
-English first, the same number of lines). Registration refuses, in one sentence naming the file and line, a
-file that is missing, not a regular file, not UTF-8 (or a ``.gz`` that is not gzip), with a line of another
-column count or an empty side, or with fewer than :data:`MIN_PAIRS` pairs left after the length filter; a pair
-that ships with the data; and a file that is already another pair's corpus. Exact duplicate pairs are dropped and
-counted. Nothing is written before every check has passed.
+The file is ``first<TAB>second`` per line in the pair's order (``english<TAB>other`` for ``en-XX``; plain or
+``.gz``), or a Moses pair of files (one sentence per line, the first language's file first, the same number of
+lines). Registration refuses, in one sentence naming the file and line, a file that is missing, not a regular
+file, not UTF-8 (or a ``.gz`` that is not gzip), with a line of another column count or an empty side, or with
+fewer than :data:`MIN_PAIRS` pairs left after the length filter; a pair that ships with the data; and a file that
+is already another pair's corpus. Exact duplicate pairs are dropped and counted. Nothing is written before every
+check has passed.
+
+A pair of two other languages can also be made from the shipped corpora (:func:`pivot_bitext`): ``fr-es`` from
+the English sentences en-fr and en-es share, each French translation beside each Spanish one.
 """
 from __future__ import annotations
 
@@ -22,9 +26,9 @@ from pathlib import Path
 from ..checks import DataFormatError, WorkbenchError
 from ..paths import atomic_write, data_dir
 from . import sha256_of, utf8_lines
-from .corpora import (Pair, corpus_digest, corpus_path, filter_by_length, forget_read, known_pairs, own_folder,
-                      read_pairs)
-from .languages import PAIRS, language_name, pair_name
+from .corpora import (Pair, corpus_digest, corpus_path, filter_by_length, forget_read, known_pairs, normalise,
+                      own_folder, read_pairs)
+from .languages import PAIRS, language_name, languages_of_pair, pair_name
 from .tokenizer import pair_tokenizer
 
 log = logging.getLogger(__name__)
@@ -33,18 +37,18 @@ RECORD = "pair.json"
 
 
 def read_bitext(corpus: str | Path, other: str | Path | None = None) -> list[Pair]:
-    """The file's pairs in order: a TSV (``other`` None) or a Moses pair of files (``corpus`` English, ``other``
-    the other language), every line checked (:class:`DataFormatError` names the file and line)."""
+    """The file's pairs in order: a TSV (``other`` None) or a Moses pair of files (``corpus`` the first language,
+    ``other`` the second), every line checked (:class:`DataFormatError` names the file and line)."""
     for path in (corpus, other):
         if path is not None:
             _check_regular(Path(path))
     if other is None:
         return read_pairs(corpus)
-    english, foreign = _sentences(Path(corpus)), _sentences(Path(other))
-    if len(english) != len(foreign):
-        raise DataFormatError(other, None, f"{len(foreign)} lines against {len(english)} in {corpus}",
+    first, second = _sentences(Path(corpus)), _sentences(Path(other))
+    if len(first) != len(second):
+        raise DataFormatError(other, None, f"{len(second)} lines against {len(first)} in {corpus}",
                               "a Moses pair of files: line N of each is a translation of the other")
-    return list(zip(english, foreign))
+    return list(zip(first, second))
 
 
 def _check_regular(path: Path) -> None:
@@ -66,8 +70,8 @@ def _sentences(path: Path) -> list[str]:
 def content_digest(pairs: list[Pair]) -> str:
     """sha256 of the pairs themselves (not of the file's bytes), so a recompressed copy is the same corpus."""
     h = hashlib.sha256()
-    for english, foreign in pairs:
-        h.update(f"{english}\t{foreign}\n".encode())
+    for first, second in pairs:
+        h.update(f"{first}\t{second}\n".encode())
     return h.hexdigest()
 
 
@@ -79,11 +83,52 @@ def registered(pair: str) -> dict | None:
 
 def register_bitext(pair: str, corpus: str | Path, other: str | Path | None = None, *, force: bool = False
                     ) -> dict:
-    """Check ``corpus`` whole and register it as ``pair`` (``en-XX``); returns the pair's record.
+    """Check ``corpus`` whole and register it as ``pair`` (``en-XX``, or two other languages); returns the pair's
+    record.
 
     The same corpus registered again is a no-op; another corpus for a registered pair needs ``force`` (what was
     built from the old one stays keyed on its digest and is not reused).
     """
+    name = _own_pair(pair)
+    source = Path(corpus)
+    read = read_bitext(source, other)
+    where = f"{source}" + (f" + {other}" if other else "")
+    files = [sha256_of(p) for p in (source, other) if p is not None]
+    return _register(name, read, where, {"source": [str(Path(p).resolve()) for p in (source, other) if p is not None],
+                                         "source_sha256": files}, files, force)
+
+
+def pivot_bitext(pair: str, via: str = "en", *, force: bool = False) -> dict:
+    """Register ``pair`` (two languages other than ``via``) from the corpora of ``via``-XX and ``via``-YY: every
+    sentence of one language beside every sentence of the other that translate the same ``via`` sentence (compared
+    normalised), sides that are the same text dropped. Returns the pair's record, with how many ``via`` sentences
+    the two corpora share."""
+    name = _own_pair(pair)
+    first, second = languages_of_pair(name)
+    if via in (first, second):
+        raise WorkbenchError(f"{name} has {language_name(via)} in it; a pivot pair is of two other languages")
+    sources = [f"{via}-{lang}" for lang in (first, second)]
+    missing = [p for p in sources if p not in known_pairs()]
+    if missing:
+        raise WorkbenchError(f"pivoting {name} through {via} needs the corpora of {' and '.join(sources)}; "
+                             f"{', '.join(missing)} has none (known pairs: {', '.join(known_pairs())})")
+    sides = []
+    for source in sources:
+        by_pivot: dict[str, list[str]] = {}
+        for pivot, sentence in read_pairs(corpus_path(source)):
+            by_pivot.setdefault(normalise(pivot), []).append(sentence)
+        sides.append(by_pivot)
+    shared = [key for key in sides[0] if key and key in sides[1]]
+    read = [(a, b) for key in shared for a in dict.fromkeys(sides[0][key]) for b in dict.fromkeys(sides[1][key])
+            if a != b]
+    files = [corpus_digest(source) for source in sources]
+    return _register(name, read, f"the {via} pivot of {' and '.join(sources)}",
+                     {"source": [str(corpus_path(p)) for p in sources], "source_sha256": files,
+                      "pivot": {"via": via, "pairs": sources, "shared_sentences": len(shared)}}, [], force)
+
+
+def _own_pair(pair: str) -> str:
+    """The pair's name, refused where it ships with the data or the data folder already has its corpus."""
     name = pair_name(pair)
     if name in PAIRS:
         raise WorkbenchError(f"{name} ships with the data ({corpus_path(name)}); a corpus of your own is registered "
@@ -91,22 +136,27 @@ def register_bitext(pair: str, corpus: str | Path, other: str | Path | None = No
     if (data_dir() / "parallel" / f"{name}.tsv.gz").is_file():
         raise WorkbenchError(f"{name} already has a corpus in the data folder ({corpus_path(name)}), which is what "
                              "its runs read; move that file away to register another")
-    source = Path(corpus)
-    read = read_bitext(source, other)
+    return name
+
+
+def _register(name: str, read: list[Pair], where: str, source: dict, files: list[str], force: bool) -> dict:
+    """Deduplicate, length-filter and store ``read`` as the pair ``name`` (nothing written unless every check
+    passes); ``source`` says where the pairs came from, ``files`` the digests another pair's corpus is matched on."""
+    first, second = languages_of_pair(name)
     unique = list(dict.fromkeys(read))
-    kept = filter_by_length(unique, name.split("-")[1])
-    where = f"{source}" + (f" + {other}" if other else "")
+    kept = filter_by_length(unique, second, first=first)
     if len(kept) < MIN_PAIRS:
         raise WorkbenchError(f"{where}: {len(kept)} pairs left after removing {len(read) - len(unique)} duplicates "
                              f"and keeping 3-100 tokens a side; a pair needs at least {MIN_PAIRS:,} to split into "
                              "training, validation, probing and test sentences")
-    digest, files = content_digest(unique), [sha256_of(p) for p in (source, other) if p is not None]
+    digest = content_digest(unique)
     _check_not_known(name, digest, files, where, force)
     if (before := registered(name)) and before["content_sha256"] == digest:
         return before
-    record = {"pair": name, "language": name.split("-")[1], "language_name": language_name(name.split("-")[1]),
-              "source": [str(Path(p).resolve()) for p in (source, other) if p is not None], "source_sha256": files,
-              "content_sha256": digest, "lines": len(read), "duplicates_dropped": len(read) - len(unique),
+    record = {"pair": name, "language": second, "language_name": language_name(second),
+              **({} if first == "en" else {"languages": [first, second],
+                                           "language_names": [language_name(first), language_name(second)]}),
+              **source, "content_sha256": digest, "lines": len(read), "duplicates_dropped": len(read) - len(unique),
               "pairs": len(unique), "pairs_after_length_filter": len(kept),
               "registered": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
     folder = own_folder(name)
@@ -114,7 +164,7 @@ def register_bitext(pair: str, corpus: str | Path, other: str | Path | None = No
     folder.mkdir(parents=True)
     atomic_write(folder / "corpus.tsv.gz", lambda tmp: _write_corpus(tmp, unique))
     atomic_write(folder / RECORD, json.dumps(record, indent=2, ensure_ascii=False))  # last: a pair exists once
-    log.info("registered %s (%s): %d pairs from %s", name, record["language_name"], len(unique), where)
+    log.info("registered %s: %d pairs from %s", name, len(unique), where)
     forget_read()  # a replaced corpus keeps its path: forget what this process read or built of the old one
     pair_tokenizer.cache_clear()
     return record
@@ -138,5 +188,5 @@ def _check_not_known(name: str, digest: str, files: list[str], where: str, force
 
 def _write_corpus(path: Path, pairs: list[Pair]) -> None:
     with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as out:
-        for english, foreign in pairs:
-            out.write(f"{english}\t{foreign}\n".encode())
+        for first, second in pairs:
+            out.write(f"{first}\t{second}\n".encode())

@@ -7,6 +7,11 @@ sentences, and a whole component goes to one side. Each normalised English sente
 a salted hash — the same function for every language pair — and a component goes to the most held-out bucket
 among its English sentences (test > probe > valid > train). Hence a sentence hashed into ``probe`` is held out
 from training in *every* pair, which is what lets probing sets draw on the union of the five pools.
+
+A pair of two other languages (``fr-es``) has no English to hash: each of its sentences takes the split its
+language's English pair gave it (a French sentence held out in en-fr stays held out in fr-es, so the French probing
+tasks remain unseen by a fr-es model), a sentence that pair lacks the salted hash of its own normalised form, and a
+component the most held-out bucket among its sentences.
 """
 from __future__ import annotations
 
@@ -24,7 +29,7 @@ import numpy as np
 from ..checks import DataFormatError, WorkbenchError, check_name
 from ..paths import atomic_write, data_dir, home_dir
 from . import sha256_of, utf8_lines
-from .languages import PAIRS, pair_name
+from .languages import PAIRS, languages_of_pair, pair_name
 
 log = logging.getLogger(__name__)
 
@@ -56,11 +61,12 @@ def own_folder(pair: str) -> Path:
 
 
 def known_pairs() -> tuple[str, ...]:
-    """The shipped pairs, then any other ``en-XX`` with a corpus in the data folder's ``parallel/`` or registered
-    under the home (:func:`workbench.data.bitext.register_bitext`)."""
+    """The shipped pairs, then any other pair with a corpus in the data folder's ``parallel/`` (``XX-YY.tsv.gz``)
+    or registered under the home (:func:`workbench.data.bitext.register_bitext`)."""
     found = set()
     try:
-        found |= {p.name.removesuffix(".tsv.gz") for p in (data_dir() / "parallel").glob("en-*.tsv.gz")}
+        found |= {p.name.removesuffix(".tsv.gz") for p in (data_dir() / "parallel").glob("*-*.tsv.gz")
+                  if _PAIR_FILE.fullmatch(p.name)}
     except FileNotFoundError:  # WORKBENCH_DATA names no folder: said where the data is read
         pass
     registered = home_dir(create=False) / "pairs"  # (a --help that lists tasks creates no home)
@@ -74,16 +80,35 @@ def check_pair(pair: str) -> str:
     if pair in PAIRS:
         return pair
     name = pair_name(pair)
-    if name not in known_pairs():
-        raise WorkbenchError(f"no corpus for the language pair {name}: register a parallel file with `workbench data "
-                             f"add-pair {name} --corpus FILE` (or train with --corpus FILE); known pairs: "
-                             f"{', '.join(known_pairs())}")
+    known = known_pairs()
+    if name not in known:
+        sources = [f"en-{lang}" for lang in name.split("-")]
+        pivot = (f"make it from the English {' and '.join(sources)} share with `workbench data add-pair {name} "
+                 "--pivot`, or " if not name.startswith("en-") and all(p in known for p in sources) else "")
+        raise WorkbenchError(f"no corpus for the language pair {name}: {pivot}register a parallel file with `workbench "
+                             f"data add-pair {name} --corpus FILE` (or train with --corpus FILE); known pairs: "
+                             f"{', '.join(known)}")
     return name
 
 
 def language_of(pair: str) -> str:
-    """``'en-fr' -> 'fr'``; a pair without a corpus is refused, saying how to register one."""
+    """The pair's second language (``'en-fr' -> 'fr'``: the one beside English); a pair without a corpus is refused,
+    saying how to register one."""
     return check_pair(pair).split("-", 1)[1]
+
+
+def languages_of(pair: str) -> tuple[str, str]:
+    """Both languages of a pair with a corpus, in its order (``'fr-es' -> ('fr', 'es')``)."""
+    return languages_of_pair(check_pair(pair))
+
+
+def pair_of_language(language: str) -> str:
+    """The pair whose held-out side is ``language``'s probe pool: ``en-XX`` where it is known, else the first known
+    pair with that language (a language only a pair without English has)."""
+    pairs = known_pairs()
+    if f"en-{language}" in pairs:
+        return f"en-{language}"
+    return next(pair for pair in pairs if language in languages_of_pair(pair))
 
 
 def pairs_of(pair: str) -> tuple[str, ...]:
@@ -98,6 +123,7 @@ def corpus_path(pair: str) -> Path:
     return shipped if pair in PAIRS or shipped.is_file() else own_folder(pair) / "corpus.tsv.gz"
 
 
+_PAIR_FILE = re.compile(r"[a-z]{2,3}-[a-z]{2,3}\.tsv\.gz")
 _DIGESTS: dict[tuple, str] = {}
 
 
@@ -142,19 +168,20 @@ def n_tokens(sentence: str, language: str) -> int:
 
 
 def filter_by_length(pairs: list[Pair], language: str, min_tokens: int = 3, max_tokens: int = 100,
-                     ) -> list[Pair]:
-    """Keep pairs whose both sides have ``min_tokens..max_tokens`` tokens (ja: characters, up to twice the max).
+                     first: str = "en") -> list[Pair]:
+    """Keep pairs whose both sides have ``min_tokens..max_tokens`` tokens (ja: characters, up to twice the max);
+    ``language`` is the second side's, ``first`` the first side's.
 
     The paper keeps 5–100 tokens; the shared files are already cut to 3–100, so 3 is the default and the
     paper's 5 one argument away. The number dropped is logged.
     """
-    foreign_max = 2 * max_tokens if language == "ja" else max_tokens
-    kept = [(en, xx) for en, xx in pairs
-            if min_tokens <= n_tokens(en, "en") <= max_tokens
-            and min_tokens <= n_tokens(xx, language) <= foreign_max]
+    def fits(sentence: str, lang: str) -> bool:
+        return min_tokens <= n_tokens(sentence, lang) <= (2 * max_tokens if lang == "ja" else max_tokens)
+
+    kept = [(a, b) for a, b in pairs if fits(a, first) and fits(b, language)]
     if len(kept) < len(pairs):
-        log.info("length filter %d..%d tokens dropped %d of %d en-%s pairs",
-                 min_tokens, max_tokens, len(pairs) - len(kept), len(pairs), language)
+        log.info("length filter %d..%d tokens dropped %d of %d %s-%s pairs",
+                 min_tokens, max_tokens, len(pairs) - len(kept), len(pairs), first, language)
     return kept
 
 
@@ -177,15 +204,18 @@ def bucket(english: str, config: SplitConfig = SplitConfig()) -> str:
     return "train"
 
 
-def split_pairs(pairs: list[Pair], config: SplitConfig = SplitConfig()) -> dict[str, list[Pair]]:
-    """Assign whole components of pairs sharing an English or foreign sentence to one split.
+def split_pairs(pairs: list[Pair], config: SplitConfig = SplitConfig(), buckets: list[str] | None = None
+                ) -> dict[str, list[Pair]]:
+    """Assign whole components of pairs sharing a first-side or second-side sentence to one split.
 
-    Deterministic: the result depends only on the pairs and ``config`` (order within a split follows input).
+    Deterministic: the result depends only on the pairs, ``config`` and ``buckets`` (each pair's own bucket;
+    default: the salted hash of its English, first, sentence). Order within a split follows input.
     """
-    return _by_code(pairs, split_codes(pairs, config))
+    return _by_code(pairs, split_codes(pairs, config, buckets))
 
 
-def split_codes(pairs: list[Pair], config: SplitConfig = SplitConfig()) -> np.ndarray:
+def split_codes(pairs: list[Pair], config: SplitConfig = SplitConfig(), buckets: list[str] | None = None
+                ) -> np.ndarray:
     """Each pair's split as its index in :data:`SPLITS` (uint8), as :func:`split_pairs` assigns it."""
     parent: dict[str, str] = {}
 
@@ -203,8 +233,9 @@ def split_codes(pairs: list[Pair], config: SplitConfig = SplitConfig()) -> np.nd
             parent[a] = b
     rank = {name: i for i, name in enumerate(_HELD_OUT_ORDER)}
     component_bucket: dict[str, str] = {}
-    for (en, _), (e, _) in zip(pairs, keys):
-        root, b = find(e), bucket(en, config)
+    own = buckets if buckets is not None else (bucket(en, config) for en, _ in pairs)
+    for b, (e, _) in zip(own, keys):
+        root = find(e)
         if rank[b] < rank[component_bucket.get(root, "train")]:
             component_bucket[root] = b
     return np.array([SPLITS.index(component_bucket.get(find(e), "train")) for e, _ in keys], dtype=np.uint8)
@@ -227,20 +258,45 @@ def load_splits(pair: str, min_tokens: int = 3, max_tokens: int = 100,
 
 @lru_cache(maxsize=8)
 def _load_splits(pair: str, min_tokens: int, max_tokens: int, config: SplitConfig, path: Path):
-    language = language_of(pair)
-    pairs = filter_by_length(read_pairs(path), language, min_tokens, max_tokens)
+    first, language = languages_of(pair)
+    pairs = filter_by_length(read_pairs(path), language, min_tokens, max_tokens, first)
     # the split is stored under the home, keyed on everything it depends on: the components take seconds per pair
+    inherited = {} if first == "en" else {lang: corpus_digest(f"en-{lang}") for lang in (first, language)
+                                          if f"en-{lang}" in known_pairs()}
     spec = json.dumps({"corpus_sha256": corpus_digest(pair), "min_tokens": min_tokens, "max_tokens": max_tokens,
-                       "split": config.__dict__, "version": SPLIT_VERSION}, sort_keys=True)
+                       "split": config.__dict__, "version": SPLIT_VERSION,
+                       **({"inherited_from": inherited} if inherited else {})}, sort_keys=True)
     stored = home_dir() / "splits" / f"{pair}-{hashlib.sha256(spec.encode()).hexdigest()[:16]}.npy"
     codes = _read_codes(stored, len(pairs))
     if codes is None:  # the first time in this home, or a damaged file
-        codes = split_codes(pairs, config)
+        codes = split_codes(pairs, config, None if first == "en" else _inherited_buckets(pairs, (first, language),
+                                                                                      min_tokens, max_tokens, config))
         stored.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(stored, lambda tmp: _write_codes(tmp, codes))
     splits = _by_code(pairs, codes)
     log.info("%s: %s", pair, ", ".join(f"{k} {len(v)}" for k, v in splits.items()))
     return splits
+
+
+def _inherited_buckets(pairs: list[Pair], languages: tuple[str, str], min_tokens: int, max_tokens: int,
+                       config: SplitConfig) -> list[str]:
+    """Each pair's own bucket in a pair without English: the more held out of its two sentences' buckets, each the
+    split its language's English pair put it in, or for a sentence that pair lacks its salted hash."""
+    rank = {name: i for i, name in enumerate(_HELD_OUT_ORDER)}
+    known = known_pairs()
+    splits_by_side = []
+    for side, lang in enumerate(languages):
+        held: dict[str, str] = {}
+        if f"en-{lang}" in known:
+            for name in reversed(_HELD_OUT_ORDER):  # train first, so a more held-out split overwrites it
+                held.update((normalise(xx), name) for _, xx in load_splits(f"en-{lang}", min_tokens, max_tokens,
+                                                                           config)[name])
+        splits_by_side.append(held)
+    out = []
+    for sentences in pairs:
+        sides = [held.get(normalise(s)) or bucket(s, config) for held, s in zip(splits_by_side, sentences)]
+        out.append(min(sides, key=rank.__getitem__))
+    return out
 
 
 def forget_read() -> None:
@@ -268,10 +324,12 @@ def probe_pool(pairs: tuple[str, ...] = PAIRS, config: SplitConfig = SplitConfig
 
     English (``language="en"``): sentences of every pair's probe split whose *own* bucket is ``probe`` (a
     train-bucket sentence pulled into a probe component by a shared translation may still be trained on by
-    another pair's model). Another language: the foreign side of its pair's probe split (only that pair has it).
+    another pair's model). Another language: its side of the probe split of its pair (:func:`pair_of_language`:
+    ``en-XX`` where there is one).
     """
-    check_name("probe-pool language", language, ["en", *(language_of(p) for p in known_pairs())])
-    pairs = (f"en-{language}",) if language != "en" else tuple(pairs)
+    check_name("probe-pool language", language, sorted({"en", *(lang for p in known_pairs()
+                                                                 for lang in languages_of_pair(p))}))
+    pairs = (pair_of_language(language),) if language != "en" else tuple(pairs)
     return list(_probe_pool(pairs, config, language, tuple(corpus_path(pair) for pair in pairs)))
 
 
@@ -280,7 +338,9 @@ def _probe_pool(pairs: tuple[str, ...], config: SplitConfig, language: str, path
                 ) -> tuple[str, ...]:
     """:func:`probe_pool` once per process (keyed on the corpora's paths, as :func:`load_splits`)."""
     if language != "en":
-        foreign = {normalise(xx): xx for _, xx in load_splits(pairs[0], config=config)["probe"] if normalise(xx)}
+        side = languages_of_pair(pairs[0]).index(language)
+        held = (pair[side] for pair in load_splits(pairs[0], config=config)["probe"])
+        foreign = {normalise(xx): xx for xx in held if normalise(xx)}
         return tuple(foreign[k] for k in sorted(foreign, key=_stable_order))
     seen: dict[str, str] = {}
     for pair in pairs:

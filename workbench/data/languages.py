@@ -1,9 +1,12 @@
-"""Languages and language pairs by name: a pair is ``en-XX``, XX any ISO 639 language (ISO 639-1 ``pt`` or
-ISO 639-3 ``por``, written as its ISO 639-1 code where it has one), its corpus data rather than code.
+"""Languages and language pairs by name: a pair is ``en-XX`` (XX any ISO 639 language: ISO 639-1 ``pt`` or
+ISO 639-3 ``por``, written as its ISO 639-1 code where it has one) or two other languages (``fr-es``), its corpus
+data rather than code.
 
 Five pairs ship with the data folder (:data:`PAIRS`); any other is a user's own, registered from a parallel file
-(:mod:`.bitext`). English comes first in every pair: BGT's English encoder, the English probing tasks and STS
-read that side.
+or pivoted through the English the shipped pairs share (:mod:`.bitext`). Where English is in a pair it comes
+first (``en-fr``, never ``fr-en``): BGT's English encoder, the English probing tasks and STS read that side. A
+pair without English (docs/tutorials/own-bitext.md#pairs-without-english) trains the BGT family, whose two sides
+are alike; what reads English (STS, the English tasks) has nothing to read there.
 """
 from __future__ import annotations
 
@@ -46,18 +49,29 @@ def iso639_3(code: str) -> str:
 
 
 def pair_name(pair: str) -> str:
-    """``pair`` as the workbench names it (``en-por`` -> ``en-pt``), checked: English first, then another language.
+    """``pair`` as the workbench names it (``en-por`` -> ``en-pt``, ``fra-spa`` -> ``fr-es``), checked: two different
+    languages, English first where it is one of them.
 
-    Names the fault and what is valid: a pair without English first, the same language twice, an unknown code.
+    Names the fault and what is valid: not two codes joined by ``-``, English second, the same language twice, an
+    unknown code.
     """
     if not isinstance(pair, str) or pair.count("-") != 1:
-        raise WorkbenchError(f"a language pair is written en-XX (en-fr, en-pt), not {pair!r}")
-    first, second = pair.split("-")
-    if first != "en":
-        raise WorkbenchError(f"language pair {pair!r}: English comes first (en-{second}); pairs of two other "
-                             "languages are not supported, since BGT's English encoder, the English probing tasks "
-                             "and STS read the English side")
-    second = language_code(second)
+        raise WorkbenchError(f"a language pair is written XX-YY (en-fr, en-pt, fr-es), not {pair!r}")
+    first, second = (language_code(code) for code in pair.split("-"))
+    if first == second:
+        raise WorkbenchError(f"language pair {pair!r}: the two languages must differ")
     if second == "en":
-        raise WorkbenchError(f"language pair {pair!r}: the second language must differ from English")
-    return f"en-{second}"
+        raise WorkbenchError(f"language pair {pair!r}: English comes first (en-{first}), since BGT's English "
+                             "encoder, the English probing tasks and STS read that side")
+    return f"{first}-{second}"
+
+
+def languages_of_pair(pair: str) -> tuple[str, str]:
+    """The two languages of a pair's name, in its order (``'fr-es' -> ('fr', 'es')``)."""
+    first, second = pair_name(pair).split("-")
+    return first, second
+
+
+def with_english(pair: str) -> bool:
+    """Whether the pair has English (as its first language)."""
+    return pair_name(pair).startswith("en-")

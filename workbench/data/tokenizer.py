@@ -26,7 +26,7 @@ from filelock import FileLock
 from sacremoses import MosesDetokenizer
 
 from ..paths import atomic_write, home_dir, read_json, trained_dir
-from .corpora import SplitConfig, corpus_digest, language_of, load_splits, pairs_of
+from .corpora import SplitConfig, corpus_digest, language_of, languages_of, load_splits, pairs_of
 from .moses import tokenise_many
 
 log = logging.getLogger(__name__)
@@ -153,7 +153,7 @@ def pair_tokenizer(pair: str, vocab_size: int = 8000, split: SplitConfig = Split
     first N pairs of each pair's training split only (the ``tiny`` preset: seconds instead of half a minute).
     """
     pairs = pairs_of(pair)
-    languages = ("en", *(language_of(p) for p in pairs))
+    languages = ("en", *(language_of(p) for p in pairs)) if pair == "all" else languages_of(pair)
     spec = {"pair": pair, "vocab_size": vocab_size, "split": split.__dict__, "builder_version": TOKENIZER_VERSION,
             "character_coverage": 0.9995 if "ja" in languages else 1.0}
     if pair == "all":

@@ -48,6 +48,7 @@ class TrainingData:
             digest.update("\n".join("\t".join(triple) for triple in part).encode())
             digest.update(b"\0")
         self.digest = digest.hexdigest()
+        self.valid_sentences = [(first, second) for first, second, _ in valid]  # as read: what dev scores encode
         self.train = _tokenised(train, tokenizer, max_sentence_len, tagged)
         self.valid = _tokenised(valid, tokenizer, max_sentence_len, tagged)
         self.max_tokens, self.seed = max_tokens, seed

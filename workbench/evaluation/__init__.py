@@ -13,10 +13,11 @@ import pandas as pd
 from ..cache import cached, remember
 from ..checks import WorkbenchError, check_name
 from ..data import sha256_of
+from ..data.corpora import corpus_digest, languages_of, load_splits
 from ..data.sts import STS17_TRACKS, STS_DATASETS, TATOEBA_CODES, load_sts, load_sts_hard, load_tatoeba
 from ..encoders import Encoder, check_contract, check_embeddings, check_reads, unread
 from ..paths import data_dir
-from .retrieval import mteb_scores, retrieval_errors
+from .retrieval import distinct_pairs, mteb_scores, retrieval_errors
 from .significance import bootstrap_differences, summarise
 from .sts import (COLUMNS, cosine, embed_unique, evaluate_hard_sts, evaluate_sts, evaluate_sts17, evaluate_stsb,
                   years_task)
@@ -112,6 +113,11 @@ def _hard_sts_card(rows: pd.DataFrame) -> dict:
                          "avg": round(float(hard["value"].mean()), 2)}}
 
 
+def _sts17_card(rows: pd.DataFrame) -> dict:
+    sts17 = rows[(rows["task"] == "STS17") & (rows["metric"] == "pearson")]
+    return {"sts17": {d: round(float(v), 2) for d, v in zip(sts17["dataset"], sts17["value"])}} if len(sts17) else {}
+
+
 def _tatoeba_card(rows: pd.DataFrame) -> dict:
     errors = rows[(rows["task"] == "Tatoeba") & rows["metric"].str.startswith("error")]
     if errors.empty:
@@ -130,7 +136,7 @@ SUITES = {suite.name: suite for suite in (
           "pearson", evaluate_hard_sts, "sts_hard", card=_hard_sts_card),
     Suite("sts17", "STS17", "SemEval-2017 tracks (the paper's Figure 4 ones, en-en and en-es WMT; --tracks names "
           "some)", tuple(tuple(dict.fromkeys(track.split("-")[:2])) for track in STS17_TRACKS), "pearson",
-          evaluate_sts17, "sts17", main_score=("STS17", None, "spearman"), options=("tracks",)),
+          evaluate_sts17, "sts17", main_score=("STS17", None, "spearman"), card=_sts17_card, options=("tracks",)),
     Suite("tatoeba", "Tatoeba", "similarity-search error rate, both directions",
           tuple(("en", lang) for lang in TATOEBA_CODES), "error", evaluate_tatoeba, "tatoeba",
           main_score=("Tatoeba", None, "f1 xx->en"), card=_tatoeba_card),
@@ -138,6 +144,28 @@ SUITES = {suite.name: suite for suite in (
 
 
 EVALUATION_VERSION = 3  # bump when a change alters results, so cached ones are recomputed
+HELD_OUT_PAIRS = 1000  # the retrieval of a pair's own test pairs: as many as a Tatoeba language has
+
+
+def evaluate_held_out_retrieval(encoder: Encoder, pair: str, n: int = HELD_OUT_PAIRS) -> pd.DataFrame:
+    """Similarity-search error rates (%) both ways on the first ``n`` of ``pair``'s test pairs whose sentences are
+    distinct on each side: Tatoeba's measure for a pair Tatoeba lacks (a pair without English), on sentences no
+    model of the pair trained on. Rows as a suite's, task ``held-out retrieval``, dataset the pair."""
+    first, second = languages_of(pair)
+    check_reads(encoder, (first, second), f"held-out retrieval {pair}")
+    pairs = distinct_pairs(load_splits(pair)["test"])[:n]
+
+    def compute() -> list[dict]:
+        sides = [check_embeddings(encoder, encoder.encode([p[i] for p in pairs]), len(pairs)) for i in (0, 1)]
+        errors = retrieval_errors(sides[1], sides[0])  # xx->en: second side searching the first
+        return [{"encoder": encoder.name, "task": "held-out retrieval", "dataset": pair,
+                 "metric": f"error {a}->{b}", "value": errors[key], "n": len(pairs)}
+                for key, (a, b) in (("xx->en", (second, first)), ("en->xx", (first, second)))]
+    encoder = cached(encoder)
+    key = {"suite": "held_out_retrieval", "version": EVALUATION_VERSION, "pair": pair, "n": n,
+           "corpus": corpus_digest(pair)}
+    return pd.DataFrame(remember("evaluate", encoder.fingerprint, key, compute), columns=COLUMNS)
+
 _DIGESTS: dict[tuple, str] = {}
 
 

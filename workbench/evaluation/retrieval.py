@@ -32,6 +32,23 @@ def retrieval_errors(xx: np.ndarray, en: np.ndarray, margin: bool = False) -> di
             "en->xx": 100 * float(np.mean(sims.argmax(0) != truth))}
 
 
+def pair_retrieval_accuracy(first: np.ndarray, second: np.ndarray) -> float:
+    """Mean accuracy (%) of finding each sentence's translation by cosine among all of the other side, both ways,
+    where row i of ``first`` translates row i of ``second`` (rows distinct on each side): the model-selection score
+    of a pair without English, on its validation pairs."""
+    errors = retrieval_errors(first, second)
+    return 100 - (errors["xx->en"] + errors["en->xx"]) / 2
+
+
+def distinct_pairs(pairs) -> list[tuple[str, str]]:
+    """The first pair of each sentence, on both sides: retrieval needs one translation per sentence."""
+    seen_first, seen_second, out = set(), set(), []
+    for first, second in pairs:
+        if first not in seen_first and second not in seen_second:
+            seen_first.add(first), seen_second.add(second), out.append((first, second))
+    return out
+
+
 def mteb_scores(xx: np.ndarray, en: np.ndarray) -> dict[str, float]:
     """MTEB's bitext-mining numbers (× 100) for xx→en: accuracy (= 100 − the xx→en error) and F1, the support-
     weighted F1 over the gold targets where the target indices are the classes (each gold target has support 1,

@@ -58,7 +58,8 @@ class Setting:
     gaussian: bool = False  # posteriors with a variance and a KL to N(0, I), annealed (the prior)
     language_latents: bool = False  # q(z_en | x_en) and q(z_xx | x_xx) beside z_sem
     reconstructs: str | None = None  # generative decoders: "languages" (one per language) or "en" (English alone)
-    translates: tuple[str, ...] = ()  # translation decoders from z_sem: "en->xx", "xx->en"
+    translates: tuple[str, ...] = ()  # translation decoders from z_sem: "en->xx", "xx->en" ("en" and "xx" stand
+    # for the pair's first and second language: English and the other in every en-XX pair)
     samples: bool = False  # its decoders always read a sampled z (a VAE), whatever decoder_latent says
     trans_weight: float | None = None  # the translation loss's weight when fixed by the setting (None: the config's)
     abilities: frozenset[str] = frozenset()  # beyond encoding, e.g. "style_transfer"
@@ -67,15 +68,23 @@ class Setting:
     def english_only(self) -> bool:  # its semantic encoder reads English alone (nothing maps the other language in)
         return self.reconstructs != "languages" and "xx->en" not in self.translates
 
+    @property
+    def needs_english(self) -> bool:  # its sides are not alike: the first must be English
+        return self.english_only or self.reconstructs == "en"
+
 
 BOTH_WAYS = ("en->xx", "xx->en")
 STYLE = frozenset({"style_transfer"})  # needs language latents beside the semantic one and decoders that read both
+ANY_PAIR = "pairs_without_english"  # both sides alike: any two languages (fr-es as well as en-fr), read with can()
 SETTINGS = {
     "bgt": Setting(gaussian=True, language_latents=True, reconstructs="languages", translates=BOTH_WAYS,
-                   abilities=STYLE),
-    "bgt_no_prior": Setting(language_latents=True, reconstructs="languages", translates=BOTH_WAYS, abilities=STYLE),
-    "bgt_no_langvars": Setting(gaussian=True, reconstructs="languages", translates=BOTH_WAYS),
-    "bilingual_trans": Setting(translates=BOTH_WAYS, trans_weight=0.5),  # 0.5 × (en→xx + xx→en)
+                   abilities=STYLE | {ANY_PAIR}),
+    "bgt_no_prior": Setting(language_latents=True, reconstructs="languages", translates=BOTH_WAYS,
+                            abilities=STYLE | {ANY_PAIR}),
+    "bgt_no_langvars": Setting(gaussian=True, reconstructs="languages", translates=BOTH_WAYS,
+                               abilities=frozenset({ANY_PAIR})),
+    "bilingual_trans": Setting(translates=BOTH_WAYS, trans_weight=0.5,  # 0.5 × (en→xx + xx→en)
+                               abilities=frozenset({ANY_PAIR})),
     "english_trans": Setting(translates=("en->xx",)),
     "english_ae": Setting(reconstructs="en"),
     "english_vae": Setting(gaussian=True, reconstructs="en", samples=True),
@@ -151,8 +160,11 @@ class BGTConfig(ModelConfig):
             problems.append(f"word_dropout must be a number in [0, 1), not {self.word_dropout!r}")
         if self.sem_side not in SEM_SIDES:
             problems.append(f"sem_side {self.sem_side!r} is not 'example' or 'microbatch'")
-        if len(self.languages) != 2 or self.languages[0] != "en":
-            problems.append(f"languages must be ('en', xx), not {self.languages}")
+        if len(self.languages) != 2 or self.languages[0] == self.languages[1]:
+            problems.append(f"languages must be two different languages, not {self.languages}")
+        elif self.setting in SETTINGS and SETTINGS[self.setting].needs_english and self.languages[0] != "en":
+            problems.append(f"a {self.setting} model reads English on its first side: languages must be ('en', xx), "
+                            f"not {self.languages}")
         if problems:
             raise ValueError("; ".join(problems))
 
@@ -165,6 +177,11 @@ class BGTConfig(ModelConfig):
     @property
     def foreign(self) -> str:
         return self.languages[1]
+
+    def direction(self, symbolic: str) -> str:
+        """A translation decoder's name for this pair: ``"en->xx"`` -> ``"en->fr"`` (``"fr->es"`` in fr-es)."""
+        names = dict(zip(("en", "xx"), self.languages))
+        return "->".join(names[side] for side in symbolic.split("->"))
 
     @property
     def language_dim(self) -> int:
@@ -215,7 +232,7 @@ class BGT(SentenceModel):
         for lang in {"languages": cfg.languages, "en": ("en",), None: ()}[setting.reconstructs]:
             self.decoders[lang] = decoder(language + cfg.latent_dim)  # on [z_lang ; z_sem], or z_sem alone
         for direction in setting.translates:
-            self.decoders[direction.replace("xx", cfg.foreign)] = decoder(cfg.latent_dim)
+            self.decoders[cfg.direction(direction)] = decoder(cfg.latent_dim)
 
     # --- encoders ------------------------------------------------------------------------------------------
 
@@ -315,7 +332,7 @@ class BGT(SentenceModel):
         elif setting.english_only:  # English to the other language only
             mu, _ = self.encoders["semantic"](en)
             means = [mu]
-            t["trans"] = self._decoded(f"en->{cfg.foreign}", xx, mu, cfg.label_smoothing)
+            t["trans"] = self._decoded(cfg.direction("en->xx"), xx, mu, cfg.label_smoothing)
         else:
             means = self._bilingual_terms(en, xx, step, t)
         beta = self.kl_weight(update)
@@ -343,12 +360,13 @@ class BGT(SentenceModel):
     def _bilingual_terms(self, en: torch.Tensor, xx: torch.Tensor, step: int, t: dict) -> list[torch.Tensor]:
         """The translation loss from z_sem of each side, then (BGT and its ablations) the generative path:
         z_sem from one side (:func:`semantic_side`), each language's decoder on ``[z_lang ; z_sem]`` (or z_sem
-        alone without language variables) and the KL terms. Fills ``t``; returns the posterior means."""
-        cfg, fx = self.cfg, self.cfg.foreign
+        alone without language variables) and the KL terms. Fills ``t``; returns the posterior means. ``en`` and
+        ``xx`` are the pair's first and second side (English and the other language in en-XX)."""
+        cfg = self.cfg
         mu_en, logv_en = self.encoders["semantic"](en)
         mu_xx, logv_xx = self.encoders["semantic"](xx)
-        t["trans"] = (self._decoded(f"en->{fx}", xx, mu_en, cfg.label_smoothing)
-                      + self._decoded(f"{fx}->en", en, mu_xx, cfg.label_smoothing))
+        t["trans"] = (self._decoded(cfg.direction("en->xx"), xx, mu_en, cfg.label_smoothing)
+                      + self._decoded(cfg.direction("xx->en"), en, mu_xx, cfg.label_smoothing))
         if self.setting.reconstructs is None:  # translation alone (BILINGUALTRANS)
             return [mu_en, mu_xx]
         side = semantic_side(en.shape[0], cfg.sem_side, step, en.device)[:, None]
@@ -358,7 +376,7 @@ class BGT(SentenceModel):
         z_sem = self.latent(mu_sem, logv_sem)
         if logv_sem is not None:
             t["kl_sem"] = kl_to_standard_normal(mu_sem, logv_sem).sum()
-        for lang, target in (("en", en), (fx, xx)):
+        for lang, target in zip(cfg.languages, (en, xx)):
             cond = z_sem
             if self.setting.language_latents:
                 mu_l, logv_l = self.encoders[lang](target)

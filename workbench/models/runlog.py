@@ -1,4 +1,4 @@
-"""A run's log: ``metrics.jsonl`` (one JSON object per update, plus validation and STS-B dev where measured) and
+"""A run's log: ``metrics.jsonl`` (one JSON object per update, plus validation and the dev score where measured) and
 the learning curves read from it, or from a shipped model's ``curve.csv``."""
 from __future__ import annotations
 
@@ -12,12 +12,16 @@ from .folder import folder_name, model_path
 
 
 CURVE_COLUMNS = ["run", "update", "pairs_seen", "train_seconds", "metric", "view", "value"]
+# the dev scores a run chooses its best checkpoint by: STS-B dev, or (a pair without English) the semantic view's
+# retrieval of its validation pairs' translations (workbench.training.trainer.Trainer.dev_metric)
+DEV_METRICS = ("stsb_dev", "retrieval_dev")
 
 
 def learning_curve(path: str | Path) -> pd.DataFrame:
     """A run's learning curves, tidy: ``run, update, pairs_seen, train_seconds, metric, view, value`` with
-    metric ``stsb_dev`` (Pearson × 100, per English-reading view; update 0 is the network at initialisation)
-    and ``valid_loss`` (per pair, view ``all``). ``path``: a run directory (its ``metrics.jsonl``), or a shipped
+    metric ``stsb_dev`` (Pearson × 100, per English-reading view; update 0 is the network at initialisation),
+    or ``retrieval_dev`` for a pair without English (%, the semantic view), and ``valid_loss`` (per pair, view
+    ``all``). ``path``: a run directory (its ``metrics.jsonl``), or a shipped
     model's folder or name (its ``curve.csv``, written by ``models export``)."""
     path = model_path(path)
     if (path / "curve.csv").is_file():  # labelled with the model's name, not the run it was exported from
@@ -49,8 +53,8 @@ def metrics_curve(lines: list[dict], run: str) -> pd.DataFrame:
             seconds, pairs = seconds + line["tokens"] / line["tokens_per_s"], pairs + line.get("sentences", 0)
         seconds, pairs = line.get("train_seconds", seconds), line.get("pairs_seen", pairs)
         at = {"run": run, "update": line["update"], "pairs_seen": int(pairs), "train_seconds": round(seconds, 2)}
-        rows += [{**at, "metric": "stsb_dev", "view": view, "value": value}
-                 for view, value in line.get("stsb_dev", {}).items()]
+        rows += [{**at, "metric": metric, "view": view, "value": value}
+                 for metric in DEV_METRICS for view, value in line.get(metric, {}).items()]
         if "valid_loss" in line:
             rows.append({**at, "metric": "valid_loss", "view": "all", "value": line["valid_loss"]})
     return pd.DataFrame(rows, columns=CURVE_COLUMNS)

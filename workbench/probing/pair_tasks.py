@@ -15,13 +15,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ..data.bitext import register_bitext
+from ..data.bitext import pivot_bitext, register_bitext
 from ..data.corpora import SplitConfig, own_folder
-from ..data.languages import LANGUAGES, language_name
+from ..data.languages import LANGUAGES, language_name, languages_of_pair
 from ..paths import atomic_write
 from .builders import punctuation
-from .pool import tokenised_pool, translations
-from .tasks import forget_cards
+from .pool import pair_pool, tokenised_pool, translations
+from .tasks import forget_cards, task_names
 
 log = logging.getLogger(__name__)
 MIN_MARK = 100  # a mark PunctFirst names: it begins a sentence's punctuation this often in the pool
@@ -32,20 +32,35 @@ BGT = ("Wieting, Neubig and Berg-Kirkpatrick 2020, A Bilingual Generative Transf
 
 
 def add_pair(pair: str, corpus: str | Path, other: str | Path | None = None, *, force: bool = False) -> dict:
-    """Register ``corpus`` as ``pair`` and write its language's task cards; returns the pair's record with the
+    """Register ``corpus`` as ``pair`` and write its languages' task cards; returns the pair's record with the
     names of the tasks written under ``tasks``."""
-    record = register_bitext(pair, corpus, other, force=force)
+    return _with_cards(register_bitext(pair, corpus, other, force=force))
+
+
+def pivot_pair(pair: str, *, force: bool = False) -> dict:
+    """Register ``pair`` (two languages other than English, ``fr-es``) from the English its languages' en-XX
+    corpora share (:func:`workbench.data.bitext.pivot_bitext`) and write its task cards; returns its record."""
+    return _with_cards(pivot_bitext(pair, force=force))
+
+
+def _with_cards(record: dict) -> dict:
     tokenised_pool.cache_clear()  # a pool this process read of a corpus registered before under the same pair
     translations.cache_clear()
     return {**record, "tasks": write_cards(record["pair"])}
 
 
 def write_cards(pair: str, config: SplitConfig = SplitConfig()) -> list[str]:
-    """Write the cards of ``pair``'s second language (none for a shipped language: it has its own)."""
-    language = pair.split("-")[1]
-    if language in LANGUAGES:
+    """Write the cards of ``pair``'s languages that have none (a shipped language has its own) and of the pair's
+    language identity where it has none."""
+    cards = {}
+    for language in languages_of_pair(pair):
+        if language != "en" and language not in LANGUAGES:
+            cards.update(language_cards(language, tokenised_pool(language, config)))
+    name = f"language_id_{pair.replace('-', '_')}"
+    if name not in task_names(own=False):  # the shipped pairs' are package cards
+        cards[name] = language_id_card(pair, _sizes(len(pair_pool(pair, config))))
+    if not cards:
         return []
-    cards = language_cards(language, tokenised_pool(language, config))
     folder = own_folder(pair) / "tasks"
     folder.mkdir(parents=True, exist_ok=True)
     for name, text in cards.items():
@@ -89,14 +104,19 @@ def language_cards(language: str, pool: list[str] | tuple[str, ...]) -> dict[str
                                          "a held-out sentence holds exactly once.",
                              analogue=f"SentEval's WordContent on {name} sentences", citation=CONLL),
     }
-    out = {f"{task}_{language}": _toml(f"{task}_{language}", language, card, sizes) for task, card in cards.items()}
-    out[f"language_id_en_{language}"] = _toml(
-        f"language_id_en_{language}", f"en-{language}",
-        dict(title=f"Language identity (en–{language})", builder="language_identity", labels=["en", language],
-             balanced=True, description=f"Which language a sentence is in, English or {name}: each held-out "
-                                        "translation pair gives one of its two sentences, chosen at random.",
-             citation="Wieting, Neubig & Berg-Kirkpatrick 2020 (the claim tested)"), sizes)
-    return out
+    return {f"{task}_{language}": _toml(f"{task}_{language}", language, card, sizes) for task, card in cards.items()}
+
+
+def language_id_card(pair: str, sizes: dict[str, int]) -> str:
+    """The TOML card of ``pair``'s language identity: which of its two languages a held-out sentence is in."""
+    first, second = languages_of_pair(pair)
+    names = [language_name(lang) for lang in (first, second)]
+    return _toml(f"language_id_{first}_{second}", pair,
+                 dict(title=f"Language identity ({first}–{second})", builder="language_identity",
+                      labels=[first, second], balanced=True,
+                      description=f"Which language a sentence is in, {names[0]} or {names[1]}: each held-out "
+                                  "translation pair gives one of its two sentences, chosen at random.",
+                      citation="Wieting, Neubig & Berg-Kirkpatrick 2020 (the claim tested)"), sizes)
 
 
 def length_bins(lengths: list[int], n_bins: int = 6) -> list[list[int]]:

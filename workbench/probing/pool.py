@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
-from ..data.corpora import PAIRS, SplitConfig, bucket, corpus_digest, load_splits, normalise, probe_pool
+from ..data.corpora import (PAIRS, SplitConfig, bucket, corpus_digest, languages_of, load_splits, normalise,
+                            pair_of_language, probe_pool)
 from ..data.moses import tokenise_many
 from ..data.tokenizer import detokenise
 from ..paths import atomic_write, home_dir
@@ -24,30 +25,45 @@ log = logging.getLogger(__name__)
 
 
 def pool_key(config: SplitConfig, languages: Sequence[str] = ("en",)) -> str:
-    """What the probe pools of ``languages`` are drawn from: the split and every shipped corpus's bytes (not its
-    file's date, so a copy of the data keeps its builds), and a registered pair's corpus for its language."""
+    """What the probe pools of ``languages`` (a task's: one language, or a pair's two) are drawn from: the split
+    and every shipped corpus's bytes (not its file's date, so a copy of the data keeps its builds), and a
+    registered pair's corpus where its pool is read from it."""
     h = hashlib.sha256(json.dumps(config.__dict__, sort_keys=True).encode())
     for pair in PAIRS:
         h.update(f"{pair}\0{corpus_digest(pair)}".encode())
-    for language in languages:
-        if language != "en" and f"en-{language}" not in PAIRS:
-            h.update(f"en-{language}\0{corpus_digest(f'en-{language}')}".encode())
+    read = [pair_of_language(language) for language in languages if language != "en"]
+    if len(languages) == 2 and not tuple(languages)[0] == "en":  # a pair without English: its own corpus too
+        read.append("-".join(languages))
+    for pair in dict.fromkeys(read):
+        if pair not in PAIRS:
+            h.update(f"{pair}\0{corpus_digest(pair)}".encode())
     return h.hexdigest()
 
 
 def pair_pool(pair: str, config: SplitConfig) -> list[tuple[str, str]]:
-    """The pair's held-out translation pairs whose English side no pair trains on (as :func:`probe_pool`)."""
+    """The pair's held-out translation pairs that no pair trains on (as :func:`probe_pool`): whose English side is
+    hashed into ``probe``, or in a pair without English, whose two sentences are in their languages' probe pools."""
+    first, second = languages_of(pair)
+    if first == "en":
+        def held(a: str, _: str) -> bool:
+            return bucket(a, config) == "probe"
+    else:
+        pools = [{normalise(s) for s in probe_pool(config=config, language=lang)} for lang in (first, second)]
+
+        def held(a: str, b: str) -> bool:
+            return normalise(a) in pools[0] and normalise(b) in pools[1]
     seen: dict[str, tuple[str, str]] = {}
-    for english, foreign in load_splits(pair, config=config)["probe"]:
-        if bucket(english, config) == "probe":
-            seen.setdefault(normalise(english), (english, foreign))
+    for a, b in load_splits(pair, config=config)["probe"]:
+        if held(a, b):
+            seen.setdefault(normalise(a), (a, b))
     return [seen[key] for key in sorted(seen)]
 
 
 @lru_cache(maxsize=None)
 def translations(pair: str, config: SplitConfig = SplitConfig()) -> dict[str, str]:
-    """English sentence key (:func:`normalise`) → its translation, over the pair's held-out pairs."""
-    return {normalise(english): foreign for english, foreign in pair_pool(pair, config)}
+    """The first side's sentence key (:func:`normalise`; English in en-XX) → its translation, over the pair's
+    held-out pairs."""
+    return {normalise(first): second for first, second in pair_pool(pair, config)}
 
 
 @lru_cache(maxsize=None)

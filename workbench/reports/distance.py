@@ -1,4 +1,5 @@
-"""Measured distance between English and the second languages, from URIEL+ (Khan et al., COLING 2025).
+"""Measured distance between English and the second languages (or between a pair's two languages, when neither is
+English), from URIEL+ (Khan et al., COLING 2025).
 
 URIEL+ (the ``urielplus`` package; its knowledge base ships in the wheel, so this works offline) gives each
 language typological, phylogenetic and other feature vectors; a distance is the angular distance between two
@@ -61,40 +62,44 @@ def _uriel():
         return urielplus.URIELPlus()
 
 
-def _vectors(kind: str, code: str) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """Feature names and the English and ``code`` vectors of ``kind`` (-1: no value)."""
+def _vectors(kind: str, code: str, reference: str = "eng") -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Feature names and the ``reference`` (English) and ``code`` vectors of ``kind`` (-1: no value)."""
     u = _uriel()
     with _root_logging_kept():
-        vectors = u.get_vector(kind, "eng", code)
+        vectors = u.get_vector(kind, reference, code)
         index = u.map_new_distance_to_loaded_features(kind) if kind == "syntactic" else None
-    names = [f"{kind}_{i}" for i in range(len(vectors["eng"]))]
+    names = [f"{kind}_{i}" for i in range(len(vectors[reference]))]
     if kind == "syntactic":
         index = index[0] if isinstance(index, (list, tuple)) else index
         syntactic = [str(f) for f in u.feats[index] if str(f).startswith("S_")]
         if len(syntactic) == len(names):
             names = syntactic
-    return names, np.asarray(vectors["eng"], dtype=float), np.asarray(vectors[code], dtype=float)
+    return names, np.asarray(vectors[reference], dtype=float), np.asarray(vectors[code], dtype=float)
 
 
 @lru_cache(maxsize=None)
-def _distance(kind: str, code: str) -> float:
+def _distance(kind: str, code: str, reference: str = "eng") -> float:
     u = _uriel()
     with _root_logging_kept():
-        return float(u.new_distance(kind, ["eng", code]))
+        return float(u.new_distance(kind, [reference, code]))
 
 
 def language_distances(languages: Sequence[str] = ("fr", "es", "ar", "tr", "ja"),
-                       kinds: Sequence[str] = KINDS) -> pd.DataFrame:
-    """English-to-``language`` distances: rows ``language, code, kind, distance, features, missing, metric``
-    (``features``: the kind's vector length; ``missing``: how many of them the language has no value for)."""
+                       kinds: Sequence[str] = KINDS, reference: str = "en") -> pd.DataFrame:
+    """``reference``-to-``language`` distances (English by default; ``reference="fr"`` for fr–es): rows ``language,
+    code, kind, distance, features, missing, metric, reference`` (``features``: the kind's vector length;
+    ``missing``: how many of them the language has no value for)."""
     rows = []
     kinds = check_names("distance kind", kinds, KINDS)
-    for language in check_names("language", languages, _languages(languages)):
+    known = _languages([*languages, reference])
+    reference_code = _code(check_name("reference language", reference, ["en", *known]))
+    for language in check_names("language", languages, [lang for lang in ["en", *known] if lang != reference]):
         code = _code(language)
         for kind in kinds:
-            names, _, vector = _vectors(kind, code)
-            rows.append({"language": language, "code": code, "kind": kind, "distance": _distance(kind, code),
-                         "features": len(names), "missing": int((vector < 0).sum()), "metric": METRIC})
+            names, _, vector = _vectors(kind, code, reference_code)
+            rows.append({"language": language, "code": code, "kind": kind,
+                         "distance": _distance(kind, code, reference_code), "features": len(names),
+                         "missing": int((vector < 0).sum()), "metric": METRIC, "reference": reference})
     return pd.DataFrame(rows)
 
 

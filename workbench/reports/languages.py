@@ -17,7 +17,7 @@ from ..zoo.cards import card
 from .distance import gap_correlations, language_distances
 from .figures import gap_figure
 from .pages import html_table
-from .paper import pair_languages
+from .paper import pair_languages, pairs_without_english
 
 
 def own_language_results(cards: dict[str, dict] | None = None) -> pd.DataFrame:
@@ -37,6 +37,35 @@ def own_language_results(cards: dict[str, dict] | None = None) -> pd.DataFrame:
                              "ci_high": high, "selectivity": selectivity, "majority": entry["majority"]})
     return pd.DataFrame(rows, columns=["language", "task", "view", "accuracy", "ci_low", "ci_high", "selectivity",
                                        "majority"])
+
+
+def partner_results(cards: dict[str, dict] | None = None) -> pd.DataFrame:
+    """Each language of a pair without English (:func:`.paper.pairs_without_english`), its semantic and language
+    encoders on its own tasks beside the same language's in every BGT of its English pair (``bgt-en-XX`` and its
+    variants, such as the one trained with the same recipe), from the cards: one row per language, task, model and
+    view with the model's ``partner`` (the pair's other language: ``en``, or ``es`` for French in fr-es), its
+    ``updates``, ``accuracy``, ``ci_low``, ``ci_high`` and ``majority`` (× 100). What a language encoder keeps of
+    its language when the other side is a close language rather than English."""
+    cards = cards if cards is not None else {name: card(name) for name in shipped()}
+    rows = []
+    for pair in pairs_without_english(cards):
+        for lang in pair.split("-"):
+            models = [f"bgt-{pair}", *sorted(name for name, info in cards.items() if info.get("model") == "bgt"
+                                             and info.get("pair") == f"en-{lang}")]
+            for name in models:
+                section = next((cards[name][key] for key in ("languages", "first_language")
+                                if cards[name].get(key, {}).get("language") == lang), {})
+                partner = next(other for other in cards[name]["pair"].split("-") if other != lang)
+                for task, entry in section.get("tasks", {}).items():
+                    title = get_task(task).title.removesuffix(f" ({lang})")
+                    for view, key in (("semantic", "semantic"), ("language encoder", lang)):
+                        accuracy, low, high, _ = entry[key]
+                        rows.append({"language": lang, "task": title, "model": name, "partner": partner,
+                                     "updates": cards[name]["training"]["updates"], "view": view,
+                                     "accuracy": accuracy, "ci_low": low, "ci_high": high,
+                                     "majority": entry["majority"]})
+    return pd.DataFrame(rows, columns=["language", "task", "model", "partner", "updates", "view", "accuracy",
+                                       "ci_low", "ci_high", "majority"])
 
 
 def own_language_transfer(cards: dict[str, dict] | None = None) -> pd.DataFrame:

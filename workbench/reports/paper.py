@@ -110,6 +110,15 @@ def pair_languages(cards: dict[str, dict] | None = None) -> list[str]:
 _SAID: set[tuple[str, ...]] = set()
 
 
+def pairs_without_english(cards: dict[str, dict] | None = None) -> list[str]:
+    """Every pair of two other languages (``fr-es``) whose BGT is among the models as ``bgt-XX-YY`` (its card's
+    pair), by name."""
+    cards = cards if cards is not None else {name: card(name) for name in shipped()}
+    return sorted(info["pair"] for name, info in cards.items()
+                  if info.get("model") == "bgt" and not str(info.get("pair", "en-")).startswith(("en-", "all"))
+                  and name == f"bgt-{info['pair']}")
+
+
 def _view(lang: str, role: str) -> tuple[str, str]:
     """(shipped model, view) that plays ``role`` in Table 3 for ``lang``."""
     return {"bilingual_trans": (f"bilingual_trans-en-{lang}", "semantic"), "semantic": (f"bgt-en-{lang}", "semantic"),

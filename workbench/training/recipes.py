@@ -18,7 +18,7 @@ from ..data.corpora import PAIRS
 from ..data.languages import pair_name
 from ..data.tokenizer import EOS, PAD, Tokenizer, pair_tokenizer
 from ..models import PRESET_NAMES
-from ..models.kinds import KINDS
+from ..models.kinds import KINDS, can
 from ..paths import read_json
 
 
@@ -91,6 +91,10 @@ class TrainConfig:
         check_name("model", self.model, tuple(KINDS))
         if self.pair != "all":
             self.pair = pair_name(self.pair)  # its corpus is looked for when the run reads it (a model loads without)
+            if not self.pair.startswith("en-") and not can(self.model, "pairs_without_english"):
+                alike = ", ".join(name for name in KINDS if can(name, "pairs_without_english"))
+                raise WorkbenchError(f"{self.model} reads English on one side, so it trains on en-XX pairs only; a "
+                                     f"pair without English ({self.pair}) trains {alike}")
         if self.pair == "all" and not KINDS[self.model].multilingual:
             multilingual = ", ".join(m for m, k in KINDS.items() if k.multilingual)
             raise WorkbenchError(f"only a multilingual model ({multilingual}) trains on all pairs at once; give "
@@ -172,8 +176,8 @@ class TrainConfig:
 
     @property
     def languages(self) -> tuple[str, ...]:
-        """English, then the foreign language(s) of the run's pair(s)."""
-        return ("en", *(p.split("-")[1] for p in (PAIRS if self.pair == "all" else (self.pair,))))
+        """The run's pair's two languages in its order; for ``"all"``, English and every shipped second language."""
+        return ("en", *(p.split("-")[1] for p in PAIRS)) if self.pair == "all" else tuple(self.pair.split("-"))
 
     def model_config(self, tokenizer: Tokenizer | None = None):
         """The model's config for this run's ``tokenizer``; without one, as the recipe declares it (its

@@ -17,7 +17,7 @@ from ..checks import WorkbenchError
 from ..models.kinds import KINDS, checked_config
 from ..models.checkpoint import checkpoint_update, read_trainer_state
 from ..models.folder import ModelFolder
-from ..models.runlog import CURVE_COLUMNS, learning_curve, read_metrics
+from ..models.runlog import CURVE_COLUMNS, DEV_METRICS, learning_curve, read_metrics
 from ..paths import atomic_write, read_json
 from .recipes import RESUME_FIELDS, TrainConfig
 
@@ -119,11 +119,12 @@ def continue_from(trainer, opened: ModelFolder) -> None:
               if (p / "curve.csv").is_file() or (p / "metrics.jsonl").is_file()]
     history = learning_curve(logged[0]) if logged else pd.DataFrame(columns=CURVE_COLUMNS)
     history = history[history["update"] <= update]
-    semantic = history[(history["metric"] == "stsb_dev") & (history["view"] == "semantic")
+    metric = trainer.dev_metric
+    semantic = history[(history["metric"] == metric) & (history["view"] == "semantic")
                        & (history["update"] == update)]["value"]
     trainer.state.update(update=update, pairs_seen=int(training.get("pairs_seen", 0)),
                       train_seconds=float(training.get("train_seconds", 0.0)), init_from=str(folder),
-                      best={"update": update, "stsb_dev": float(semantic.iloc[0])}
+                      best={"update": update, metric: float(semantic.iloc[0])}
                       if len(semantic) and not retuned else None)
     torch.manual_seed(trainer.cfg.seed + update)
     if trainer.rank == 0 and not history.empty:
@@ -132,9 +133,10 @@ def continue_from(trainer, opened: ModelFolder) -> None:
         for (at, pairs, seconds), rows in history.groupby(["update", "pairs_seen", "train_seconds"], sort=True):
             line = {"update": int(at), "pairs_seen": int(pairs), "train_seconds": float(seconds),
                     **({"hardware": training["hardware"]} if training.get("hardware") else {})}
-            scores = rows[rows["metric"] == "stsb_dev"]
-            if len(scores):
-                line["stsb_dev"] = dict(zip(scores["view"], scores["value"]))
+            for dev in DEV_METRICS:
+                scores = rows[rows["metric"] == dev]
+                if len(scores):
+                    line[dev] = dict(zip(scores["view"], scores["value"]))
             if (rows["metric"] == "valid_loss").any():
                 line["valid_loss"] = float(rows[rows["metric"] == "valid_loss"]["value"].iloc[0])
             lines.append(line)

@@ -1,16 +1,17 @@
 """The Trainer every neural model uses (BGT and its ablations, SP, BILSTM, the multilingual NMT): token-budget
 batches, accumulation, AdamW + inverse-sqrt (or constant) learning rate, clipping, bf16 autocast on CUDA, DDP
-under ``torchrun``, JSONL metrics, STS-B dev model selection, atomic checkpoints and exact resume. It knows no model
+under ``torchrun``, JSONL metrics, dev-score model selection, atomic checkpoints and exact resume. It knows no model
 kind: a network's ``forward(en, xx, update, step)`` gives its loss and the terms it declares for the log
 (:class:`workbench.models.base.SentenceModel`). (Models fitted in one go are not trained here:
 :func:`workbench.training.train`.)
 
 What a run reads and the batches of each update come from :mod:`workbench.data.training`; a run folder (its
 layout and checkpoint format: :mod:`workbench.models.folder`) gets one ``metrics.jsonl`` line per update with the pairs
-seen and the summed update time; validation loss and STS-B dev Pearson of every English-reading view on the lines
-where they were measured, and an ``update 0`` line for the network at initialisation. ``best/`` keeps the weights
-with the best semantic STS-B dev so far: checkpoints are chosen by STS-B dev, as the paper's authors do, not by
-validation loss (which the KL and translation terms dominate). A checkpoint is written into a temporary folder
+seen and the summed update time; validation loss and the dev score on the lines where they were measured, and an
+``update 0`` line for the network at initialisation. ``best/`` keeps the weights with the best semantic dev score so
+far: STS-B dev Pearson (of every English-reading view), as the paper's authors choose checkpoints, not validation
+loss (which the KL and translation terms dominate); a pair without English has no STS-B to read, so its semantic
+view is scored by finding translations among its validation pairs (:attr:`Trainer.dev_metric`). A checkpoint is written into a temporary folder
 and renamed, then ``latest`` is replaced atomically, so a run killed at any moment resumes from a complete
 checkpoint; on CPU the resumed run repeats the uninterrupted run's losses bit for bit (same batches, same RNG
 stream, same optimizer state). SIGINT/SIGTERM and ``max_seconds`` stop after the current update with a
@@ -40,6 +41,7 @@ from ..data.batching import collate
 from ..data.sts import load_stsb
 from ..data.training import TrainingData
 from ..encoders import unread
+from ..evaluation.retrieval import distinct_pairs, pair_retrieval_accuracy
 from ..evaluation.sts import embed_unique, score_pairs
 from ..models.kinds import KINDS, build_model, checked_config
 from ..models.checkpoint import write_checkpoint
@@ -241,26 +243,37 @@ class Trainer:
             total, n = total + out["loss"].item(), n + len(index)
         return total / max(n, 1)
 
+    @property
+    def dev_metric(self) -> str:
+        """What chooses ``best/``: ``stsb_dev`` (STS-B dev Pearson's r × 100) where the semantic view reads
+        English, else ``retrieval_dev`` (the semantic view finding each validation pair's translation, % both ways,
+        over pairs whose sentences are distinct on each side)."""
+        return "stsb_dev" if "en" in self.model.view_languages("semantic") else "retrieval_dev"
+
     def evaluate_views(self) -> dict[str, float]:
-        """STS-B dev Pearson's r × 100 of every view that reads English (the cheap model-selection signal)."""
+        """The dev score (:attr:`dev_metric`) of every view that can take it: the cheap model-selection signal."""
+        encoders = {view: self.model.encoder(view, self.tokenizer) for view in self.model.views}
+        if self.dev_metric == "retrieval_dev":
+            pairs = distinct_pairs(self.data.valid_sentences)
+            sides = [encoders["semantic"].encode([pair[i] for pair in pairs]) for i in (0, 1)]
+            return {"semantic": round(pair_retrieval_accuracy(*sides), 3)}
         frame = load_stsb("dev")
         sentences = [*frame["sentence1"], *frame["sentence2"]]
-        encoders = {view: self.model.encoder(view, self.tokenizer) for view in self.model.views}
         return {view: round(score_pairs(embed_unique(encoder, sentences), frame)["pearson"], 3)
                 for view, encoder in encoders.items() if not unread(encoder, ("en",))}
 
     def _save_best(self, scores: dict[str, float]) -> None:
-        """Keep ``best/`` (weights only, loadable) at the best semantic STS-B dev so far (trained networks only:
+        """Keep ``best/`` (weights only, loadable) at the best semantic dev score so far (trained networks only:
         update 0 is the reference, not a candidate)."""
-        score = scores.get("semantic")
+        score, metric = scores.get("semantic"), self.dev_metric
         best = self.state["best"]
-        if score is None or self.state["update"] == 0 or (best is not None and score <= best["stsb_dev"]):
+        if score is None or self.state["update"] == 0 or (best is not None and score <= best[metric]):
             return
-        self.state["best"] = {"update": self.state["update"], "stsb_dev": score}
+        self.state["best"] = {"update": self.state["update"], metric: score}
         tmp = self.run_dir / ".best.tmp"
         shutil.rmtree(tmp, ignore_errors=True)
         write_weights(tmp, self.model, self.tokenizer, {"train": asdict(self.cfg), "data_sha256": self.data.digest,
-                                                         "update": self.state["update"], "stsb_dev": scores})
+                                                         "update": self.state["update"], self.dev_metric: scores})
         swap_folder(tmp, self.run_dir / "best")
 
     def _log(self, record: dict) -> None:
@@ -269,15 +282,15 @@ class Trainer:
                 handle.write(json.dumps(record) + "\n")
 
     def _measure(self, record: dict) -> None:
-        """Add validation loss and STS-B dev to ``record`` where due (and update ``best/``)."""
+        """Add validation loss and the dev score to ``record`` where due (and update ``best/``)."""
         cfg, update = self.cfg, record["update"]
         last = update == cfg.max_updates or record.get("stopped")
         with record_function("evaluation"):
             if update % cfg.valid_every == 0 or last:
                 record["valid_loss"] = self.validate()
             if cfg.eval_every and (update % cfg.eval_every == 0 or last) and self.rank == 0:
-                record["stsb_dev"] = self.evaluate_views()
-                self._save_best(record["stsb_dev"])
+                record[self.dev_metric] = scores = self.evaluate_views()
+                self._save_best(scores)
 
     def run(self) -> dict:
         """Train until ``max_updates`` (or ``max_seconds``, or SIGINT/SIGTERM: the update in progress ends, then a

@@ -1,7 +1,8 @@
 """Model cards: what a shipped model measures, measured from its own weights when it is exported.
 
 :func:`measure` runs the paper's protocol on every view of a model (STS 2012–16 and Hard STS for views that read
-English, Tatoeba for views that also read a Tatoeba language, the Table 3 probes at :data:`CARD_SIZES`),
+English, Tatoeba for views that also read a Tatoeba language, the Table 3 probes at :data:`CARD_SIZES`; for a
+pair without English, the STS17 tracks in its languages and the retrieval of its held-out pairs),
 :func:`write_card` stores the numbers as ``card.json`` (for tests and reports) and ``card.md`` (for people) and adds
 both to the folder's sha256 list, and :func:`card` reads a card back only if it still matches that list. The demo,
 the widgets and the reproduction report use the same constants, so their numbers compare with the cards'.
@@ -16,7 +17,9 @@ import pandas as pd
 
 from ..checks import WorkbenchError, plain_name
 from ..data import sha256_of
-from ..evaluation import SUITES, compare_sts, evaluate
+from ..data.sts import STS17_TRACKS
+from ..encoders import unread
+from ..evaluation import SUITES, compare_sts, evaluate, evaluate_held_out_retrieval
 from ..models.kinds import can, fitted
 from ..models.folder import file_digests, load, shipped
 from ..models.pins import pin, unpin
@@ -52,16 +55,27 @@ def card(name: str, root: str | Path | None = None) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+def model_pair(model) -> str:
+    """The language pair a trained model's config names (``"en-fr"``; ``"all"`` for the multilingual NMT)."""
+    languages = tuple(getattr(model.cfg, "languages", ("en", "fr")))
+    return "-".join(languages) if len(languages) == 2 else "all"
+
+
 def measure(model, sizes: dict[str, int] = CARD_SIZES, show_progress: bool = False) -> pd.DataFrame:
     """STS 2012–16 and Hard STS for every view of ``model`` that reads English, Tatoeba error rates (both
     directions) for every view that reads English and a Tatoeba language, and the Table 3 probes (at ``sizes``,
     no control task) for every view of the Table 3 models (BGT, BILINGUALTRANS) or the semantic view of the
-    others: tidy rows with a ``view`` column."""
-    frames = []
+    others; for a pair without English, each view's STS17 tracks and the semantic view's held-out retrieval
+    instead of the English suites: tidy rows with a ``view`` column."""
+    frames, pair = [], model_pair(model)
     for view in model.views:
         encoder = model.encoder(view)
         rows = [evaluate(encoder, suite, show_progress=show_progress) for suite in CARD_SUITES
                 if SUITES[suite].takes(encoder)]
+        if not pair.startswith(("en-", "all")):
+            tracks = [track for track in STS17_TRACKS if not unread(encoder, track.split("-")[:2])]
+            rows += [evaluate(encoder, "sts17", show_progress=show_progress, tracks=tracks)] if tracks else []
+            rows += [evaluate_held_out_retrieval(encoder, pair)] if view == "semantic" else []
         probed = view == "semantic" or getattr(model.cfg, "setting", None) in TABLE3_MODELS
         readable = readable_tasks(encoder) if probed else []
         tasks = [task for task in (*TABLE3_TASKS, *GENDER_TASKS.values()) if task in readable]
@@ -109,10 +123,12 @@ def halves_rank(section: dict) -> tuple[int, int, float]:
 
 
 def with_decoders(root: str | Path | None = None) -> list[str]:
-    """The shipped BGTs that kept their decoders (they do style transfer): each pair's ``bgt-en-XX`` first, en–fr
-    (the paper's style-transfer pair) before the others, then the other variants."""
+    """The shipped BGTs that kept their decoders and read English (they do style transfer, judged on English
+    sentences): each pair's ``bgt-en-XX`` first, en–fr (the paper's style-transfer pair) before the others, then the
+    other variants."""
     pairs = {name: info["pair"] for name in shipped(root)
-             if can((info := card(name, root))["model"], "style_transfer") and info["decoders"]}
+             if can((info := card(name, root))["model"], "style_transfer") and info["decoders"]
+             and info["pair"].startswith("en-")}
     return sorted(pairs, key=lambda name: (name != f"bgt-{pairs[name]}", pairs[name] != "en-fr", name))
 
 
@@ -121,21 +137,25 @@ def own_language_tasks(language: str) -> list[str]:
     return [name for name in task_names() if get_task(name).languages == (language,)]
 
 
-def language_view(model) -> str | None:
-    """The view of ``model`` that encodes the pair's other language alone (a BGT's z_fr, …), or ``None``."""
-    own = [view for view in model.views if view not in ("semantic", "en")]
-    return own[0] if len(own) == 1 else None
+def language_views(model) -> list[str]:
+    """The views of ``model`` that encode one language of its pair alone, other than English (a BGT's z_fr; both
+    z_fr and z_es in fr-es), in the pair's order."""
+    return [view for view in model.views if view not in ("semantic", "en")]
 
 
-def measure_languages(model, sizes: dict[str, int] = CARD_SIZES) -> dict:
-    """A BGT's semantic encoder and its language encoder on the tasks of the pair's other language, with control
-    tasks: per task the majority share and, per view, [accuracy, 95% CI low, high, selectivity] × 100; and under
-    ``across``, per task with an English version, the semantic encoder's English-trained probe on it
-    (:func:`.probing.across.probe_across`)."""
-    language = language_view(model)
-    if language is None:
+def measure_languages(model, sizes: dict[str, int] = CARD_SIZES, language: str | None = None) -> dict:
+    """A BGT's semantic encoder and its encoder of ``language`` (default: the pair's second language) on that
+    language's tasks, with control tasks: per task the majority share and, per view, [accuracy, 95% CI low, high,
+    selectivity] × 100; and under ``across``, per task with an English version, the semantic encoder's
+    English-trained probe on it (:func:`.probing.across.probe_across`; where the semantic encoder reads
+    English)."""
+    views = language_views(model)
+    if not views:
         raise WorkbenchError(f"{model.name} has no language encoder (views: {', '.join(model.views)}); only BGTs "
                              "with language variables are measured on their own language")
+    language = language or views[-1]
+    if language not in views:
+        raise WorkbenchError(f"{model.name} has no {language} encoder; its language encoders: {', '.join(views)}")
     tasks = own_language_tasks(language)
     missing = {get_task(task).unavailable for task in tasks} - {None}
     if missing:
@@ -151,7 +171,8 @@ def measure_languages(model, sizes: dict[str, int] = CARD_SIZES) -> dict:
             entry["majority"] = round(100 * float(frame.loc["majority", "value"]), 1)
         out[task] = entry
     semantic = model.encoder("semantic")
-    across = {task: _across(semantic, source, task, sizes) for task in tasks if (source := english_version(task))}
+    across = {task: _across(semantic, source, task, sizes) for task in tasks
+              if (source := english_version(task)) and not unread(semantic, ("en",))}
     return {"language": language, "tasks": out, "across": across}
 
 
@@ -173,8 +194,12 @@ def summarise_views(df: pd.DataFrame) -> dict:
     out = {}
     for view, rows in df.groupby("view", sort=False):
         entry = {"fingerprint": rows["fingerprint"].iloc[0]}
-        for suite in CARD_SUITES:  # what each suite puts on a card, as the suite declares it
-            entry.update(SUITES[suite].card(rows))
+        for suite in (*CARD_SUITES, "sts17"):  # what each suite puts on a card, as the suite declares it (STS17:
+            entry.update(SUITES[suite].card(rows))  # measured only for a pair without English)
+        retrieval = rows[rows["task"] == "held-out retrieval"]
+        if len(retrieval):
+            entry["held_out_retrieval"] = {m.removeprefix("error "): round(float(v), 2)
+                                           for m, v in zip(retrieval["metric"], retrieval["value"])}
         acc = rows[rows["metric"] == "accuracy"]
         entry["probing"] = {t: round(100 * float(v), 2) for t, v in zip(acc["task"], acc["value"])}
         out[view] = entry
@@ -189,9 +214,11 @@ def write_card(name: str, root: str | Path | None = None, sizes: dict[str, int] 
     config = read_json(folder / "config.json")
     model = load(folder)
     views = summarise_views(measure(model, sizes=sizes, show_progress=show_progress))
-    transfer = (_transfer_summary(model, transfer_pairs)
-                if config.get("decoders") and can(config["model"]["setting"], "style_transfer") else None)
-    languages = measure_languages(model, sizes) if language_view(model) else None
+    transfer = (_transfer_summary(model, transfer_pairs) if config.get("decoders") and "en" in model.views
+                and can(config["model"]["setting"], "style_transfer") else None)  # judged on English sentences
+    own = language_views(model)
+    languages = measure_languages(model, sizes) if own else None
+    first = measure_languages(model, sizes, own[0]) if len(own) == 2 else None  # a pair without English
     halves = measure_halves(model, sizes) if {"semantic", "en"} <= set(model.views) else None
     train, record = config.get("train", {}), config["training"]
     size = sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
@@ -200,7 +227,8 @@ def write_card(name: str, root: str | Path | None = None, sizes: dict[str, int] 
             "decoders": config.get("decoders", False), "megabytes": round(size / 2 ** 20, 1),
             "curve": (folder / "curve.csv").is_file(),
             "probing_sizes": sizes, "views": views, **({"halves": halves} if halves else {}),
-            **({"style_transfer": transfer} if transfer else {}), **({"languages": languages} if languages else {})}
+            **({"style_transfer": transfer} if transfer else {}), **({"languages": languages} if languages else {}),
+            **({"first_language": first} if first else {})}
     return _save(folder, info, config)
 
 
@@ -220,7 +248,10 @@ def remeasure_languages(name: str, root: str | Path | None = None, sizes: dict[s
     stay as measured)."""
     folder = (Path(root) if root else trained_dir()) / name
     info, config = card(name, root), read_json(folder / "config.json")
-    info["languages"] = measure_languages(load(folder), sizes)
+    model = load(folder)
+    info["languages"] = measure_languages(model, sizes)
+    if len(own := language_views(model)) == 2:
+        info["first_language"] = measure_languages(model, sizes, own[0])
     return _save(folder, info, config)
 
 
@@ -231,9 +262,9 @@ def remeasure_halves(name: str, root: str | Path | None = None, sizes: dict[str,
     model = load(folder)
     if not {"semantic", "en"} <= set(model.views):
         raise WorkbenchError(f"{name} has no semantic and English views to compare (a BGT with language encoders has)")
-    info = {**{k: v for k, v in info.items() if k not in ("halves", "style_transfer", "languages")},
+    info = {**{k: v for k, v in info.items() if k not in ("halves", "style_transfer", "languages", "first_language")},
             "halves": measure_halves(model, sizes),
-            **{k: info[k] for k in ("style_transfer", "languages") if k in info}}  # the card's order of sections
+            **{k: info[k] for k in ("style_transfer", "languages", "first_language") if k in info}}  # the card's order
     return _save(folder, info, config)
 
 
@@ -274,6 +305,11 @@ def _transfer_summary(model, n: int) -> dict:
             for row in summary.itertuples()}
 
 
+def _dev_name(pair: str) -> str:
+    """What chose a run's checkpoints, in words (:attr:`workbench.training.trainer.Trainer.dev_metric`)."""
+    return "STS-B dev" if pair.startswith(("en-", "all")) else "retrieval of its validation pairs"
+
+
 def _duration(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 600 else f"{seconds / 3600:.2f} h ({seconds:.0f} s)"
 
@@ -296,10 +332,10 @@ def _card_markdown(info: dict, config: dict) -> str:
               if (one_go := fitted(info["model"])) else
               f"- **training**: {record['updates']} updates, {record['pairs_seen']} pairs seen"
               + (f" (sampled from {train['max_pairs']} pairs)" if train.get("max_pairs") else "")
-              + (f"; the checkpoint with the best semantic STS-B dev of a run of {record['run_updates']} updates"
-                 if record.get("checkpoint", "").startswith("best") else ""))
+              + (f"; the checkpoint with the best semantic {_dev_name(info['pair'])} of a run of "
+                 f"{record['run_updates']} updates" if record.get("checkpoint", "").startswith("best") else ""))
              + f", {_duration(record['train_seconds'])} of update time on {record['hardware']}",
-             *([f"- **learning curve**: `curve.csv` (STS-B dev per view, validation loss); "
+             *([f"- **learning curve**: `curve.csv` ({_dev_name(info['pair'])} per view, validation loss); "
                 f"`workbench curve {info['name']}` draws it"] if info.get("curve") else []),
              f"- **weights**: float16, {info['megabytes']} MB"
              + ("" if one_go else "; decoders " + (_kept_decoders(info) if info["decoders"]
@@ -311,8 +347,9 @@ def _card_markdown(info: dict, config: dict) -> str:
         lines += _halves_markdown(info["halves"])
     if info.get("style_transfer"):
         lines += _transfer_markdown(info["style_transfer"])
-    if info.get("languages"):
-        lines += _languages_markdown(info["languages"])
+    for section in ("first_language", "languages"):
+        if info.get(section):
+            lines += _languages_markdown(info[section])
     for view, entry in info["views"].items():
         lines += [f"## view `{view}`", "", f"fingerprint `{entry['fingerprint'][:16]}`", ""]
         if "sts" in entry:
@@ -327,6 +364,12 @@ def _card_markdown(info: dict, config: dict) -> str:
                       "|" + "---|" * (2 * len(entry["tatoeba"])),
                       "| " + " | ".join(f"{e['xx->en']:.1f} | {e['en->xx']:.1f}" for e in entry["tatoeba"].values())
                       + " |", ""]
+        if "sts17" in entry:
+            lines += ["STS17 (Pearson's r × 100): " + ", ".join(f"{track} {v:.1f}" for track, v in entry["sts17"].items()),
+                      ""]
+        if "held_out_retrieval" in entry:
+            lines += [f"Similarity-search error on the pair's held-out test pairs (%): " + ", ".join(
+                f"{direction.replace('->', '→')} {v:.1f}" for direction, v in entry["held_out_retrieval"].items()), ""]
         if entry["probing"]:
             lines += ["| " + " | ".join(get_task(t).title for t in entry["probing"]) + " |",
                       "|" + "---|" * len(entry["probing"]),
@@ -390,10 +433,12 @@ def summary_markdown(root: str | Path | None = None) -> str:
     for name in shipped(root):
         info = card(name, root)
         sem, en, record = info["views"]["semantic"], info["views"].get("en", {}), info["training"]
-        en_sts = en.get("sts", {}).get("STS12-16")
+
+        def number(value) -> str:  # blank where the model has nothing to read it (a pair without English)
+            return "" if value is None else f"{value:.1f}"
         cells = [f"`{name}`", f"{info['megabytes']:.1f}", f"{record['updates']:,}", f"{record['pairs_seen']:,}",
-                 f"{record['train_seconds']:,.0f} s", record["hardware"], f"{sem['sts']['STS12-16']:.1f}",
-                 "" if en_sts is None else f"{en_sts:.1f}", f"{sem['hard_sts']['avg']:.1f}",
-                 *(f"{sem['probing'][task]:.1f}" for task in SUMMARY_PROBES)]
+                 f"{record['train_seconds']:,.0f} s", record["hardware"], number(sem.get("sts", {}).get("STS12-16")),
+                 number(en.get("sts", {}).get("STS12-16")), number(sem.get("hard_sts", {}).get("avg")),
+                 *(number(sem["probing"].get(task)) for task in SUMMARY_PROBES)]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)

@@ -27,7 +27,8 @@ from ..models.kinds import checked_config, fitted
 from ..models.checkpoint import checkpoint_update
 from ..models.folder import ModelFolder, file_digests, latest_checkpoint, read_weights, shipped
 from ..models.pins import pin
-from ..models.runlog import CURVE_COLUMNS, lacking_curve_columns, learning_curve, metrics_curve, read_metrics
+from ..models.runlog import (CURVE_COLUMNS, DEV_METRICS, lacking_curve_columns, learning_curve, metrics_curve,
+                             read_metrics)
 from ..paths import only_writer, read_json, sealed_config, swap_folder, temp_sibling, trained_dir
 from ..training import train
 from ..training.recipes import TrainConfig
@@ -88,11 +89,12 @@ def _checkpoint(run: Path, checkpoint: str) -> tuple[ModelFolder, int, bool]:
         state = read_json(latest / "trainer_state.json")
         best, source = state.get("best"), state.get("init_from")
         if best and source and (Path(source) / "curve.csv").is_file():
+            metric = next(m for m in DEV_METRICS if m in best)
             dev = learning_curve(source)
-            dev = dev[(dev["metric"] == "stsb_dev") & (dev["view"] == "semantic") & (dev["update"] == best["update"])]
+            dev = dev[(dev["metric"] == metric) & (dev["view"] == "semantic") & (dev["update"] == best["update"])]
             start = ModelFolder(source)
             if (start.config.get("training", {}).get("updates") == best["update"] and len(dev)
-                    and abs(float(dev["value"].iloc[0]) - best["stsb_dev"]) < 1e-6):
+                    and abs(float(dev["value"].iloc[0]) - best[metric]) < 1e-6):
                 return start, best["update"], True
     return ModelFolder(latest), checkpoint_update(latest), False
 
@@ -121,7 +123,7 @@ def _exported(run: str | Path, name: str | None, keep_decoders: bool | None, che
     record["checkpoint"] = "best STS-B dev (semantic)" if is_best else "latest"
     state = {k: (v.half() if v.is_floating_point() else v) for k, v in opened.weights().items()
              if keep or not k.startswith("decoders.")}
-    meta = {k: v for k, v in meta.items() if k not in ("update", "stsb_dev", "files_sha256")}  # the run's own
+    meta = {k: v for k, v in meta.items() if k not in ("update", *DEV_METRICS, "files_sha256")}  # the run's own
     return (name, state, {**meta, "decoders": keep, "training": record}, opened.read("spm.model"),
             metrics_curve(lines, run.name).assign(run=name))
 
