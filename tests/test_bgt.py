@@ -176,9 +176,9 @@ def test_style_transfer_conditioning_takes_both_latents():
 
 
 def test_bad_configs_are_explained():
-    with pytest.raises(ValueError, match="setting 'bgt_plus' is not one of bgt, "):
+    with pytest.raises(ValueError, match="setting must be one of bgt, .*not 'bgt_plus'"):
         config("bgt_plus")
-    with pytest.raises(ValueError, match="decoder_latent 'z'"):
+    with pytest.raises(ValueError, match="decoder_latent must be one of .*, not 'z'"):
         config(decoder_latent="z")
     with pytest.raises(WorkbenchError, match="unknown model config keys"):
         BGTConfig.from_dict({"vocab_size": 10, "layers": 3})
@@ -268,7 +268,7 @@ def test_word_dropout_pads_decoder_inputs_but_never_the_first():
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"decoder_latent": "z"}, "decoder_latent 'z' is not one of mean, sample, sample_language"),
+    ({"decoder_latent": "z"}, "decoder_latent must be one of mean, sample, sample_language, not 'z'"),
     ({"language_latent_dim": 0}, "language_latent_dim must be a positive integer"),
     ({"language_kl_weight": -1.0}, "language_kl_weight must be a number ≥ 0"),
     ({"language_free_bits": -2}, "language_free_bits must be a number of nats ≥ 0"),
@@ -284,3 +284,32 @@ def test_semantic_side_rules():
     assert not semantic_side(3, "microbatch", step=1).any()
     with pytest.raises(ValueError, match="valid: example, microbatch"):
         semantic_side(3, "random")
+
+
+@pytest.mark.parametrize("setting", ["bgt", "bgt_no_prior", "bgt_no_langvars", "bilingual_trans"])
+def test_the_alike_settings_take_a_pair_without_english_with_the_same_loss(setting):
+    """The first side is not English in fr-es: the same network with its decoders and language encoders named by the
+    pair's languages, and the same loss as the en-fr network on the same weights and batch."""
+    torch.manual_seed(0)
+    english = BGT(config(setting))
+    other = BGT(config(setting, languages=("fr", "es")))
+    rename = {"en": "fr", "fr": "es"}
+    mapped = {}
+    for name, tensor in english.state_dict().items():
+        parts = name.split(".")
+        if parts[0] in ("encoders", "decoders"):
+            parts[1] = "->".join(rename.get(side, side) for side in parts[1].split("->"))
+        mapped[".".join(parts)] = tensor
+    other.load_state_dict(mapped)  # every tensor has its counterpart: the same shapes under the pair's names
+    assert set(other.decoders) >= ({"fr->es", "es->fr"} if setting != "bgt_no_langvars" else {"fr->es"})
+    assert other.view_languages("semantic") == ("fr", "es")
+    b = batch()
+    assert english(b.en, b.xx, 50)["loss"] == other(b.en, b.xx, 50)["loss"]
+
+
+def test_the_english_settings_refuse_a_pair_without_english():
+    for setting in ("english_trans", "english_ae", "english_vae"):
+        with pytest.raises(ValueError, match=f"a {setting} model reads English on its first side"):
+            config(setting, languages=("fr", "es"))
+    with pytest.raises(ValueError, match="two different languages"):
+        config(languages=("fr", "fr"))

@@ -32,6 +32,7 @@ _PUBLIC = {
     "evaluate": ".evaluation",
     "compare_sts": ".evaluation",
     "compare_hard_sts": ".evaluation",
+    "evaluate_held_out_retrieval": ".evaluation",
     "report": ".reports.pages",
     "cached_probes": ".reports.results",
     "build_task": ".probing.build",

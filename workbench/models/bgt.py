@@ -58,33 +58,24 @@ class Setting:
     gaussian: bool = False  # posteriors with a variance and a KL to N(0, I), annealed (the prior)
     language_latents: bool = False  # q(z_en | x_en) and q(z_xx | x_xx) beside z_sem
     reconstructs: str | None = None  # generative decoders: "languages" (one per language) or "en" (English alone)
-    translates: tuple[str, ...] = ()  # translation decoders from z_sem: "en->xx", "xx->en" ("en" and "xx" stand
-    # for the pair's first and second language: English and the other in every en-XX pair)
+    translates: tuple[str, ...] = ()  # translation decoders from z_sem: "en->xx", "xx->en" (the first, second side)
     samples: bool = False  # its decoders always read a sampled z (a VAE), whatever decoder_latent says
     trans_weight: float | None = None  # the translation loss's weight when fixed by the setting (None: the config's)
     abilities: frozenset[str] = frozenset()  # beyond encoding, e.g. "style_transfer"
 
     @property
-    def english_only(self) -> bool:  # its semantic encoder reads English alone (nothing maps the other language in)
-        return self.reconstructs != "languages" and "xx->en" not in self.translates
-
-    @property
-    def needs_english(self) -> bool:  # its sides are not alike: the first must be English
-        return self.english_only or self.reconstructs == "en"
+    def english_only(self) -> bool:  # its semantic encoder reads English alone (nothing maps the other language in),
+        return self.reconstructs != "languages" and "xx->en" not in self.translates  # so its first side is English
 
 
 BOTH_WAYS = ("en->xx", "xx->en")
 STYLE = frozenset({"style_transfer"})  # needs language latents beside the semantic one and decoders that read both
-ANY_PAIR = "pairs_without_english"  # both sides alike: any two languages (fr-es as well as en-fr), read with can()
 SETTINGS = {
     "bgt": Setting(gaussian=True, language_latents=True, reconstructs="languages", translates=BOTH_WAYS,
-                   abilities=STYLE | {ANY_PAIR}),
-    "bgt_no_prior": Setting(language_latents=True, reconstructs="languages", translates=BOTH_WAYS,
-                            abilities=STYLE | {ANY_PAIR}),
-    "bgt_no_langvars": Setting(gaussian=True, reconstructs="languages", translates=BOTH_WAYS,
-                               abilities=frozenset({ANY_PAIR})),
-    "bilingual_trans": Setting(translates=BOTH_WAYS, trans_weight=0.5,  # 0.5 × (en→xx + xx→en)
-                               abilities=frozenset({ANY_PAIR})),
+                   abilities=STYLE),
+    "bgt_no_prior": Setting(language_latents=True, reconstructs="languages", translates=BOTH_WAYS, abilities=STYLE),
+    "bgt_no_langvars": Setting(gaussian=True, reconstructs="languages", translates=BOTH_WAYS),
+    "bilingual_trans": Setting(translates=BOTH_WAYS, trans_weight=0.5),  # 0.5 × (en→xx + xx→en)
     "english_trans": Setting(translates=("en->xx",)),
     "english_ae": Setting(reconstructs="en"),
     "english_vae": Setting(gaussian=True, reconstructs="en", samples=True),
@@ -126,9 +117,7 @@ class BGTConfig(ModelConfig):
     max_len: int = 1024
     pad_id: int = 0
     eos_id: int = 3
-    # What the decoders read in training (BGT variants): "mean" (the released code), "sample" (every latent a
-    # reparameterised sample: the paper's z) or "sample_language" (the language latents sampled, z_sem the mean)
-    decoder_latent: str = "mean"
+    decoder_latent: str = "mean"  # what the decoders read in training: the module docstring's table
     language_latent_dim: int | None = None  # size of z_en / z_xx (None: latent_dim); a smaller one holds less
     language_kl_weight: float = 1.0  # multiplies the language latents' KL (with β): a tighter bottleneck above 1
     language_free_bits: float = 0.0  # nats of each language latent's KL (batch mean) that cost nothing
@@ -146,23 +135,20 @@ class BGTConfig(ModelConfig):
         problems = self.size_problems()
         if not problems and self.d_model % self.n_heads:
             problems.append(f"d_model {self.d_model} is not divisible by n_heads {self.n_heads}")
-        if self.setting not in SETTINGS:
-            problems.append(f"setting {self.setting!r} is not one of {', '.join(SETTINGS)}")
-        if self.decoder_latent not in DECODER_LATENTS:
-            problems.append(f"decoder_latent {self.decoder_latent!r} is not one of {', '.join(DECODER_LATENTS)}")
-        if self.language_latent_dim is not None and not whole(self.language_latent_dim):
-            problems.append(f"language_latent_dim must be a positive integer or None, not {self.language_latent_dim!r}")
-        if not number(self.language_kl_weight, 0):
-            problems.append(f"language_kl_weight must be a number ≥ 0, not {self.language_kl_weight!r}")
-        if not number(self.language_free_bits, 0):
-            problems.append(f"language_free_bits must be a number of nats ≥ 0, not {self.language_free_bits!r}")
-        if not number(self.word_dropout, 0, 1, open_high=True):
-            problems.append(f"word_dropout must be a number in [0, 1), not {self.word_dropout!r}")
-        if self.sem_side not in SEM_SIDES:
-            problems.append(f"sem_side {self.sem_side!r} is not 'example' or 'microbatch'")
+        for name, ok, rule in (("setting", self.setting in SETTINGS, f"one of {', '.join(SETTINGS)}"),
+                               ("decoder_latent", self.decoder_latent in DECODER_LATENTS,
+                                f"one of {', '.join(DECODER_LATENTS)}"),
+                               ("language_latent_dim", self.language_latent_dim is None
+                                or whole(self.language_latent_dim), "a positive integer or None"),
+                               ("language_kl_weight", number(self.language_kl_weight, 0), "a number ≥ 0"),
+                               ("language_free_bits", number(self.language_free_bits, 0), "a number of nats ≥ 0"),
+                               ("word_dropout", number(self.word_dropout, 0, 1, open_high=True), "a number in [0, 1)"),
+                               ("sem_side", self.sem_side in SEM_SIDES, "'example' or 'microbatch'")):
+            if not ok:
+                problems.append(f"{name} must be {rule}, not {getattr(self, name)!r}")
         if len(self.languages) != 2 or self.languages[0] == self.languages[1]:
             problems.append(f"languages must be two different languages, not {self.languages}")
-        elif self.setting in SETTINGS and SETTINGS[self.setting].needs_english and self.languages[0] != "en":
+        elif self.setting in SETTINGS and SETTINGS[self.setting].english_only and self.languages[0] != "en":
             problems.append(f"a {self.setting} model reads English on its first side: languages must be ('en', xx), "
                             f"not {self.languages}")
         if problems:
@@ -174,14 +160,9 @@ class BGTConfig(ModelConfig):
         docs/method.md#kl); every resume keeps it (``KEPT_FROM_START``)."""
         return {"kl_x0": run.kl_x0 or max(1, round(run.kl_ramp * run.max_updates))}
 
-    @property
-    def foreign(self) -> str:
-        return self.languages[1]
-
     def direction(self, symbolic: str) -> str:
         """A translation decoder's name for this pair: ``"en->xx"`` -> ``"en->fr"`` (``"fr->es"`` in fr-es)."""
-        names = dict(zip(("en", "xx"), self.languages))
-        return "->".join(names[side] for side in symbolic.split("->"))
+        return "->".join(dict(zip(("en", "xx"), self.languages))[side] for side in symbolic.split("->"))
 
     @property
     def language_dim(self) -> int:
@@ -360,8 +341,7 @@ class BGT(SentenceModel):
     def _bilingual_terms(self, en: torch.Tensor, xx: torch.Tensor, step: int, t: dict) -> list[torch.Tensor]:
         """The translation loss from z_sem of each side, then (BGT and its ablations) the generative path:
         z_sem from one side (:func:`semantic_side`), each language's decoder on ``[z_lang ; z_sem]`` (or z_sem
-        alone without language variables) and the KL terms. Fills ``t``; returns the posterior means. ``en`` and
-        ``xx`` are the pair's first and second side (English and the other language in en-XX)."""
+        alone without language variables) and the KL terms. Fills ``t``; returns the posterior means."""
         cfg = self.cfg
         mu_en, logv_en = self.encoders["semantic"](en)
         mu_xx, logv_xx = self.encoders["semantic"](xx)

@@ -56,8 +56,10 @@ def registry(*groups: dict[str, Kind]) -> dict[str, Kind]:
     return kinds
 
 
+ALIKE = "pairs_without_english"  # both sides alike: it trains on any two languages (fr-es as well as en-fr)
 KINDS = registry(
-    {name: Kind(bgt.BGTConfig, bgt.BGT, bgt.PRESETS, abilities=setting.abilities)
+    {name: Kind(bgt.BGTConfig, bgt.BGT, bgt.PRESETS,
+                abilities=setting.abilities | ({ALIKE} if not setting.english_only else frozenset()))
      for name, setting in bgt.SETTINGS.items()},
     {name: Kind(paraphrastic.ParaphrasticConfig, paraphrastic.Paraphrastic, paraphrastic.PRESETS)
      for name in paraphrastic.SETTINGS},

@@ -41,8 +41,9 @@ def own_language_results(cards: dict[str, dict] | None = None) -> pd.DataFrame:
 
 def partner_results(cards: dict[str, dict] | None = None) -> pd.DataFrame:
     """Each language of a pair without English (:func:`.paper.pairs_without_english`), its semantic and language
-    encoders on its own tasks beside the same language's in every BGT of its English pair (``bgt-en-XX`` and its
-    variants, such as the one trained with the same recipe), from the cards: one row per language, task, model and
+    encoders on its own tasks beside the same language's in every model of its English pair that has an encoder of
+    it (``bgt-en-XX`` and its variants, such as the one trained with the same recipe), from the cards: one row per
+    language, task, model and
     view with the model's ``partner`` (the pair's other language: ``en``, or ``es`` for French in fr-es), its
     ``updates``, ``accuracy``, ``ci_low``, ``ci_high`` and ``majority`` (× 100). What a language encoder keeps of
     its language when the other side is a close language rather than English."""
@@ -50,8 +51,8 @@ def partner_results(cards: dict[str, dict] | None = None) -> pd.DataFrame:
     rows = []
     for pair in pairs_without_english(cards):
         for lang in pair.split("-"):
-            models = [f"bgt-{pair}", *sorted(name for name, info in cards.items() if info.get("model") == "bgt"
-                                             and info.get("pair") == f"en-{lang}")]
+            models = [f"bgt-{pair}", *sorted(name for name, info in cards.items() if info.get("pair") == f"en-{lang}"
+                                             and info.get("languages", {}).get("language") == lang)]
             for name in models:
                 section = next((cards[name][key] for key in ("languages", "first_language")
                                 if cards[name].get(key, {}).get("language") == lang), {})
@@ -136,6 +137,24 @@ def own_language_section(cards: dict, figures: dict, data: dict) -> str:
               "descriptions, not findings):</p>" + html_table(own_language_table(results))
             + gap_correlations(gaps, distances).to_html(index=False, float_format=lambda v: f"{v:.3f}", border=0)
             + _transfer_html(transfer))
+
+
+def partner_section(cards: dict, data: dict) -> str:
+    """The reproduction's lines on pairs without English (:func:`partner_results`): each of their languages' encoders
+    beside the same language's in its English pair, from the cards."""
+    results = partner_results(cards)
+    if results.empty:
+        return ""
+    data["partner_languages"] = results
+    encoder = results[results["view"] == "language encoder"]
+    table = encoder.pivot_table(index=["language", "task"], columns="model", values="accuracy", sort=False)
+    pairs = ", ".join(pairs_without_english(cards))
+    return (f"<h3>Pairs without English ({html.escape(pairs)})</h3><p>From the cards: the language encoder of each "
+            "language of a pair of two other languages on that language's own tasks (accuracy × 100), beside the "
+            "encoders of the same language in the BGTs of its English pair — the same language with a close partner "
+            "instead of English. Each model's updates: "
+            + html.escape(", ".join(f"{m} {u:,}" for m, u in dict(zip(encoder["model"], encoder["updates"])).items()))
+            + ".</p>" + html_table(table.round(1).reset_index()))
 
 
 def _transfer_html(transfer: pd.DataFrame) -> str:

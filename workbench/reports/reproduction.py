@@ -31,7 +31,7 @@ from ..zoo.cards import CARD_SIZES, TABLE3_MODELS, card, measure, summarise_view
 from .demo import why_shown
 from .distance import METRIC, gap_correlations, language_distances, missing_features
 from .figures import gap_figure, pair_figure, table3_figure
-from .languages import own_language_section
+from .languages import own_language_section, partner_section
 from .pages import export_figures, figure_html, html_check, html_table, page, spreadsheet_safe
 from .paper import (
     FIGURE3_MODELS, GPU_FIGURE3_MODELS, ROLES, TRACK_PAIR, figure3_differences, figure3_orderings, language_gaps,
@@ -212,6 +212,7 @@ def _distance_section(ours: pd.DataFrame, cards: dict, figures: dict, data: dict
                  + "</ul>")
     parts.append(_uriel_section(gaps, paper_gaps, figures, data))
     parts.append(own_language_section(cards, figures, data))
+    parts.append(partner_section(cards, data))
     return "".join(parts)
 
 

@@ -18,7 +18,7 @@ from ..data.corpora import PAIRS
 from ..data.languages import pair_name
 from ..data.tokenizer import EOS, PAD, Tokenizer, pair_tokenizer
 from ..models import PRESET_NAMES
-from ..models.kinds import KINDS, can
+from ..models.kinds import ALIKE, KINDS, can
 from ..paths import read_json
 
 
@@ -91,8 +91,8 @@ class TrainConfig:
         check_name("model", self.model, tuple(KINDS))
         if self.pair != "all":
             self.pair = pair_name(self.pair)  # its corpus is looked for when the run reads it (a model loads without)
-            if not self.pair.startswith("en-") and not can(self.model, "pairs_without_english"):
-                alike = ", ".join(name for name in KINDS if can(name, "pairs_without_english"))
+            if not self.pair.startswith("en-") and not can(self.model, ALIKE):
+                alike = ", ".join(name for name in KINDS if can(name, ALIKE))
                 raise WorkbenchError(f"{self.model} reads English on one side, so it trains on en-XX pairs only; a "
                                      f"pair without English ({self.pair}) trains {alike}")
         if self.pair == "all" and not KINDS[self.model].multilingual:

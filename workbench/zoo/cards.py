@@ -20,7 +20,7 @@ from ..data import sha256_of
 from ..data.sts import STS17_TRACKS
 from ..encoders import unread
 from ..evaluation import SUITES, compare_sts, evaluate, evaluate_held_out_retrieval
-from ..models.kinds import can, fitted
+from ..models.kinds import can
 from ..models.folder import file_digests, load, shipped
 from ..models.pins import pin, unpin
 from ..paths import atomic_write, read_json, sealed_config, trained_dir
@@ -29,6 +29,7 @@ from ..probing.build import DEFAULT_SIZES
 from ..probing.probe import probe
 from ..probing.tasks import get_task, readable_tasks, task_names
 from ..style_transfer.evaluation import transfer_pairs, transfer_scores
+from .card_page import card_markdown
 
 # Table 3's tasks (Gender is added for encoders that read French or Spanish).
 TABLE3_TASKS = ("subj_num", "obj_num", "tree_depth", "top_const", "word_content", "length", "punct_num",
@@ -288,7 +289,7 @@ def rename(name: str, new: str, root: str | Path | None = None) -> Path:
 
 def _save(folder: Path, info: dict, config: dict) -> dict:
     atomic_write(folder / "card.json", json.dumps(info, indent=1))
-    atomic_write(folder / "card.md", _card_markdown(info, config))
+    atomic_write(folder / "card.md", card_markdown(info, config))
     # the folder was verified by load() above; the new card joins its sha256 list
     config["files_sha256"] = file_digests(folder)
     atomic_write(folder / "config.json", sealed_config(config))
@@ -303,122 +304,6 @@ def _transfer_summary(model, n: int) -> dict:
     return {row.metric: ([round(100 * row.value, 1), round(100 * row.ci_low, 1), round(100 * row.ci_high, 1)]
                          if not row.metric.startswith("kl_") else round(row.value, 2))
             for row in summary.itertuples()}
-
-
-def _dev_name(pair: str) -> str:
-    """What chose a run's checkpoints, in words (:attr:`workbench.training.trainer.Trainer.dev_metric`)."""
-    return "STS-B dev" if pair.startswith(("en-", "all")) else "retrieval of its validation pairs"
-
-
-def _duration(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 600 else f"{seconds / 3600:.2f} h ({seconds:.0f} s)"
-
-
-def _kept_decoders(info: dict) -> str:
-    why = "style transfer; " if info.get("style_transfer") else ""
-    return f"kept ({why}`workbench train --init-from {info['name']}` continues its training)"
-
-
-def _card_markdown(info: dict, config: dict) -> str:
-    train, record = config.get("train", {}), info["training"]
-    model_cfg = {k: v for k, v in config["model"].items() if k not in ("languages", "setting", "pad_id", "eos_id")}
-    lines = [f"# {info['name']}", "",
-             f"- **model**: `{info['model']}` on **"
-             + ("every pair (en–fr, es, ar, tr, ja)" if info["pair"] == "all" else info["pair"])
-             + "** (the shared parallel data's training split)",
-             f"- **preset**: `{info['preset']}`; model settings: "
-             + ", ".join(f"{k}={v}" for k, v in model_cfg.items() if not isinstance(v, (list, dict))),
-             (f"- **training**: {record['updates']} {one_go.counts} on {record['pairs_seen']} pairs"
-              if (one_go := fitted(info["model"])) else
-              f"- **training**: {record['updates']} updates, {record['pairs_seen']} pairs seen"
-              + (f" (sampled from {train['max_pairs']} pairs)" if train.get("max_pairs") else "")
-              + (f"; the checkpoint with the best semantic {_dev_name(info['pair'])} of a run of "
-                 f"{record['run_updates']} updates" if record.get("checkpoint", "").startswith("best") else ""))
-             + f", {_duration(record['train_seconds'])} of update time on {record['hardware']}",
-             *([f"- **learning curve**: `curve.csv` ({_dev_name(info['pair'])} per view, validation loss); "
-                f"`workbench curve {info['name']}` draws it"] if info.get("curve") else []),
-             f"- **weights**: float16, {info['megabytes']} MB"
-             + ("" if one_go else "; decoders " + (_kept_decoders(info) if info["decoders"]
-                                                                    else "dropped (encoders only)")), "",
-             "Numbers: Pearson's r × 100 (STS) and test accuracy × 100 (logistic-regression probes, "
-             f"{info['probing_sizes']['train']}/{info['probing_sizes']['valid']}/{info['probing_sizes']['test']} "
-             "sentences). Recomputed by the tests from these weights.", ""]
-    if info.get("halves"):
-        lines += _halves_markdown(info["halves"])
-    if info.get("style_transfer"):
-        lines += _transfer_markdown(info["style_transfer"])
-    for section in ("first_language", "languages"):
-        if info.get(section):
-            lines += _languages_markdown(info[section])
-    for view, entry in info["views"].items():
-        lines += [f"## view `{view}`", "", f"fingerprint `{entry['fingerprint'][:16]}`", ""]
-        if "sts" in entry:
-            lines += ["| " + " | ".join(entry["sts"]) + " | Hard+ | Hard− | Hard avg |",
-                      "|" + "---|" * (len(entry["sts"]) + 3),
-                      "| " + " | ".join(f"{v:.1f}" for v in entry["sts"].values())
-                      + f" | {entry['hard_sts'].get('hard+', float('nan')):.1f} | "
-                        f"{entry['hard_sts'].get('hard-', float('nan')):.1f} | {entry['hard_sts']['avg']:.1f} |", ""]
-        if "tatoeba" in entry:
-            lines += ["Tatoeba similarity-search error (%, 1000 pairs per language):", "",
-                      "| " + " | ".join(f"{lang}→en | en→{lang}" for lang in entry["tatoeba"]) + " |",
-                      "|" + "---|" * (2 * len(entry["tatoeba"])),
-                      "| " + " | ".join(f"{e['xx->en']:.1f} | {e['en->xx']:.1f}" for e in entry["tatoeba"].values())
-                      + " |", ""]
-        if "sts17" in entry:
-            lines += ["STS17 (Pearson's r × 100): " + ", ".join(f"{track} {v:.1f}" for track, v in entry["sts17"].items()),
-                      ""]
-        if "held_out_retrieval" in entry:
-            lines += [f"Similarity-search error on the pair's held-out test pairs (%): " + ", ".join(
-                f"{direction.replace('->', '→')} {v:.1f}" for direction, v in entry["held_out_retrieval"].items()), ""]
-        if entry["probing"]:
-            lines += ["| " + " | ".join(get_task(t).title for t in entry["probing"]) + " |",
-                      "|" + "---|" * len(entry["probing"]),
-                      "| " + " | ".join(f"{v:.1f}" for v in entry["probing"].values()) + " |", ""]
-    return "\n".join(lines)
-
-
-def _halves_markdown(section: dict) -> list[str]:
-    def cell(value: list) -> str:
-        return f"{value[0]:+.1f} [{value[1]:+.1f}, {value[2]:+.1f}]"
-
-    form = section["english_minus_semantic"]
-    return ["## both halves", "", "English view minus semantic view on Table 3's form tasks (probe accuracy) and "
-            "semantic minus English on STS12–16, × 100 with paired bootstrap 95% CIs; the paper's English encoder "
-            "wins every form task and trails on STS.", "",
-            "| " + " | ".join(get_task(t).title for t in form) + " | STS12–16 sem − en |", "|" + "---|" * (len(form) + 1),
-            "| " + " | ".join(cell(v) for v in form.values()) + f" | {cell(section['semantic_minus_english_sts'])} |", ""]
-
-
-def _transfer_markdown(section: dict) -> list[str]:
-    lines = ["## style transfer", "", "`workbench transfer --eval` on its fixed held-out pairs (200 for shipped "
-             "models; beam 5): share of pairs, % with bootstrap 95% CI; KL in nats per sentence.", "",
-             "| metric | value |", "|---|---|"]
-    lines += [f"| {metric} | {value if not isinstance(value, list) else f'{value[0]} ({value[1]}–{value[2]})'} |"
-              for metric, value in section.items()]
-    return lines + [""]
-
-
-def _languages_markdown(section: dict) -> list[str]:
-    language = section["language"]
-    lines = [f"## {language}'s own tasks", "", f"The semantic encoder and the {language} encoder on tasks built from "
-             f"held-out {language} sentences (`workbench probes list`): test accuracy × 100 [95% CI], selectivity "
-             "over a control task in brackets.", "",
-             f"| task | majority | semantic | {language} encoder |", "|---|---:|---:|---:|"]
-    for task, entry in section["tasks"].items():
-        cells = [f"{v[0]:.1f} [{v[1]:.1f}, {v[2]:.1f}] ({v[3]:+.1f})" for v in (entry["semantic"], entry[language])]
-        lines.append(f"| {get_task(task).title} | {entry['majority']:.1f} | {cells[0]} | {cells[1]} |")
-    if section.get("across"):
-        lines += ["", f"The semantic encoder's probe trained on the English version of a task, tested on the "
-                  f"{language} version's test sentences (the labels both share), beside the probe trained on "
-                  f"{language} itself; ratio: the share of the in-language probe's lead over the majority that the "
-                  "English probe keeps.", "", "| task | labels | majority | English probe | own probe | ratio |",
-                  "|---|---|---:|---:|---:|---:|"]
-        for task, entry in section["across"].items():
-            cells = [f"{v[0]:.1f} [{v[1]:.1f}, {v[2]:.1f}]" for v in (entry["english probe"], entry["own probe"])]
-            ratio = "–" if entry["ratio"] is None else f"{entry['ratio']:.2f}"
-            lines.append(f"| {get_task(task).title} | {entry['labels']} | {entry['majority']:.1f} | {cells[0]} | "
-                         f"{cells[1]} | {ratio} |")
-    return lines + [""]
 
 
 SUMMARY_PROBES = {"subj_num": "SubjNum", "word_content": "WordContent", "length": "Length", "punct_num": "PunctNum"}
