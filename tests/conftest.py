@@ -84,6 +84,18 @@ def short_run():
     return made_once("short-run", make) / "run"
 
 
+def own_home(path: Path) -> Path:
+    """A workbench home of its own at ``path`` (a registered pair must not reach the other tests' tasks), sharing
+    with the session's home what is a pure function of its inputs (tokenizers, splits, probing candidates: keyed on
+    what they are made from), so that what the session made already is not made again."""
+    for part in ("tokenizers", "splits", "probing/candidates"):
+        main = Path(_HOME) / part
+        main.mkdir(parents=True, exist_ok=True)
+        (path / part).parent.mkdir(parents=True, exist_ok=True)
+        (path / part).symlink_to(main.resolve())
+    return path
+
+
 @pytest.fixture()
 def run_copy(short_run, tmp_path):
     shutil.copytree(short_run, tmp_path / "run")

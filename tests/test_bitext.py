@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from conftest import own_home
 from workbench.checks import WorkbenchError
 from workbench.data.corpora import corpus_path
 from workbench.data.languages import language_code, pair_name
@@ -25,7 +26,7 @@ WORKBENCH = [sys.executable, "-m", "workbench.cli"]
 @pytest.fixture
 def home(tmp_path, monkeypatch):
     """A workbench home of its own: a registered pair must not reach the other tests' tasks."""
-    path = tmp_path / "home"
+    path = own_home(tmp_path / "home")
     monkeypatch.setenv("WORKBENCH_HOME", str(path))
     return path
 
