@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+import workbench as wb
 from conftest import own_home
 from workbench.checks import WorkbenchError
 from workbench.data.corpora import corpus_path
@@ -208,7 +209,8 @@ def test_a_pair_without_english_pivoted_through_the_shipped_corpora_trains_and_p
     """fr-es from the English en-fr and en-es share, registered from the command line: every sentence its
     languages' English pairs hold out stays out of its training split, a tiny BGT trained on it keeps the
     checkpoint that best finds its validation pairs' translations (no STS-B to read), and its Spanish encoder and
-    semantic encoder are probed on a Spanish task and on the pair's language identity."""
+    semantic encoder are probed on a Spanish task and on the pair's language identity; its decoders transfer in
+    French when asked, and a transfer in English is refused saying which languages it writes."""
     env = {**os.environ, "WORKBENCH_HOME": str(home)}
 
     def workbench(*args) -> str:
@@ -238,3 +240,6 @@ def test_a_pair_without_english_pivoted_through_the_shipped_corpora_trains_and_p
                   "--valid-size", 200, "--test-size", 200, "--out", tmp_path / f"{task}.csv")
         result = pd.read_csv(tmp_path / f"{task}.csv").set_index("metric")["value"]
         assert result["accuracy"] > result["majority"] + 0.1, (view, task, result)  # both are read by any encoder
+    with pytest.raises(WorkbenchError, match="this model writes fr and es, not 'en': pass language='fr'"):
+        wb.transfer(wb.load(run), ["Où es-tu ?"], ["Merci !"])
+    assert len(wb.transfer(wb.load(run), ["Où es-tu ?"], ["Merci !"], language="fr", max_len=8)) == 1

@@ -108,7 +108,11 @@ def pair_of_language(language: str) -> str:
     pairs = known_pairs()
     if f"en-{language}" in pairs:
         return f"en-{language}"
-    return next(pair for pair in pairs if language in languages_of_pair(pair))
+    having = [pair for pair in pairs if language in languages_of_pair(pair)]
+    if not having:
+        raise WorkbenchError(f"no known pair has {language!r} (known pairs: {', '.join(pairs)}); register one with "
+                             f"`workbench data add-pair en-{language} --corpus FILE`")
+    return having[0]
 
 
 def pairs_of(pair: str) -> tuple[str, ...]:

@@ -69,6 +69,9 @@ def transfer(model, sources: Sequence[str], styles: Sequence[str], beam: int = 5
     if len(sources) != len(styles):
         raise WorkbenchError(f"got {len(sources)} source sentences but {len(styles)} style sentences; give one "
                              "style sentence per source")
+    if language not in model.cfg.languages:
+        raise WorkbenchError(f"this model writes {' and '.join(model.cfg.languages)}, not {language!r}: pass "
+                             f"language={model.cfg.languages[0]!r} (the language of the style sentences and output)")
     if any(not str(s).strip() for s in (*sources, *styles)):
         raise WorkbenchError("source and style sentences must be non-empty")
     if not sources:
