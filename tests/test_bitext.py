@@ -51,6 +51,16 @@ def test_a_pair_is_two_iso_639_codes_english_first_where_it_is_one():
             pair_name(bad)
 
 
+def test_a_pivot_needs_two_english_pairs_and_no_english_in_the_pair(home):
+    from workbench.probing.pair_tasks import pivot_pair
+    for pair, said in [("fr-de", "pivoting fr-de through en needs the corpora of en-fr and en-de; en-de has none"),
+                       ("en-fr", "en-fr ships with the data"), ("en-pt", "en-pt has English in it"),
+                       ("fr-fr", "the two languages must differ")]:
+        with pytest.raises(WorkbenchError, match=said):
+            pivot_pair(pair)
+    assert not (home / "pairs").exists()
+
+
 def _bad_files(folder: Path, bitext: Path) -> dict[str, tuple[list[Path], str]]:
     lines = bitext.read_text(encoding="utf-8").splitlines()
     (folder / "empty.tsv").write_text("")
