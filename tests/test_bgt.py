@@ -309,7 +309,7 @@ def test_the_alike_settings_take_a_pair_without_english_with_the_same_loss(setti
 
 def test_the_english_settings_refuse_a_pair_without_english():
     for setting in ("english_trans", "english_ae", "english_vae"):
-        with pytest.raises(ValueError, match=f"a {setting} model reads English on its first side"):
+        with pytest.raises(ValueError, match=f"{setting} reads English on its first side"):
             config(setting, languages=("fr", "es"))
     with pytest.raises(ValueError, match="two different languages"):
         config(languages=("fr", "fr"))

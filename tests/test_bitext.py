@@ -253,3 +253,15 @@ def test_a_pair_without_english_pivoted_through_the_shipped_corpora_trains_and_p
     with pytest.raises(WorkbenchError, match="this model writes fr and es, not 'en': pass language='fr'"):
         wb.transfer(wb.load(run), ["Où es-tu ?"], ["Merci !"])
     assert len(wb.transfer(wb.load(run), ["Où es-tu ?"], ["Merci !"], language="fr", max_len=8)) == 1
+    rows = wb.evaluate_held_out_retrieval(wb.load(run).encoder("semantic"), "fr-es", n=200)
+    assert list(rows["metric"]) == ["error es->fr", "error fr->es"] and (rows["n"] == 200).all()
+    assert rows["value"].between(0, 100).all()
+
+
+def test_retrieval_keeps_one_pair_per_group_of_translations_that_share_a_sentence():
+    """A pivot pair holds each translation beside each other (f1-s1, f1-s2, f2-s1, f2-s2): kept as two rows, the
+    right answer of one would count as the other's error."""
+    from workbench.evaluation.retrieval import distinct_pairs
+    pivot = [("Je pars.", "Me voy."), ("Je pars.", "Me marcho."), ("Je m'en vais.", "Me voy."),
+             ("Je m'en vais.", "Me marcho."), ("Bonjour !", "¡Hola!"), ("bonjour", "Hola")]
+    assert distinct_pairs(pivot) == [("Je pars.", "Me voy."), ("Bonjour !", "¡Hola!")]  # normalised alike

@@ -223,3 +223,34 @@ def test_reproduce_refuses_years_outside_sts12_16_before_any_work(tmp_path):
         with pytest.raises(WorkbenchError, match=r"years: one or more of 2012, 2013, 2014, 2015, 2016; got \["):
             reproduce(tmp_path / "r.html", years=years)
     assert not list(tmp_path.iterdir())
+
+
+def test_a_pair_without_english_is_read_beside_its_languages_english_pairs_from_the_cards():
+    """``partner_results`` sets each language of a pair without English beside the same language's encoders in its
+    English pair; here a fr-es card put together from the 16-dimensional en-fr and en-es cards (its French section
+    en-fr's, its Spanish section en-es's), so every number it reads is known."""
+    from workbench.reports import pairs_without_english, partner_results
+    from workbench.reports.languages import partner_section
+    from workbench.zoo.card_page import card_markdown
+
+    cards = {name: card(name) for name in shipped()}
+    fr, es = cards["bgt-en-fr-lang16"], cards["bgt-en-es-lang16"]
+    cards["bgt-fr-es"] = {**es, "name": "bgt-fr-es", "pair": "fr-es", "halves": None,
+                          "first_language": fr["languages"], "languages": es["languages"]}
+    assert pairs_without_english(cards) == ["fr-es"] and pairs_without_english({"bgt-en-fr": fr}) == []
+    rows = partner_results(cards).set_index(["language", "task", "model", "view"])
+    assert set(rows.index.get_level_values("model")) >= {"bgt-fr-es", "bgt-en-fr", "bgt-en-fr-lang16", "bgt-en-es"}
+    stated = fr["languages"]["tasks"]["length_fr"]
+    assert rows.loc[("fr", "Length", "bgt-fr-es", "language encoder"), "accuracy"] == stated["fr"][0]
+    assert rows.loc[("fr", "Length", "bgt-fr-es", "language encoder"), "partner"] == "es"
+    assert rows.loc[("fr", "Length", "bgt-en-fr-lang16", "semantic"), "partner"] == "en"
+    assert rows.loc[("es", "Length", "bgt-en-es-lang16", "semantic"), "accuracy"] == \
+        es["languages"]["tasks"]["length_es"]["semantic"][0]
+    assert "Pairs without English (fr-es)" in partner_section(cards, {})
+    assert partner_section({name: c for name, c in cards.items() if name != "bgt-fr-es"}, {}) == ""
+    views = {"semantic": {"fingerprint": "0" * 16, "sts17": {"es-es": 61.25},
+                          "held_out_retrieval": {"es->fr": 12.5, "fr->es": 11.0}, "probing": {}}}
+    page = card_markdown({**cards["bgt-fr-es"], "views": views, "style_transfer": None},
+                         {"model": {"setting": "bgt"}, "train": {}})
+    assert "## fr's own tasks" in page and "## es's own tasks" in page and "STS17 (Pearson's r × 100): es-es 61.2" in page
+    assert "held-out test pairs (%): es→fr 12.5, fr→es 11.0" in page and "training split of its corpus" in page

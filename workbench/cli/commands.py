@@ -168,7 +168,8 @@ def _models_arguments(p: argparse.ArgumentParser) -> None:
     q.add_argument("--keep-decoders", action=argparse.BooleanOptionalAction, default=None,
                    help="keep the decoders (default: only for bgt-en-fr, the style-transfer model)")
     q.add_argument("--checkpoint", choices=("best", "latest"), default="best",
-                   help="best: the run's best semantic STS-B dev (best/), where it has one; latest: its last")
+                   help="best: the run's best semantic dev score (best/: STS-B dev, or a pair without English's "
+                        "validation retrieval), where it has one; latest: its last")
     q = msub.add_parser("card", help="measure one section of shipped models' cards again (after its evaluation "
                                      "or its tasks changed); the other numbers stay as measured")
     q.add_argument("names", nargs="+", metavar="NAME", help="shipped BGTs")
@@ -209,7 +210,7 @@ def _curve_arguments(p: argparse.ArgumentParser) -> None:
 
 
 CURVE_COMMAND = Command(
-    "curve", "learning curves of training runs or shipped models (STS-B dev, valid loss)",
+    "curve", "learning curves of training runs or shipped models (dev score, valid loss)",
     _curve_arguments, "training:curve_command", out="folder")
 
 
@@ -308,6 +309,8 @@ def _transfer_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default="bgt-en-fr", help="a BGT with decoders (bgt-en-fr)")
     p.add_argument("--source", help="sentence whose meaning is kept (semantic encoder)")
     p.add_argument("--style", help="sentence whose style is used (English language encoder)")
+    p.add_argument("--language", default="en", help="the language of --style and of the output (en; a model of a "
+                                                    "pair without English: one of its two languages)")
     p.add_argument("--pairs", help="batch mode: CSV/TSV with source and style columns")
     p.add_argument("--out", help="batch mode: write the table with an output column as CSV")
     p.add_argument("--force", action="store_true", help="replace --out if it exists")

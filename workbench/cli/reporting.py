@@ -47,18 +47,21 @@ def transfer_command(args) -> None:
                              "transfer is printed")
     model = load(args.model)
     if args.eval:
+        if args.language != "en":
+            raise WorkbenchError("--eval judges transfers into English (meaning by English encoders, form by English "
+                                 f"features); --language {args.language} transfers are not scored")
         _transfer_eval(model, args)
         return
     if batch:
         table = read_pairs(args.pairs)
-        out = transfer_table(model, table, beam=args.beam, max_len=args.max_len)
+        out = transfer_table(model, table, beam=args.beam, max_len=args.max_len, language=args.language)
         if args.out:
             spreadsheet_safe(out).to_csv(args.out, index=False)
         print(out.to_string(index=False))
         return
     if not (args.source and args.style):
         raise WorkbenchError("give --source and --style sentences, or --pairs FILE with source and style columns")
-    print(transfer(model, [args.source], [args.style], beam=args.beam, max_len=args.max_len)[0])
+    print(transfer(model, [args.source], [args.style], beam=args.beam, max_len=args.max_len, language=args.language)[0])
 
 
 def _transfer_eval(model, args) -> None:

@@ -27,7 +27,8 @@ def _remeasure(names: list[str], section: str) -> None:
     """``models card``: one section of each model's card measured again, said model by model."""
     for name in progress_bar(names, desc="cards", unit="model", disable=len(names) == 1):
         if section == "languages":
-            tasks = remeasure_languages(name)["languages"]["tasks"]
+            info = remeasure_languages(name)
+            tasks = [t for key in ("first_language", "languages") for t in info.get(key, {}).get("tasks", {})]
             print(f"{name}: {len(tasks)} own-language tasks measured again", end="")
         elif section == "halves":
             won = halves_won(remeasure_halves(name)["halves"])
@@ -86,10 +87,11 @@ def models_command(args) -> None:
 def curve_command(args) -> None:
     curves = pd.concat([learning_curve(run) for run in args.runs], ignore_index=True)
     path = curve_report(curves, args.out, static=not args.no_static)
-    last = curves[curves["metric"] == "stsb_dev"].sort_values("update").groupby(["run", "view"], sort=False).last()
-    if not last.empty:
-        print("latest STS-B dev (Pearson × 100):")
-        print(last[["update", "value"]].to_string())
+    for metric, what in (("stsb_dev", "STS-B dev (Pearson × 100)"), ("retrieval_dev", "validation retrieval (%)")):
+        last = curves[curves["metric"] == metric].sort_values("update").groupby(["run", "view"], sort=False).last()
+        if not last.empty:
+            print(f"latest {what}:")
+            print(last[["update", "value"]].to_string())
     print(f"report: {path.resolve()}\ndata: {(path.parent / 'curve.csv').resolve()}")
 
 

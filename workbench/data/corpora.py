@@ -66,13 +66,25 @@ def known_pairs() -> tuple[str, ...]:
     found = set()
     try:
         found |= {p.name.removesuffix(".tsv.gz") for p in (data_dir() / "parallel").glob("*-*.tsv.gz")
-                  if _PAIR_FILE.fullmatch(p.name)}
+                  if _PAIR_FILE.fullmatch(p.name) and _named_as_written(p.name.removesuffix(".tsv.gz"))}
     except FileNotFoundError:  # WORKBENCH_DATA names no folder: said where the data is read
         pass
     registered = home_dir(create=False) / "pairs"  # (a --help that lists tasks creates no home)
     if registered.is_dir():
         found |= {p.parent.name for p in registered.glob("*/pair.json")}
     return (*PAIRS, *sorted(found - set(PAIRS)))
+
+
+def _named_as_written(pair: str) -> bool:
+    """Whether a data file's pair is written as the workbench names it (``es-en`` or ``en-xq`` is no pair: said)."""
+    try:
+        if pair_name(pair) == pair:
+            return True
+    except WorkbenchError as err:
+        log.warning("parallel/%s.tsv.gz is not read as a language pair: %s", pair, err)
+        return False
+    log.warning("parallel/%s.tsv.gz is not read as a language pair: the workbench names it %s", pair, pair_name(pair))
+    return False
 
 
 def check_pair(pair: str) -> str:
@@ -198,7 +210,8 @@ def normalise(sentence: str) -> str:
 
 
 def bucket(english: str, config: SplitConfig = SplitConfig()) -> str:
-    """Bucket of one English sentence from a salted hash of its normalised form (same for every pair)."""
+    """Bucket of one English sentence from a salted hash of its normalised form (same for every pair; in a pair
+    without English, of a sentence its language's English pair lacks)."""
     digest = hashlib.blake2b(f"{config.salt}\x00{normalise(english)}".encode(), digest_size=8).digest()
     u = int.from_bytes(digest, "big") / 2**64
     for name, fraction in (("test", config.test), ("probe", config.probe), ("valid", config.valid)):
@@ -265,8 +278,7 @@ def _load_splits(pair: str, min_tokens: int, max_tokens: int, config: SplitConfi
     first, language = languages_of(pair)
     pairs = filter_by_length(read_pairs(path), language, min_tokens, max_tokens, first)
     # the split is stored under the home, keyed on everything it depends on: the components take seconds per pair
-    inherited = {} if first == "en" else {lang: corpus_digest(f"en-{lang}") for lang in (first, language)
-                                          if f"en-{lang}" in known_pairs()}
+    inherited = inherited_digests(pair)
     spec = json.dumps({"corpus_sha256": corpus_digest(pair), "min_tokens": min_tokens, "max_tokens": max_tokens,
                        "split": config.__dict__, "version": SPLIT_VERSION,
                        **({"inherited_from": inherited} if inherited else {})}, sort_keys=True)
@@ -280,6 +292,16 @@ def _load_splits(pair: str, min_tokens: int, max_tokens: int, config: SplitConfi
     splits = _by_code(pairs, codes)
     log.info("%s: %s", pair, ", ".join(f"{k} {len(v)}" for k, v in splits.items()))
     return splits
+
+
+def inherited_digests(pair: str, own_only: bool = False) -> dict[str, str]:
+    """For a pair without English, the corpus digest of each of its languages' English pairs (its split is taken
+    from theirs: what is built from the split depends on them); ``own_only``: only those not shipped (a shipped
+    corpus is fixed, and the keys stored before stay valid). Empty for a pair with English."""
+    first, second = languages_of(pair)
+    known = known_pairs()
+    return {} if first == "en" else {lang: corpus_digest(f"en-{lang}") for lang in (first, second)
+                                     if f"en-{lang}" in known and not (own_only and f"en-{lang}" in PAIRS)}
 
 
 def _inherited_buckets(pairs: list[Pair], languages: tuple[str, str], min_tokens: int, max_tokens: int,

@@ -70,8 +70,3 @@ def languages_of_pair(pair: str) -> tuple[str, str]:
     """The two languages of a pair's name, in its order (``'fr-es' -> ('fr', 'es')``)."""
     first, second = pair_name(pair).split("-")
     return first, second
-
-
-def with_english(pair: str) -> bool:
-    """Whether the pair has English (as its first language)."""
-    return pair_name(pair).startswith("en-")

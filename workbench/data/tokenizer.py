@@ -26,7 +26,7 @@ from filelock import FileLock
 from sacremoses import MosesDetokenizer
 
 from ..paths import atomic_write, home_dir, read_json, trained_dir
-from .corpora import SplitConfig, corpus_digest, language_of, languages_of, load_splits, pairs_of
+from .corpora import SplitConfig, corpus_digest, inherited_digests, language_of, languages_of, load_splits, pairs_of
 from .moses import tokenise_many
 
 log = logging.getLogger(__name__)
@@ -160,6 +160,8 @@ def pair_tokenizer(pair: str, vocab_size: int = 8000, split: SplitConfig = Split
         spec["corpus_sha256"] = {p: corpus_digest(p) for p in pairs}
     else:
         spec["corpus_sha256"] = corpus_digest(pair)
+        if inherited := inherited_digests(pair, own_only=True):  # its split follows your own en-XX corpora
+            spec["inherited_from"] = inherited
     if language_tags:
         spec["language_tags"] = [f"<2{lang}>" for lang in languages]
     if max_pairs is not None:

@@ -13,7 +13,7 @@ import pandas as pd
 from ..cache import cached, remember
 from ..checks import WorkbenchError, check_name
 from ..data import sha256_of
-from ..data.corpora import corpus_digest, languages_of, load_splits
+from ..data.corpora import corpus_digest, inherited_digests, languages_of, load_splits
 from ..data.sts import STS17_TRACKS, STS_DATASETS, TATOEBA_CODES, load_sts, load_sts_hard, load_tatoeba
 from ..encoders import Encoder, check_contract, check_embeddings, check_reads, unread
 from ..paths import data_dir
@@ -163,7 +163,7 @@ def evaluate_held_out_retrieval(encoder: Encoder, pair: str, n: int = HELD_OUT_P
                 for key, (a, b) in (("xx->en", (second, first)), ("en->xx", (first, second)))]
     encoder = cached(encoder)
     key = {"suite": "held_out_retrieval", "version": EVALUATION_VERSION, "pair": pair, "n": n,
-           "corpus": corpus_digest(pair)}
+           "corpus": corpus_digest(pair), "split_from": inherited_digests(pair)}
     return pd.DataFrame(remember("evaluate", encoder.fingerprint, key, compute), columns=COLUMNS)
 
 _DIGESTS: dict[tuple, str] = {}

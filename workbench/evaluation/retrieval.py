@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..data.corpora import normalise
+
 
 def _normalise(x: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(x, axis=1, keepdims=True)
@@ -41,11 +43,26 @@ def pair_retrieval_accuracy(first: np.ndarray, second: np.ndarray) -> float:
 
 
 def distinct_pairs(pairs) -> list[tuple[str, str]]:
-    """The first pair of each sentence, on both sides: retrieval needs one translation per sentence."""
-    seen_first, seen_second, out = set(), set(), []
-    for first, second in pairs:
-        if first not in seen_first and second not in seen_second:
-            seen_first.add(first), seen_second.add(second), out.append((first, second))
+    """One pair per group of pairs that share a sentence on either side (compared normalised), the first of each:
+    retrieval needs exactly one right answer per sentence. A pivot pair holds every translation of an English
+    sentence beside every other (f1–s1, f1–s2, f2–s1, f2–s2), so keeping (f1, s1) and (f2, s2) would make a
+    right answer an error."""
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    keys = [("a" + normalise(first), "b" + normalise(second)) for first, second in pairs]
+    for a, b in keys:
+        parent[find(a)] = find(b)
+    seen, out = set(), []
+    for pair, (a, _) in zip(pairs, keys):
+        if (root := find(a)) not in seen:
+            seen.add(root), out.append(tuple(pair))
     return out
 
 

@@ -149,8 +149,8 @@ class BGTConfig(ModelConfig):
         if len(self.languages) != 2 or self.languages[0] == self.languages[1]:
             problems.append(f"languages must be two different languages, not {self.languages}")
         elif self.setting in SETTINGS and SETTINGS[self.setting].english_only and self.languages[0] != "en":
-            problems.append(f"a {self.setting} model reads English on its first side: languages must be ('en', xx), "
-                            f"not {self.languages}")
+            problems.append(f"{self.setting} reads English on its first side: languages must be ('en', xx), not "
+                            f"{self.languages}")
         if problems:
             raise ValueError("; ".join(problems))
 

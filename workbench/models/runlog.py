@@ -62,7 +62,7 @@ def metrics_curve(lines: list[dict], run: str) -> pd.DataFrame:
 
 def read_metrics(run: str | Path) -> list[dict]:
     """The records of a run's ``metrics.jsonl`` (none when it has none yet): one per update (``update``, losses,
-    ``pairs_seen``, ``train_seconds``; ``valid_loss`` and ``stsb_dev`` where measured), or a one-go fit's single
+    ``pairs_seen``, ``train_seconds``; ``valid_loss`` and the dev score where measured), or a one-go fit's single
     record. A line that is not a JSON object is refused with the file and line number."""
     path = Path(run) / "metrics.jsonl"
     if not path.is_file():

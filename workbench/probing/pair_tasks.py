@@ -58,7 +58,9 @@ def write_cards(pair: str, config: SplitConfig = SplitConfig()) -> list[str]:
             cards.update(language_cards(language, tokenised_pool(language, config)))
     name = f"language_id_{pair.replace('-', '_')}"
     if name not in task_names(own=False):  # the shipped pairs' are package cards
-        cards[name] = language_id_card(pair, _sizes(len(pair_pool(pair, config))))
+        first, second = languages_of_pair(pair)  # sized by the other language's pool in en-XX, as it always was
+        held = tokenised_pool(second, config) if first == "en" else pair_pool(pair, config)
+        cards[name] = language_id_card(pair, _sizes(len(held)))
     if not cards:
         return []
     folder = own_folder(pair) / "tasks"

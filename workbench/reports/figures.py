@@ -8,6 +8,7 @@ from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
 from ..checks import check_name
+from ..models.runlog import DEV_METRICS
 from ..probing.tasks import get_task
 from .results import tidy
 
@@ -285,14 +286,18 @@ def gap_figure(gaps: pd.DataFrame, title: str = "Semantic minus English language
 
 def curve_figure(curves: pd.DataFrame, x: str = "update") -> go.Figure:
     """Learning curves (:func:`workbench.models.runlog.learning_curve` rows of one or more runs) against ``x``
-    (``update``, ``train_seconds`` or ``pairs_seen``): STS-B dev Pearson × 100 per run and view on the left,
-    validation loss per run on the right; dotted lines mark each view's value at initialisation (the
-    random-init reference of the same shape)."""
+    (``update``, ``train_seconds`` or ``pairs_seen``): the dev score per run and view on the left (STS-B dev
+    Pearson × 100; for a pair without English, the retrieval of its validation pairs, %), validation loss per run on
+    the right; dotted lines mark each view's value at initialisation (the random-init reference of the same
+    shape)."""
     labels = {"update": "updates", "train_seconds": "training seconds", "pairs_seen": "sentence pairs seen"}
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("STS-B dev (Pearson × 100)", "validation loss per pair"))
+    scored = [m for m in DEV_METRICS if (curves["metric"] == m).any()] or ["stsb_dev"]
+    names = {"stsb_dev": "STS-B dev (Pearson × 100)", "retrieval_dev": "validation retrieval (%)"}
+    fig = make_subplots(rows=1, cols=2, subplot_titles=(" / ".join(names[m] for m in scored),
+                                                        "validation loss per pair"))
     palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
-    sts = curves[curves["metric"] == "stsb_dev"]
-    for i, ((run, view), rows) in enumerate(sts.groupby(["run", "view"], sort=False)):
+    dev = curves[curves["metric"].isin(DEV_METRICS)]
+    for i, ((run, view), rows) in enumerate(dev.groupby(["run", "view"], sort=False)):
         color = palette[i % len(palette)]
         fig.add_scatter(x=rows[x], y=rows["value"], name=f"{run}: {view}", mode="lines+markers",
                         line=dict(color=color), marker=dict(size=4), row=1, col=1)

@@ -32,7 +32,7 @@ def curve_report(curves: pd.DataFrame, folder: str | Path, static: bool = True) 
     and, where Chromium is, PNGs in ``folder``. Returns the HTML path."""
     folder = Path(folder)
     if curves.empty:
-        raise ValueError("no learning-curve rows: the runs logged no STS-B dev or validation loss yet")
+        raise ValueError("no learning-curve rows: the runs logged no dev score or validation loss yet")
     figures = {name: (curve_figure(curves, x), curves) for name, x in (("updates", "update"),
                                                                          ("seconds", "train_seconds"))}
     problems = export_figures(figures, folder, stem="curve", formats=("png",) if static else ())

@@ -193,8 +193,8 @@ def table3_cells(ours: pd.DataFrame, n_test: int = CARD_SIZES["test"]) -> pd.Dat
 
 
 def vocabulary_overlap(pair: str, n_pairs: int = 5000) -> float:
-    """Lexical/script closeness of English and the pair's other language: the Jaccard overlap of the
-    sentencepiece pieces each side uses on ``n_pairs`` training pairs (1 = same pieces, 0 = disjoint)."""
+    """Lexical/script closeness of the pair's two languages (English and the other in en-XX): the Jaccard overlap
+    of the sentencepiece pieces each side uses on ``n_pairs`` training pairs (1 = same pieces, 0 = disjoint)."""
     tokenizer = Tokenizer(trained_dir() / f"bgt-{pair}" / "spm.model", tuple(pair.split("-")))
     pairs = load_splits(pair)["train"][:n_pairs]
     en = {p for ids in tokenizer.encode([e for e, _ in pairs]) for p in ids}

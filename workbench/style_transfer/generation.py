@@ -71,7 +71,8 @@ def transfer(model, sources: Sequence[str], styles: Sequence[str], beam: int = 5
                              "style sentence per source")
     if language not in model.cfg.languages:
         raise WorkbenchError(f"this model writes {' and '.join(model.cfg.languages)}, not {language!r}: pass "
-                             f"language={model.cfg.languages[0]!r} (the language of the style sentences and output)")
+                             f"language={model.cfg.languages[0]!r} (CLI: --language {model.cfg.languages[0]}), the "
+                             "language of the style sentences and the output")
     if any(not str(s).strip() for s in (*sources, *styles)):
         raise WorkbenchError("source and style sentences must be non-empty")
     if not sources:
@@ -90,15 +91,16 @@ def content_words(sentence: str) -> set[str]:
 
 
 def transfer_table(model, pairs: pd.DataFrame, beam: int = 5, max_len: int | None = None,
-                   no_repeat_ngram: int = NO_REPEAT_NGRAM) -> pd.DataFrame:
-    """Batch mode: ``pairs`` has ``source`` and ``style`` columns; returns it with an ``output`` column and,
+                   no_repeat_ngram: int = NO_REPEAT_NGRAM, language: str = "en") -> pd.DataFrame:
+    """Batch mode: ``pairs`` has ``source`` and ``style`` columns (``language``: the style's and output's, as for
+    :func:`transfer`); returns it with an ``output`` column and,
     to see where the output's meaning came from, ``from_source`` / ``from_style``: the content words
     (:func:`content_words`) the output shares with each, comma-separated."""
     missing = {"source", "style"} - set(pairs.columns)
     if missing:
         raise WorkbenchError(f"the pairs table lacks columns {sorted(missing)}; it needs 'source' and 'style'")
     out = pairs.assign(output=transfer(model, list(pairs["source"]), list(pairs["style"]), beam=beam,
-                                       max_len=max_len, no_repeat_ngram=no_repeat_ngram))
+                                       max_len=max_len, language=language, no_repeat_ngram=no_repeat_ngram))
     said = [content_words(o) for o in out["output"]]
     shared = {column: [", ".join(sorted(words & content_words(str(s)))) for words, s in zip(said, out[column])]
               for column in ("source", "style")}

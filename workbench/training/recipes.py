@@ -76,7 +76,8 @@ class TrainConfig:
     amp: str = "auto"  # "auto": bf16 autocast on CUDA, none on CPU; "bf16"; "off"
     log_every: int = 1
     valid_every: int = 1000
-    eval_every: int | None = None  # STS-B dev of the English-reading views (None: valid_every; 0: never)
+    eval_every: int | None = None  # the dev score (STS-B dev; validation retrieval without English) every N updates
+    # (None: valid_every; 0: never)
     save_every: int = 1000
     keep_checkpoints: int = 2
     warm_start: str | None = None  # a trained model of another kind whose weights the new run starts from, as the

@@ -6,9 +6,13 @@ from ..models.kinds import fitted
 from ..probing.tasks import get_task
 
 
+def _with_english(pair: str) -> bool:
+    return pair.startswith(("en-", "all"))
+
+
 def _dev_name(pair: str) -> str:
     """What chose a run's checkpoints, in words (:attr:`workbench.training.trainer.Trainer.dev_metric`)."""
-    return "STS-B dev" if pair.startswith(("en-", "all")) else "retrieval of its validation pairs"
+    return "STS-B dev" if _with_english(pair) else "retrieval of its validation pairs"
 
 
 def _duration(seconds: float) -> str:
@@ -26,7 +30,8 @@ def card_markdown(info: dict, config: dict) -> str:
     lines = [f"# {info['name']}", "",
              f"- **model**: `{info['model']}` on **"
              + ("every pair (en–fr, es, ar, tr, ja)" if info["pair"] == "all" else info["pair"])
-             + "** (the shared parallel data's training split)",
+             + "** (" + ("the shared parallel data's training split" if _with_english(info["pair"])
+                         else "the training split of its corpus") + ")",
              f"- **preset**: `{info['preset']}`; model settings: "
              + ", ".join(f"{k}={v}" for k, v in model_cfg.items() if not isinstance(v, (list, dict))),
              (f"- **training**: {record['updates']} {one_go.counts} on {record['pairs_seen']} pairs"
@@ -36,7 +41,8 @@ def card_markdown(info: dict, config: dict) -> str:
               + (f"; the checkpoint with the best semantic {_dev_name(info['pair'])} of a run of "
                  f"{record['run_updates']} updates" if record.get("checkpoint", "").startswith("best") else ""))
              + f", {_duration(record['train_seconds'])} of update time on {record['hardware']}",
-             *([f"- **learning curve**: `curve.csv` ({_dev_name(info['pair'])} per view, validation loss); "
+             *([f"- **learning curve**: `curve.csv` ({_dev_name(info['pair'])} "
+                f"{'per view' if _with_english(info['pair']) else 'of the semantic view'}, validation loss); "
                 f"`workbench curve {info['name']}` draws it"] if info.get("curve") else []),
              f"- **weights**: float16, {info['megabytes']} MB"
              + ("" if one_go else "; decoders " + (_kept_decoders(info) if info["decoders"]

@@ -262,7 +262,7 @@ def remeasure_halves(name: str, root: str | Path | None = None, sizes: dict[str,
     info, config = card(name, root), read_json(folder / "config.json")
     model = load(folder)
     if not {"semantic", "en"} <= set(model.views):
-        raise WorkbenchError(f"{name} has no semantic and English views to compare (a BGT with language encoders has)")
+        raise WorkbenchError(f"{name} has no semantic and English views to compare (a BGT of an en-XX pair has)")
     info = {**{k: v for k, v in info.items() if k not in ("halves", "style_transfer", "languages", "first_language")},
             "halves": measure_halves(model, sizes),
             **{k: info[k] for k in ("style_transfer", "languages", "first_language") if k in info}}  # the card's order

@@ -80,8 +80,9 @@ def check_model_name(name: str) -> str:
 def _checkpoint(run: Path, checkpoint: str) -> tuple[ModelFolder, int, bool]:
     """The folder a Trainer run ships (opened), the update it holds and whether it is the run's best. ``"best"``:
     the run's ``best/``; for a run started from a trained model (``--init-from``) that none of its own updates beat
-    on STS-B dev, that model, as long as it is still the one the run started from (same update and STS-B dev);
-    else (and for ``"latest"``) the latest checkpoint."""
+    on its dev score (STS-B dev, or a pair without English's validation retrieval), that model, as long as it is
+    still the one the run started from (same update and dev score); else (and for ``"latest"``) the latest
+    checkpoint."""
     latest = latest_checkpoint(run)
     if checkpoint == "best":
         if (run / "best").is_dir():
@@ -120,7 +121,9 @@ def _exported(run: str | Path, name: str | None, keep_decoders: bool | None, che
     one_go = fitted(setting)
     if one_go:
         return name, one_go.shipped(opened.weights()), {**meta, "training": record}, None, None
-    record["checkpoint"] = "best STS-B dev (semantic)" if is_best else "latest"
+    chosen_by = {"stsb_dev": "STS-B dev", "retrieval_dev": "validation retrieval"}[
+        next((m for m in DEV_METRICS if m in meta), "stsb_dev")]
+    record["checkpoint"] = f"best {chosen_by} (semantic)" if is_best else "latest"
     state = {k: (v.half() if v.is_floating_point() else v) for k, v in opened.weights().items()
              if keep or not k.startswith("decoders.")}
     meta = {k: v for k, v in meta.items() if k not in ("update", *DEV_METRICS, "files_sha256")}  # the run's own
@@ -161,7 +164,7 @@ def export(run: str | Path, name: str, keep_decoders: bool | None = None, root: 
            checkpoint: str = "best", force: bool = False) -> Path:
     """Copy a run into ``trained/<name>`` (float16 weights, decoders dropped unless needed), then measure it
     (probes at ``sizes``) and write its card; an existing model of that name is replaced only with ``force``.
-    ``checkpoint="best"`` takes the run's ``best/`` (best semantic STS-B dev) where it has one; a run started
+    ``checkpoint="best"`` takes the run's ``best/`` (best semantic dev score) where it has one; a run started
     ``--init-from`` a trained model that none of its updates beat ships that model (with this run's curve and
     length); else the latest checkpoint (``"latest"``: always that). The run's learning curve goes with it
     (``curve.csv``). Returns the model folder."""
