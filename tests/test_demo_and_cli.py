@@ -209,11 +209,11 @@ def test_evaluate_with_bootstrap_against_another_encoder(capsys):
 
 def test_any_encoder_against_any_other_and_the_comparison_saved(tmp_path, capsys):
     out = tmp_path / "eval.csv"
-    assert cli.main(["evaluate", "--model", "bgt-en-fr", "--suite", "hard_sts", "--against", "bgt-en-fr-lang128:en",
+    assert cli.main(["evaluate", "--model", "bgt-en-fr", "--suite", "hard_sts", "--against", "bgt-en-fr-lang16:en",
                      "--n-boot", "200", "--out", str(out)]) == 0
     printed = capsys.readouterr().out.split("paired bootstrap")[1]
     saved = pd.read_csv(tmp_path / "eval-comparison.csv")
-    assert set(saved["a"]) == {"bgt-en-fr:semantic"} and set(saved["b"]) == {"bgt-en-fr-lang128:en"}
+    assert set(saved["a"]) == {"bgt-en-fr:semantic"} and set(saved["b"]) == {"bgt-en-fr-lang16:en"}
     assert len(saved) == len(printed.strip().splitlines()) - 3  # the printed rows, all saved (title, header, path)
     for p in saved["p_value"]:  # below the test's resolution a p-value reads "< 0.01", never 0.0
         assert (f"{p:.3f}" in printed) if p >= 0.01 else ("< 0.01" in printed)

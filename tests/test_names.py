@@ -19,8 +19,8 @@ def test_a_renamed_copy_carries_its_name_on_every_surface(tmp_path, capsys):
     assert model.encoder("semantic", layer=1).name == "my-bgt:semantic@1"
     assert set(wb.learning_curve(folder)["run"]) == {"my-bgt"}  # not the run it was exported from
     assert set(wb.learning_curve("bgt-en-fr")["run"]) == {"bgt-en-fr"}
-    assert set(wb.learning_curve("bgt-en-fr-lang128")["run"]) == {"bgt-en-fr-lang128"}
-    assert wb.load("bgt-en-fr-lang128").encoder("en").name == "bgt-en-fr-lang128:en"
+    assert set(wb.learning_curve("bgt-en-fr-lang16")["run"]) == {"bgt-en-fr-lang16"}
+    assert wb.load("bgt-en-fr-lang16").encoder("en").name == "bgt-en-fr-lang16:en"
     mine, shipped = (wb.probe(m.encoder("semantic"), "length", sizes=SIZES, control=False).to_frame()
                      for m in (model, wb.load("bgt-en-fr")))
     assert set(mine["encoder"]) == {"my-bgt:semantic"} and set(shipped["encoder"]) == {"bgt-en-fr:semantic"}

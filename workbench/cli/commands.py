@@ -136,7 +136,7 @@ def _evaluate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--against", metavar="ENCODER",
                    help="paired bootstrap test against this encoder on STS 2012-16 (--suite sts), Hard STS "
                         f"(--suite hard_sts) or both (--suite all): {', '.join(NAMED_ENCODERS)}, hf:PATH[@LAYER], "
-                        "or MODEL[:VIEW] (a shipped model, run or checkpoint; e.g. bgt-en-fr-lang128:en); with "
+                        "or MODEL[:VIEW] (a shipped model, run or checkpoint; e.g. bgt-en-fr-lang16:en); with "
                         "--out also written to OUT-comparison.csv")
     p.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples (2000)")
     p.add_argument("--tracks", nargs="+", metavar="TRACK",
