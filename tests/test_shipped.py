@@ -6,6 +6,7 @@ import pytest
 import torch
 
 import workbench as wb
+from conftest import own_home
 from workbench import cli
 from workbench.models.kinds import KINDS
 from workbench.zoo.cards import card
@@ -36,7 +37,7 @@ def test_the_table3_models_are_shipped_and_small_enough():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", SHIPPED)
-def test_shipped_model_matches_its_card(name):
+def test_shipped_model_matches_its_card(name, tmp_path, monkeypatch):
     info = card(name)
     model = wb.load(name)
     for view, entry in info["views"].items():
@@ -44,10 +45,15 @@ def test_shipped_model_matches_its_card(name):
     sem = model.encoder("semantic")
     if "sts" in info["views"]["semantic"]:
         _stated_sts_and_tatoeba(name, info, sem)
-    else:  # a pair without English: its STS17 tracks (es-es) instead
+    else:  # a pair without English: its STS17 tracks (es-es) and held-out retrieval instead
         tracks = info["views"]["semantic"]["sts17"]
         rows = wb.evaluate(sem, "sts17", tracks=list(tracks)).query("metric == 'pearson'")
         assert dict(zip(rows.dataset, rows.value)) == pytest.approx(tracks, abs=0.05)
+        monkeypatch.setenv("WORKBENCH_HOME", str(own_home(tmp_path / "home")))  # the pair's corpus, made here
+        wb.pivot_pair(info["pair"])
+        rows = wb.evaluate_held_out_retrieval(sem, info["pair"])
+        got = {metric.removeprefix("error "): value for metric, value in zip(rows.metric, rows.value)}
+        assert got == pytest.approx(info["views"]["semantic"]["held_out_retrieval"], abs=0.21)
     config = json.loads((trained_dir() / name / "config.json").read_text())
     if info["model"] != "wmf":  # float16 weights; decoders where style transfer needs them, else as exported
         from safetensors import safe_open
