@@ -63,9 +63,9 @@ def matmul_params(module: torch.nn.Module) -> int:
 
 def update_flops(trainer: Trainer, tokens_en: int, tokens_xx: int, width: int) -> float:
     model, cfg = trainer.model, trainer.model.cfg
-    through = {"semantic": tokens_en + tokens_xx, "en": tokens_en, cfg.foreign: tokens_xx}
-    target = {"en": tokens_en, cfg.foreign: tokens_xx, f"en->{cfg.foreign}": tokens_xx,
-              f"{cfg.foreign}->en": tokens_en}
+    first, second = cfg.languages  # the pair's two sides, in the order the batch gives their tokens
+    through = {"semantic": tokens_en + tokens_xx, first: tokens_en, second: tokens_xx}
+    target = {first: tokens_en, second: tokens_xx, f"{first}->{second}": tokens_xx, f"{second}->{first}": tokens_en}
     flops = sum(6 * matmul_params(m) * through[name] for name, m in model.encoders.items())
     flops += sum(6 * matmul_params(m) * target[name] for name, m in model.decoders.items())
     attention = 12 * cfg.d_model * width  # per token per layer: QK^T and AV, forward and backward

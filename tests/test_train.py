@@ -362,7 +362,8 @@ def test_bad_training_configs_list_the_valid_choices(tmp_path, tiny_tokenizer):
     tokenizer = tiny_tokenizer
     with pytest.raises(WorkbenchError, match="model sp: unknown model settings d_model; valid:"):
         TrainConfig.from_preset("tiny", model="sp", overrides={"d_model": 8}).model_config(tokenizer)
-    with pytest.raises(WorkbenchError, match="bad model settings for bgt: decoder_latent 'z'"):
+    with pytest.raises(WorkbenchError, match="bad model settings for bgt: decoder_latent must be one of mean, "
+                                             "sample, sample_language, not 'z'"):
         TrainConfig.from_preset("tiny", overrides={"decoder_latent": "z"}).model_config(tokenizer)
 
 
