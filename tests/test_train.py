@@ -380,7 +380,8 @@ def train_command(config, out, *extra):
 
 @pytest.mark.slow
 def test_sigkill_and_resume_reproduces_the_uninterrupted_losses(tmp_path, tiny_tokenizer):
-    config = write_config(tmp_path / "quick.toml", **QUICK)
+    short = {**QUICK, "max_updates": 12, "valid_every": 5}  # killed at update 4's checkpoint, validated after it
+    config = write_config(tmp_path / "quick.toml", **short)
     env = {**os.environ, "TQDM_DISABLE": "1"}
     subprocess.run(train_command(config, tmp_path / "straight"), check=True, env=env, capture_output=True)
     victim = subprocess.Popen(train_command(config, tmp_path / "killed"), env=env, stdout=subprocess.DEVNULL,
@@ -391,11 +392,11 @@ def test_sigkill_and_resume_reproduces_the_uninterrupted_losses(tmp_path, tiny_t
         time.sleep(0.01)
     victim.send_signal(signal.SIGKILL)  # mid-run: the first checkpoint has just been written
     victim.wait()
-    assert latest.read_text() != f"update-{QUICK['max_updates']}", "the run finished before it could be killed"
+    assert latest.read_text() != f"update-{short['max_updates']}", "the run finished before it could be killed"
     subprocess.run(train_command(config, tmp_path / "killed", "--resume"), check=True, env=env,
                    capture_output=True)
     straight, resumed = metrics(tmp_path / "straight"), metrics(tmp_path / "killed")
-    assert len(straight) == len(resumed) == QUICK["max_updates"] + 1  # + the update-0 line
+    assert len(straight) == len(resumed) == short["max_updates"] + 1  # + the update-0 line
     for a, b in zip(straight[1:], resumed[1:]):
         assert {k: a[k] for k in LOSS_KEYS} == {k: b[k] for k in LOSS_KEYS}  # bit for bit
         assert a.get("valid_loss") == b.get("valid_loss")
