@@ -3,6 +3,8 @@ import atexit
 import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -94,6 +96,22 @@ def own_home(path: Path) -> Path:
         (path / part).parent.mkdir(parents=True, exist_ok=True)
         (path / part).symlink_to(main.resolve())
     return path
+
+
+def registered_pivot(home: Path, pair: str = "fr-es") -> str:
+    """Register ``pair`` in ``home`` (an :func:`own_home`) as ``workbench data add-pair PAIR --pivot`` does, and
+    return what that command printed. The command runs once per session, in a home of its own, and its pair's
+    folder is copied here: pivoting reads two corpora and splits the pair (tens of seconds a time)."""
+    def make(folder):
+        env = {**os.environ, "WORKBENCH_HOME": str(own_home(folder / "home"))}
+        done = subprocess.run([sys.executable, "-m", "workbench.cli", "data", "add-pair", pair, "--pivot"], env=env,
+                              capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        (folder / "said.txt").write_text(done.stdout)
+
+    made = made_once(f"pivot-{pair}", make)
+    shutil.copytree(made / "home" / "pairs" / pair, home / "pairs" / pair)
+    return (made / "said.txt").read_text()
 
 
 @pytest.fixture()

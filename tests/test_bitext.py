@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 import workbench as wb
-from conftest import own_home
+from conftest import own_home, registered_pivot
 from workbench.checks import WorkbenchError
 from workbench.data.corpora import corpus_path
 from workbench.data.languages import language_code, pair_name
@@ -228,7 +228,7 @@ def test_a_pair_without_english_pivoted_through_the_shipped_corpora_trains_and_p
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
         return done.stdout
 
-    said = workbench("data", "add-pair", "fr-es", "--pivot")
+    said = registered_pivot(home)  # workbench data add-pair fr-es --pivot, run once for the session's tests
     assert "fr-es (French – Spanish)" in said and "English sentences both share" in said, said
     assert "tasks: language_id_fr_es" in said, said
     from workbench.data.corpora import known_pairs, load_splits, normalise

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import workbench as wb
-from conftest import own_home
+from conftest import own_home, registered_pivot
 from workbench import cli
 from workbench.models.kinds import KINDS
 from workbench.zoo.cards import card
@@ -49,8 +49,9 @@ def test_shipped_model_matches_its_card(name, tmp_path, monkeypatch):
         tracks = info["views"]["semantic"]["sts17"]
         rows = wb.evaluate(sem, "sts17", tracks=list(tracks)).query("metric == 'pearson'")
         assert dict(zip(rows.dataset, rows.value)) == pytest.approx(tracks, abs=0.05)
-        monkeypatch.setenv("WORKBENCH_HOME", str(own_home(tmp_path / "home")))  # the pair's corpus, made here
-        wb.pivot_pair(info["pair"])
+        home = own_home(tmp_path / "home")  # the pair's corpus, as `workbench data add-pair fr-es --pivot` makes it
+        registered_pivot(home, info["pair"])
+        monkeypatch.setenv("WORKBENCH_HOME", str(home))
         rows = wb.evaluate_held_out_retrieval(sem, info["pair"])
         got = {metric.removeprefix("error "): value for metric, value in zip(rows.metric, rows.value)}
         assert got == pytest.approx(info["views"]["semantic"]["held_out_retrieval"], abs=0.21)
