@@ -536,10 +536,10 @@ def test_a_task_read_from_no_word_reports_no_seen_or_unseen_accuracy(length_task
 def test_seeds_report_the_mean_the_spread_and_the_ci_of_the_mean(length_task):
     noisy = FeatureEncoder("noisy-length-seeds", lambda s: len(preprocess(s).split()) + np.random.default_rng(
         zlib.crc32(s.encode())).normal(0, 3))
-    runs = [probe(noisy, length_task, classifier="mlp", control=False, seed=s) for s in (5, 6, 7)]
-    pooled = probe(noisy, length_task, classifier="mlp", control=False, seed=5, seeds=3)
+    runs = [probe(noisy, length_task, classifier="mlp", control=False, seed=s) for s in (5, 6)]
+    pooled = probe(noisy, length_task, classifier="mlp", control=False, seed=5, seeds=2)
     accuracies = [r.accuracy for r in runs]
-    assert pooled.seeds == 3 and pooled.accuracy == pytest.approx(np.mean(accuracies))
+    assert pooled.seeds == 2 and pooled.accuracy == pytest.approx(np.mean(accuracies))
     assert pooled.seed_std == pytest.approx(np.std(accuracies, ddof=1)) and pooled.seed_std > 0
     assert pooled.ci_low < pooled.accuracy < pooled.ci_high
     assert pooled.to_frame().set_index("metric").loc["seed_std", "value"] == pooled.seed_std
