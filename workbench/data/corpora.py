@@ -234,6 +234,19 @@ def split_pairs(pairs: list[Pair], config: SplitConfig = SplitConfig(), buckets:
 def split_codes(pairs: list[Pair], config: SplitConfig = SplitConfig(), buckets: list[str] | None = None
                 ) -> np.ndarray:
     """Each pair's split as its index in :data:`SPLITS` (uint8), as :func:`split_pairs` assigns it."""
+    groups = translation_groups(pairs)
+    rank = {name: i for i, name in enumerate(_HELD_OUT_ORDER)}
+    group_bucket: dict[str, str] = {}
+    own = buckets if buckets is not None else (bucket(en, config) for en, _ in pairs)
+    for b, group in zip(own, groups):
+        if rank[b] < rank[group_bucket.get(group, "train")]:
+            group_bucket[group] = b
+    return np.array([SPLITS.index(group_bucket.get(group, "train")) for group in groups], dtype=np.uint8)
+
+
+def translation_groups(pairs: list[Pair]) -> list[str]:
+    """Each pair's group, named by one of its sentences: pairs that share a first-side or a second-side sentence
+    (compared as :func:`normalise` gives them), directly or through other pairs, are in one group."""
     parent: dict[str, str] = {}
 
     def find(x: str) -> str:
@@ -243,19 +256,12 @@ def split_codes(pairs: list[Pair], config: SplitConfig = SplitConfig(), buckets:
             x = parent[x]
         return x
 
-    keys = [("e" + normalise(en), "f" + normalise(xx)) for en, xx in pairs]
+    keys = [("e" + normalise(first), "f" + normalise(second)) for first, second in pairs]
     for e, f in keys:
         a, b = find(e), find(f)
         if a != b:
             parent[a] = b
-    rank = {name: i for i, name in enumerate(_HELD_OUT_ORDER)}
-    component_bucket: dict[str, str] = {}
-    own = buckets if buckets is not None else (bucket(en, config) for en, _ in pairs)
-    for b, (e, _) in zip(own, keys):
-        root = find(e)
-        if rank[b] < rank[component_bucket.get(root, "train")]:
-            component_bucket[root] = b
-    return np.array([SPLITS.index(component_bucket.get(find(e), "train")) for e, _ in keys], dtype=np.uint8)
+    return [find(e) for e, _ in keys]
 
 
 def _by_code(pairs: list[Pair], codes: np.ndarray) -> dict[str, list[Pair]]:
@@ -299,9 +305,11 @@ def inherited_digests(pair: str, own_only: bool = False) -> dict[str, str]:
     from theirs: what is built from the split depends on them); ``own_only``: only those not shipped (a shipped
     corpus is fixed, and the keys stored before stay valid). Empty for a pair with English."""
     first, second = languages_of(pair)
+    if first == "en":
+        return {}
     known = known_pairs()
-    return {} if first == "en" else {lang: corpus_digest(f"en-{lang}") for lang in (first, second)
-                                     if f"en-{lang}" in known and not (own_only and f"en-{lang}" in PAIRS)}
+    return {lang: corpus_digest(f"en-{lang}") for lang in (first, second)
+            if f"en-{lang}" in known and not (own_only and f"en-{lang}" in PAIRS)}
 
 
 def _inherited_buckets(pairs: list[Pair], languages: tuple[str, str], min_tokens: int, max_tokens: int,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..data.corpora import normalise
+from ..data.corpora import translation_groups
 
 
 def _normalise(x: np.ndarray) -> np.ndarray:
@@ -47,22 +47,10 @@ def distinct_pairs(pairs) -> list[tuple[str, str]]:
     retrieval needs exactly one right answer per sentence. A pivot pair holds every translation of an English
     sentence beside every other (f1–s1, f1–s2, f2–s1, f2–s2), so keeping (f1, s1) and (f2, s2) would make a
     right answer an error."""
-    parent: dict[str, str] = {}
-
-    def find(x: str) -> str:
-        parent.setdefault(x, x)
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    keys = [("a" + normalise(first), "b" + normalise(second)) for first, second in pairs]
-    for a, b in keys:
-        parent[find(a)] = find(b)
     seen, out = set(), []
-    for pair, (a, _) in zip(pairs, keys):
-        if (root := find(a)) not in seen:
-            seen.add(root), out.append(tuple(pair))
+    for pair, group in zip(pairs, translation_groups(pairs)):
+        if group not in seen:
+            seen.add(group), out.append(tuple(pair))
     return out
 
 
