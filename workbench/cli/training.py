@@ -11,7 +11,7 @@ from ..data.languages import pair_name
 from ..data.download import OPUS_URL, STS_URLS, download, opus_moses_to_tsv, sts_archive_to_tsv
 from ..models.kinds import KINDS
 from ..models.folder import latest_checkpoint, migrate, read_config, shipped
-from ..models.runlog import learning_curve
+from ..models.runlog import DEV_METRICS, learning_curve
 from ..paths import check_outside_models, data_dir, trained_dir
 from ..probing.pair_tasks import add_pair, pivot_pair, write_cards
 from ..progress import progress_bar
@@ -87,10 +87,10 @@ def models_command(args) -> None:
 def curve_command(args) -> None:
     curves = pd.concat([learning_curve(run) for run in args.runs], ignore_index=True)
     path = curve_report(curves, args.out, static=not args.no_static)
-    for metric, what in (("stsb_dev", "STS-B dev (Pearson × 100)"), ("retrieval_dev", "validation retrieval (%)")):
+    for metric, (words, unit) in DEV_METRICS.items():
         last = curves[curves["metric"] == metric].sort_values("update").groupby(["run", "view"], sort=False).last()
         if not last.empty:
-            print(f"latest {what}:")
+            print(f"latest {words} ({unit}):")
             print(last[["update", "value"]].to_string())
     print(f"report: {path.resolve()}\ndata: {(path.parent / 'curve.csv').resolve()}")
 

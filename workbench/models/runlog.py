@@ -13,8 +13,9 @@ from .folder import folder_name, model_path
 
 CURVE_COLUMNS = ["run", "update", "pairs_seen", "train_seconds", "metric", "view", "value"]
 # the dev scores a run chooses its best checkpoint by: STS-B dev, or (a pair without English) the semantic view's
-# retrieval of its validation pairs' translations (workbench.training.trainer.Trainer.dev_metric)
-DEV_METRICS = ("stsb_dev", "retrieval_dev")
+# retrieval of its validation pairs' translations (workbench.training.trainer.Trainer.dev_metric); each with its
+# name in words and its unit
+DEV_METRICS = {"stsb_dev": ("STS-B dev", "Pearson × 100"), "retrieval_dev": ("validation retrieval", "%")}
 
 
 def learning_curve(path: str | Path) -> pd.DataFrame:

@@ -292,11 +292,11 @@ def curve_figure(curves: pd.DataFrame, x: str = "update") -> go.Figure:
     shape)."""
     labels = {"update": "updates", "train_seconds": "training seconds", "pairs_seen": "sentence pairs seen"}
     scored = [m for m in DEV_METRICS if (curves["metric"] == m).any()] or ["stsb_dev"]
-    names = {"stsb_dev": "STS-B dev (Pearson × 100)", "retrieval_dev": "validation retrieval (%)"}
+    names = {m: f"{words} ({unit})" for m, (words, unit) in DEV_METRICS.items()}
     fig = make_subplots(rows=1, cols=2, subplot_titles=(" / ".join(names[m] for m in scored),
                                                         "validation loss per pair"))
     palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
-    dev = curves[curves["metric"].isin(DEV_METRICS)]
+    dev = curves[curves["metric"].isin(list(DEV_METRICS))]
     for i, ((run, view), rows) in enumerate(dev.groupby(["run", "view"], sort=False)):
         color = palette[i % len(palette)]
         fig.add_scatter(x=rows[x], y=rows["value"], name=f"{run}: {view}", mode="lines+markers",

@@ -121,8 +121,7 @@ def _exported(run: str | Path, name: str | None, keep_decoders: bool | None, che
     one_go = fitted(setting)
     if one_go:
         return name, one_go.shipped(opened.weights()), {**meta, "training": record}, None, None
-    chosen_by = {"stsb_dev": "STS-B dev", "retrieval_dev": "validation retrieval"}[
-        next((m for m in DEV_METRICS if m in meta), "stsb_dev")]
+    chosen_by = DEV_METRICS[next((m for m in DEV_METRICS if m in meta), "stsb_dev")][0]
     record["checkpoint"] = f"best {chosen_by} (semantic)" if is_best else "latest"
     state = {k: (v.half() if v.is_floating_point() else v) for k, v in opened.weights().items()
              if keep or not k.startswith("decoders.")}
