@@ -1,4 +1,5 @@
 import gzip
+import json
 
 import pytest
 
@@ -89,6 +90,7 @@ def test_probe_pool_is_never_trained_on_by_any_pair():
 
 def test_a_split_is_computed_once_per_home_and_a_damaged_stored_one_is_computed_again(monkeypatch, tmp_path):
     monkeypatch.setenv("WORKBENCH_HOME", str(tmp_path))
+    monkeypatch.setattr(corpora, "SHIPPED_SPLITS", tmp_path / "none shipped")
     corpora._load_splits.cache_clear()
     first = corpora.load_splits("en-tr")
     assert first == corpora.split_pairs(corpora.filter_by_length(corpora.read_pairs(corpora.corpus_path("en-tr")),
@@ -101,5 +103,31 @@ def test_a_split_is_computed_once_per_home_and_a_damaged_stored_one_is_computed_
     corpora._load_splits.cache_clear()
     monkeypatch.undo()
     monkeypatch.setenv("WORKBENCH_HOME", str(tmp_path))
+    monkeypatch.setattr(corpora, "SHIPPED_SPLITS", tmp_path / "none shipped")
     assert corpora.load_splits("en-tr") == first and len(corpora._read_codes(stored, sum(map(len, first.values()))))
     corpora._load_splits.cache_clear()
+
+
+def test_the_shipped_splits_are_each_pairs_split_computed_afresh_and_a_damaged_one_is_not_used(
+        monkeypatch, tmp_path, caplog):
+    """A fresh home reads the shipped pairs' splits from the package (workbench/probes/splits/) instead of computing
+    the translation components; each is the split computed from its corpus today, and an edited one is not read."""
+    import shutil
+    monkeypatch.setenv("WORKBENCH_HOME", str(tmp_path / "home"))
+    manifest = json.loads((corpora.SHIPPED_SPLITS / "manifest.json").read_text())
+    assert len(manifest["files"]) == len(corpora.PAIRS)
+    for pair in corpora.PAIRS:
+        pairs = corpora.filter_by_length(corpora.read_pairs(corpora.corpus_path(pair)), pair.split("-")[1], 3, 100)
+        name = corpora._split_file(pair, 3, 100, corpora.SplitConfig()).name
+        assert name + ".gz" in manifest["files"], pair  # named by the corpus's digest: today's corpus has one
+        shipped = corpora._stored_codes(tmp_path / "home" / "splits" / name, len(pairs))
+        assert (shipped == corpora.split_codes(pairs)).all(), pair
+    copy = tmp_path / "splits"
+    shutil.copytree(corpora.SHIPPED_SPLITS, copy)
+    monkeypatch.setattr(corpora, "SHIPPED_SPLITS", copy)
+    target = copy / (name + ".gz")
+    codes = bytearray(gzip.decompress(target.read_bytes()))
+    codes[-1] = (codes[-1] + 1) % len(corpora.SPLITS)  # another split for one pair, gzipped whole again
+    target.write_bytes(gzip.compress(bytes(codes)))
+    assert corpora._stored_codes(tmp_path / "home" / "splits" / name, len(pairs)) is None
+    assert "does not match its sha256" in caplog.text

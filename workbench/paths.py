@@ -5,8 +5,8 @@
   what it fetches); what the data folder holds: docs/formats.md#locations;
 - home (everything the workbench builds: tokenizers, splits, probing sets, embedding cache):
   ``$WORKBENCH_HOME``, else ``<user cache>/bgt-workbench`` — never inside the git tree;
-- package data (task cards, the probe pools' parses, the built datasets' manifests): ``workbench/probes/``,
-  inside the package, so an installed wheel has them;
+- package data (task cards, the shipped pairs' splits, the probe pools' parses, the built datasets'
+  manifests): ``workbench/probes/``, inside the package, so an installed wheel has them;
 - trained models: ``$WORKBENCH_MODELS``, else the ``trained`` folder of the repository a checkout runs from;
 
 and what a stored result was made with (:func:`made_with`: library versions and the machine).
@@ -16,6 +16,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import json
+import logging
 import os
 import platform
 import shutil
@@ -177,6 +178,49 @@ def read_json(path: Path) -> object:
     except RecursionError:
         raise WorkbenchError(f"{path} nests its JSON deeper than Python's parser goes: not a file the workbench "
                              "wrote") from None
+
+
+def sha256_of(path: str | Path) -> str:
+    """Hex sha256 of a file's bytes, read in 1 MiB blocks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+SHIPPED_MANIFEST = "manifest.json"  # beside files the package ships in place of work a fresh home would do
+
+
+def shipped_file(folder: Path, name: str) -> Path | None:
+    """``folder/name`` where the package ships it with the sha256 its folder's manifest records; None where it
+    ships none, or (with a warning) one damaged or edited since, which is then made again, never used."""
+    path = folder / name
+    if not path.is_file():
+        return None
+    manifest = folder / SHIPPED_MANIFEST
+    recorded = read_json(manifest).get("files", {}) if manifest.is_file() else {}
+    if recorded.get(name) != sha256_of(path):
+        logging.getLogger(__name__).warning("%s does not match its sha256 in %s; making it again", path, manifest)
+        return None
+    return path
+
+
+def ship_files(folder: Path, files: dict[str, Path | Callable[[Path], object]], what: str, pattern: str) -> Path:
+    """Make ``files`` (name → a file to copy, or a function writing it) what the package ships in ``folder``,
+    with their sha256 in its manifest (``what``: what they are); shipped files matching ``pattern`` and not among
+    them are removed. Returns the manifest."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob(pattern):
+        if old.name not in files:
+            old.unlink()
+    for name, source in files.items():
+        if source != folder / name:
+            atomic_write(folder / name, source if callable(source) else
+                         lambda tmp, source=source: shutil.copyfile(source, tmp))
+    manifest = {"what": what, "files": {name: sha256_of(folder / name) for name in sorted(files)}}
+    atomic_write(folder / SHIPPED_MANIFEST, json.dumps(manifest, indent=1) + "\n")
+    return folder / SHIPPED_MANIFEST
 
 
 CONFIG_SEAL = "config_sha256"

@@ -87,8 +87,9 @@ def _probes_arguments(p: argparse.ArgumentParser) -> None:
     q.add_argument("--tasks", nargs="+", choices=task_names(), default=task_names())
     q.add_argument("--force", action="store_true", help="rebuild even if built")
     q.add_argument("--ship-parses", action="store_true",
-                   help="write the probe pools' parses into workbench/probes/parses/ (what a fresh clone reads "
-                        "instead of parsing; for maintainers, after a pool, pipeline or parse change)")
+                   help="write the shipped pairs' splits and the probe pools' parses into workbench/probes/splits/ "
+                        "and parses/ (what a fresh clone reads instead of computing them; for maintainers, after "
+                        "a corpus, split, pool, pipeline or parse change)")
     q.add_argument("--ship-manifests", action="store_true",
                    help="build every task (or those of --tasks) at its card's sizes and at the model cards' "
                         "probing sizes and record the manifests in workbench/probes/builds.json (what the docs "

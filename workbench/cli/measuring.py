@@ -9,6 +9,7 @@ import pandas as pd
 from ..cache import cache_dir, cache_summary, clear_cache, clear_stale, stale_temp_files
 from ..checks import WorkbenchError, check_name, whole
 from ..encoders import check_embeddings
+from ..data.corpora import ship_splits
 from ..data.sts import STS17_TRACKS
 from ..evaluation import SUITES, compare_hard_sts, compare_sts, evaluate, mteb_view
 from ..evaluation.mteb import check_mteb_folder, write_mteb
@@ -179,7 +180,7 @@ def probes_command(args) -> None:
         _baselines(args)
         return
     if args.ship_parses:
-        print(f"shipped parses: {ship_parses()}")
+        print(f"shipped splits: {ship_splits()}\nshipped parses: {ship_parses()}")
     if args.ship_manifests:
         named = args.tasks if args.tasks != task_names() else None  # --tasks: refresh only theirs
         print(f"shipped manifests: {ship_manifests([None, CARD_SIZES], named)}")

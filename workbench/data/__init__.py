@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..checks import DataFormatError
+from ..paths import sha256_of  # (here too: the data layer's readers check digests)
 
 
 def utf8_lines(path: str | Path) -> Iterator[tuple[int, str]]:
@@ -29,10 +30,3 @@ def utf8_lines(path: str | Path) -> Iterator[tuple[int, str]]:
                               "a whole gzip file: download it again") from None
 
 
-def sha256_of(path: str | Path) -> str:
-    """Hex sha256 of a file's bytes, read in 1 MiB blocks."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()

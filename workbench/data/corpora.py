@@ -15,7 +15,9 @@ component the most held-out bucket among its sentences.
 """
 from __future__ import annotations
 
+import gzip
 import hashlib
+import io
 import json
 import logging
 import re
@@ -27,13 +29,14 @@ from pathlib import Path
 import numpy as np
 
 from ..checks import DataFormatError, WorkbenchError, check_name
-from ..paths import atomic_write, data_dir, home_dir
+from ..paths import PROBES_DIR, atomic_write, data_dir, home_dir, ship_files, shipped_file
 from . import sha256_of, utf8_lines
 from .languages import PAIRS, languages_of_pair, pair_name
 
 log = logging.getLogger(__name__)
 
 SPLITS = ("train", "valid", "probe", "test")
+SHIPPED_SPLITS = PROBES_DIR / "splits"  # the shipped pairs' splits (package data)
 SPLIT_VERSION = 1  # bump when split_pairs changes: the splits stored under the home are keyed on it
 _HELD_OUT_ORDER = ("test", "probe", "valid", "train")  # a component takes the first bucket any member has
 
@@ -284,13 +287,9 @@ def _load_splits(pair: str, min_tokens: int, max_tokens: int, config: SplitConfi
     first, language = languages_of(pair)
     pairs = filter_by_length(read_pairs(path), language, min_tokens, max_tokens, first)
     # the split is stored under the home, keyed on everything it depends on: the components take seconds per pair
-    inherited = inherited_digests(pair)
-    spec = json.dumps({"corpus_sha256": corpus_digest(pair), "min_tokens": min_tokens, "max_tokens": max_tokens,
-                       "split": config.__dict__, "version": SPLIT_VERSION,
-                       **({"inherited_from": inherited} if inherited else {})}, sort_keys=True)
-    stored = home_dir() / "splits" / f"{pair}-{hashlib.sha256(spec.encode()).hexdigest()[:16]}.npy"
-    codes = _read_codes(stored, len(pairs))
-    if codes is None:  # the first time in this home, or a damaged file
+    stored = _split_file(pair, min_tokens, max_tokens, config)
+    codes = _stored_codes(stored, len(pairs))
+    if codes is None:  # the first time in this home (for a pair the package ships none of), or a damaged file
         codes = split_codes(pairs, config, None if first == "en" else _inherited_buckets(pairs, (first, language),
                                                                                       min_tokens, max_tokens, config))
         stored.parent.mkdir(parents=True, exist_ok=True)
@@ -339,7 +338,39 @@ def forget_read() -> None:
     _probe_pool.cache_clear()
 
 
-def _read_codes(path: Path, n: int) -> np.ndarray | None:
+def _split_file(pair: str, min_tokens: int, max_tokens: int, config: SplitConfig) -> Path:
+    """Where the pair's split is stored under the home: named by everything it depends on."""
+    inherited = inherited_digests(pair)
+    spec = json.dumps({"corpus_sha256": corpus_digest(pair), "min_tokens": min_tokens, "max_tokens": max_tokens,
+                       "split": config.__dict__, "version": SPLIT_VERSION,
+                       **({"inherited_from": inherited} if inherited else {})}, sort_keys=True)
+    return home_dir() / "splits" / f"{pair}-{hashlib.sha256(spec.encode()).hexdigest()[:16]}.npy"
+
+
+def _stored_codes(path: Path, n: int) -> np.ndarray | None:
+    """The split stored under the home, else the one the package ships under the same name (the shipped pairs'
+    splits: sha256-checked against their manifest), else None."""
+    codes = _read_codes(path, n)
+    if codes is None and (shipped := shipped_file(SHIPPED_SPLITS, path.name + ".gz")) is not None:
+        codes = _read_codes(io.BytesIO(gzip.decompress(shipped.read_bytes())), n)
+    return codes
+
+
+def ship_splits(min_tokens: int = 3, max_tokens: int = 100, config: SplitConfig = SplitConfig()) -> Path:
+    """Make the shipped pairs' splits (made here, or read from the home) the ones the package ships
+    (``workbench/probes/splits/``, gzip-compressed), so a fresh home reads them instead of computing the
+    translation components (seconds per pair). Returns their manifest."""
+    files = {}
+    for pair in PAIRS:
+        load_splits(pair, min_tokens, max_tokens, config)
+        stored = _split_file(pair, min_tokens, max_tokens, config)
+        files[stored.name + ".gz"] = lambda tmp, stored=stored: tmp.write_bytes(
+            gzip.compress(stored.read_bytes(), compresslevel=9, mtime=0))
+    return ship_files(SHIPPED_SPLITS, files, "each shipped pair's split, one uint8 per pair of its filtered corpus "
+                      "(workbench probes build --ship-parses)", "*.npy.gz")
+
+
+def _read_codes(path: Path | io.BytesIO, n: int) -> np.ndarray | None:
     """A stored split (each pair's index in :data:`SPLITS`), or None if there is none or it does not fit ``n``."""
     try:
         codes = np.load(path, allow_pickle=False)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import logging
-import shutil
 import warnings
 from collections.abc import Sequence
 from functools import lru_cache
@@ -20,8 +19,7 @@ from pathlib import Path
 
 from ..cache import sentences_digest
 from ..checks import WorkbenchError
-from ..data import sha256_of
-from ..paths import PROBES_DIR, atomic_write, home_dir, read_json
+from ..paths import PROBES_DIR, atomic_write, home_dir, ship_files, shipped_file
 from ..progress import progress_bar
 
 log = logging.getLogger(__name__)
@@ -56,7 +54,6 @@ def missing(language: str) -> str | None:
 
 
 SHIPPED = PROBES_DIR / "parses"
-MANIFEST = "manifest.json"
 
 
 @lru_cache(maxsize=None)
@@ -79,33 +76,14 @@ def stored_parses(sentences: Sequence[str], language: str) -> Path | None:
     """The stored parses of ``sentences``: the workbench home's, else the shipped file of the same name if its
     sha256 is the one ``workbench/probes/parses/manifest.json`` records (a damaged or edited file is not used)."""
     path = parses_path(sentences, language)
-    if path.is_file():
-        return path
-    shipped = SHIPPED / path.name
-    if not shipped.is_file():
-        return None
-    recorded = read_json(SHIPPED / MANIFEST).get("files", {}) if (SHIPPED / MANIFEST).is_file() else {}
-    if recorded.get(shipped.name) != sha256_of(shipped):
-        log.warning("%s does not match its sha256 in %s; parsing again", shipped, SHIPPED / MANIFEST)
-        return None
-    return shipped
+    return path if path.is_file() else shipped_file(SHIPPED, path.name)
 
 
 def ship(paths: Sequence[Path]) -> Path:
     """Make ``paths`` (parses in the workbench home) the shipped parses: copied into ``workbench/probes/parses/``
     with their sha256 in its manifest; shipped files not among them are removed. Returns the manifest."""
-    SHIPPED.mkdir(parents=True, exist_ok=True)
-    names = {path.name for path in paths}
-    for old in SHIPPED.glob("*.spacy"):
-        if old.name not in names:
-            old.unlink()
-    for path in paths:
-        if path.parent != SHIPPED:
-            atomic_write(SHIPPED / path.name, lambda tmp, source=path: shutil.copyfile(source, tmp))
-    manifest = {"what": "spaCy DocBin parses of the probe pools (workbench probes build --ship-parses)",
-                "files": {name: sha256_of(SHIPPED / name) for name in sorted(names)}}
-    atomic_write(SHIPPED / MANIFEST, json.dumps(manifest, indent=1) + "\n")
-    return SHIPPED / MANIFEST
+    return ship_files(SHIPPED, {path.name: path for path in paths},
+                      "spaCy DocBin parses of the probe pools (workbench probes build --ship-parses)", "*.spacy")
 
 
 def parse(sentences: Sequence[str], language: str, show_progress: bool = True) -> list:
