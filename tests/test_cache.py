@@ -186,6 +186,7 @@ def test_probe_twice_is_answered_from_the_caches():
     first = probe(inner, task)
     second = probe(inner, task)
     assert inner.calls == 1 and first == second
+    assert second.control.kind == "first_word" and second.selectivity == first.selectivity  # its parts, read back
     refit = probe(inner, task, refit=True)  # classifier retrained on cached embeddings
     assert inner.calls == 1 and refit.accuracy == first.accuracy
 

@@ -59,7 +59,7 @@ def test_a_file_and_a_frame_give_the_same_task_and_a_readable_probe(questions):
     result = probe(Counting(), from_file)
     assert result.task == "questions" and result.ci_low < result.accuracy < result.ci_high
     assert result.accuracy > result.majority + 0.15  # the openers tell most questions apart
-    assert abs(result.majority - 0.5) < 0.01 and result.control == "first_word"
+    assert abs(result.majority - 0.5) < 0.01 and result.control.kind == "first_word"
 
 
 def test_a_path_goes_wherever_a_task_name_goes_and_its_results_are_cached(questions, tmp_path):
@@ -95,7 +95,7 @@ def test_a_word_column_makes_the_split_lexical_and_keys_the_control(questions):
     words = dataset.data.groupby("split")["word"].apply(lambda w: set(w.str.lower()))
     assert not (words["tr"] & words["te"])  # no test opener was seen in training
     result = probe(Counting("openers-lexical"), dataset)
-    assert result.control == "word" and result.unseen_accuracy is not None
+    assert result.control.kind == "word" and result.words.unseen_accuracy is not None
 
 
 def test_the_word_control_asked_for_by_name_is_refused_where_there_is_no_label_word(questions, capsys):
@@ -103,7 +103,7 @@ def test_the_word_control_asked_for_by_name_is_refused_where_there_is_no_label_w
     with pytest.raises(WorkbenchError, match="control='word' keys the control task on each example's label word, "
                                              "and task 'questions' has none .*control='first_word'"):
         probe(Counting("openers-control"), dataset, control="word")
-    assert probe(Counting("openers-control"), dataset).control == "first_word"  # the default falls back, says so
+    assert probe(Counting("openers-control"), dataset).control.kind == "first_word"  # the default falls back, says so
     code = cli.main(["probe", "--encoder", "random-sp-average", "--task", str(questions.attrs["path"]),
                      "--sentence-column", "text", "--label-column", "kind", "--control", "word"])
     assert code == 2 and "has none" in capsys.readouterr().err

@@ -261,8 +261,8 @@ def test_selectivity_is_positive_where_a_trained_encoder_encodes_the_property():
     english = load("bgt-en-fr").encoder("en")
     for task in ("subj_num", "tense"):
         result = probe(english, task, sizes=SMALL)
-        assert result.control == "word" and "(word control)" in str(result)
-        assert result.control_accuracy < result.accuracy and result.selectivity > 0.05, result
+        assert result.control.kind == "word" and "(word control)" in str(result)
+        assert result.control.accuracy < result.accuracy and result.selectivity > 0.05, result
 
 
 def test_selectivity_separates_property_from_lexical_memory(length_task):
@@ -270,7 +270,7 @@ def test_selectivity_separates_property_from_lexical_memory(length_task):
     lexical = FirstWordEncoder("first-word")
     good, memoriser = probe(exact, length_task), probe(lexical, length_task)
     assert good.selectivity > 0.4  # length is encoded, the first word is not
-    assert memoriser.control_accuracy > memoriser.accuracy  # it encodes the first word, not the length
+    assert memoriser.control.accuracy > memoriser.accuracy  # it encodes the first word, not the length
     assert memoriser.selectivity < 0
     frame = good.to_frame()
     assert set(frame["metric"]) == {"accuracy", "majority", "control_accuracy", "selectivity"}
@@ -284,8 +284,8 @@ def test_mlp_probe_and_mdl(length_task):
     assert "(of dropout 0/0.1/0.2; hidden 50; l2 1e-05/0.001; tenacity 5)" in mlp.hyperparameters  # SentEval's
     informative, useless = probe(exact, length_task, mdl=True), probe(noise, length_task, mdl=True)
     # noise still compresses a little (the probe learns the label frequencies), far less than real signal
-    assert informative.compression > 3 * useless.compression and useless.compression < 1.25
-    assert informative.mdl_bits < useless.mdl_bits
+    assert informative.mdl.compression > 3 * useless.mdl.compression and useless.mdl.compression < 1.25
+    assert informative.mdl.bits < useless.mdl.bits
     with pytest.raises(UnknownNameError, match="valid: logreg, mlp"):
         probe(exact, length_task, classifier="svm")
 
@@ -354,14 +354,15 @@ def test_conditional_probe_measures_what_one_view_adds_beyond_another(length_tas
     exact = FeatureEncoder("exact-length", lambda s: len(preprocess(s).split()))
     noise = FeatureEncoder("noise-view", lambda s: 0.0, seed=3)
     gained = probe(exact, length_task, given=noise, control=False)  # length, beyond a view that has none
-    assert gained.given == "noise-view" and gained.encoder == "[exact-length ; noise-view]"
-    assert gained.gain > 0.4 and gained.gain_ci_low > 0.3 and gained.gain_ci_low <= gained.gain <= gained.gain_ci_high
+    assert gained.conditional.given == "noise-view" and gained.encoder == "[exact-length ; noise-view]"
+    ci = gained.conditional
+    assert gained.gain > 0.4 and ci.gain_ci_low > 0.3 and ci.gain_ci_low <= gained.gain <= ci.gain_ci_high
     nothing = probe(noise, length_task, given=exact, control=False)  # noise adds nothing beyond the length
-    assert abs(nothing.gain) < 0.05 and nothing.gain_ci_low < 0.02
+    assert abs(nothing.gain) < 0.05 and nothing.conditional.gain_ci_low < 0.02
     assert "gain over exact-length alone" in str(nothing)
     rows = gained.to_frame().set_index("metric")
     assert rows.loc["conditional_gain", "value"] == pytest.approx(gained.gain)
-    assert rows.loc["given_accuracy", "value"] == pytest.approx(gained.given_accuracy)
+    assert rows.loc["given_accuracy", "value"] == pytest.approx(gained.conditional.given_accuracy)
     with pytest.raises(WorkbenchError, match="given itself"):
         probe(exact, length_task, given=exact)
     from workbench.reports.figures import conditional_figure
@@ -411,11 +412,11 @@ def test_a_probe_trained_on_english_transfers_to_the_translations():
     from workbench.models.folder import load
     semantic = load(SHARED_SPACE).encoder("semantic")
     result = probe(semantic, "subj_num", sizes=SMALL, transfer="fr", control=False)
-    assert result.transfer == "fr" and 50 <= result.n_transfer < result.n_test  # those with a translation
-    assert result.transfer_accuracy > 0.65 and result.transfer_ratio > 0.8  # BGT's semantic space is shared
-    assert result.transfer_ratio == pytest.approx(result.transfer_accuracy / result.transfer_english_accuracy)
+    assert result.transfer.language == "fr" and 50 <= result.transfer.n < result.n_test  # those with a translation
+    assert result.transfer.accuracy > 0.65 and result.transfer_ratio > 0.8  # BGT's semantic space is shared
+    assert result.transfer_ratio == pytest.approx(result.transfer.accuracy / result.transfer.english_accuracy)
     rows = result.to_frame().set_index("metric")
-    assert rows.loc["transfer_accuracy", "n"] == result.n_transfer and "translations into fr" in str(result)
+    assert rows.loc["transfer_accuracy", "n"] == result.transfer.n and "translations into fr" in str(result)
     with pytest.raises(WorkbenchError, match="'word_content''s label does not survive translation.*length"):
         probe(semantic, "word_content", transfer="fr")
     with pytest.raises(WorkbenchError, match="transfer to 'fr' is in 'fr' but encoder 'bgt-en-fr:en' reads en"):
@@ -514,21 +515,23 @@ def test_a_lexically_split_task_holds_out_its_words_and_results_say_seen_and_uns
     assert leaky.manifest["split"] == "random"
     encoder = load("bgt-en-fr").encoder("en")
     seen = probe(encoder, leaky, control=False)
-    assert 0 < seen.n_seen < seen.n_test  # a random split shares many subject heads between train and test
-    n_unseen = seen.n_test - seen.n_seen
-    assert (seen.seen_accuracy * seen.n_seen + seen.unseen_accuracy * n_unseen) / seen.n_test == \
+    assert 0 < seen.words.n_seen < seen.n_test  # a random split shares many subject heads between train and test
+    n_unseen = seen.n_test - seen.words.n_seen
+    words = seen.words
+    assert (words.seen_accuracy * words.n_seen + words.unseen_accuracy * n_unseen) / seen.n_test == \
         pytest.approx(seen.accuracy)
     rows = seen.to_frame().set_index("metric")
-    assert rows.loc["accuracy_seen_word", "n"] == seen.n_seen and rows.loc["accuracy_unseen_word", "n"] == n_unseen
+    assert rows.loc["accuracy_seen_word", "n"] == words.n_seen and rows.loc["accuracy_unseen_word", "n"] == n_unseen
     unseen = probe(encoder, lexical, control=False)
-    assert unseen.n_seen == 0 and unseen.seen_accuracy is None and unseen.unseen_accuracy == unseen.accuracy
+    assert unseen.words.n_seen == 0 and unseen.words.seen_accuracy is None
+    assert unseen.words.unseen_accuracy == unseen.accuracy
     assert "label word unseen in training" in str(unseen)
 
 
 def test_a_task_read_from_no_word_reports_no_seen_or_unseen_accuracy(length_task):
     assert length_task.data["word"].eq("").all()
     result = probe(FeatureEncoder("length-no-word", lambda s: len(s)), length_task, control=False)
-    assert result.n_seen is None and result.seen_accuracy is None and result.unseen_accuracy is None
+    assert result.words is None
     assert not result.to_frame()["metric"].str.contains("seen_word").any()
 
 
@@ -581,7 +584,7 @@ def test_an_uninformative_control_is_named_in_the_result_and_hatched_in_the_figu
     result = probe(FirstWordEncoder("first-word-caveat"), length_task)
     assert "uninformative: the control keys on first words" in str(result)
     rows = result.to_frame().set_index("metric")
-    assert rows.loc["selectivity", "note"] == result.control_caveat != "" and rows.loc["accuracy", "note"] == ""
+    assert rows.loc["selectivity", "note"] == result.control.caveat != "" and rows.loc["accuracy", "note"] == ""
     fair = rows.reset_index().assign(encoder="other", note="")
     figure = selectivity_figure(pd.concat([rows.reset_index(), fair]))
     hatched = {bar.name: bar.marker.pattern.shape for bar in figure.data}
@@ -629,10 +632,10 @@ def test_the_text_baselines_of_conneau_et_al_behave_as_their_construction_says()
 
 
 def test_a_subset_accuracy_on_a_handful_of_sentences_is_not_shown_as_a_number():
-    from workbench.probing.result import ProbeResult
+    from workbench.probing.result import ProbeResult, WordSplit
     result = ProbeResult(encoder="e", task="subj_num", classifier="logreg", accuracy=0.8, ci_low=0.7, ci_high=0.9,
-                         majority=0.5, control_accuracy=None, n_train=100, n_test=200, hyperparameters="",
-                         seen_accuracy=0.81, unseen_accuracy=0.0, n_seen=198)
+                         majority=0.5, n_train=100, n_test=200, hyperparameters="",
+                         words=WordSplit(n_seen=198, seen_accuracy=0.81, unseen_accuracy=0.0))
     assert "label word unseen in training: only n=2, too few to read" in str(result)
     assert "seen 81.0 (n=198)" in str(result)
     notes = result.to_frame().set_index("metric")["note"]

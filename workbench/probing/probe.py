@@ -28,11 +28,12 @@ from .control import CONTROLS, control_labels, control_words, uninformative
 from .mdl import online_codelength
 from .own import dataset_or_card
 from .pool import translations
-from .result import ProbeResult, bootstrap_ci, over_seeds, prediction_table
+from .result import (MDL, Conditional, Control, ProbeResult, Transfer, WordSplit, bootstrap_ci, over_seeds,
+                     prediction_table)
 from .tasks import TaskCard, get_task, task_names
 
 MAX_SEEDS = 100  # more probes than anyone reads a spread from; refused before any work
-PROBE_VERSION = 9  # bump when a change alters results, so cached ones are recomputed
+PROBE_VERSION = 10  # bump when a change alters results (or how they are stored), so cached ones are recomputed
 
 
 def probe(encoder: Encoder, task: str | Path | pd.DataFrame | ProbingDataset, classifier: str = "logreg",
@@ -76,9 +77,8 @@ def probe(encoder: Encoder, task: str | Path | pd.DataFrame | ProbingDataset, cl
         return runs[0] if seeds == 1 else over_seeds(runs)
     joint = job.fit(Concatenated(encoder, given), seed, control, mdl)
     alone = job.fit(given, seed, False, False)
-    joint.given, joint.given_accuracy = given.name, alone.accuracy
     gain = joint.outcomes() - alone.outcomes()  # paired: the same test examples
-    joint.gain_ci_low, joint.gain_ci_high = bootstrap_ci(gain, seed=seed)
+    joint.conditional = Conditional(given.name, alone.accuracy, *bootstrap_ci(gain, seed=seed))
     return joint
 
 
@@ -135,9 +135,9 @@ class _ProbeJob:
                                      control, mdl, transfer))
 
         if not self.cache or options["data"] is None:
-            return ProbeResult(**compute())
+            return ProbeResult.from_dict(compute())
         stored = remember("probe", reader.fingerprint, options, compute, refresh=self.refit)
-        return ProbeResult(**{**stored, "encoder": reader.name})  # the name asked for, not the first one stored
+        return ProbeResult.from_dict({**stored, "encoder": reader.name})  # the name asked for, not the first stored
 
 
 def checked_splits(card, dataset: ProbingDataset) -> dict[str, pd.DataFrame]:
@@ -249,9 +249,8 @@ def _transfer(clf, encoder, frame: pd.DataFrame, X: np.ndarray, language: str) -
     foreign = [translated[normalise(frame["sentence"].iloc[i])] for i in keep]
     X_foreign = check_embeddings(encoder, encoder.encode(foreign), len(foreign))
     y = frame["label"].to_numpy()[keep]
-    return {"transfer": language, "n_transfer": len(keep),
-            "transfer_accuracy": float((clf.predict(X_foreign) == y).mean()),
-            "transfer_english_accuracy": float((clf.predict(X[keep]) == y).mean())}
+    return Transfer(language, float((clf.predict(X_foreign) == y).mean()), float((clf.predict(X[keep]) == y).mean()),
+                    len(keep))
 
 
 def _run_probe(encoder, features, dataset, splits, classifier, seed, control, mdl, transfer=None) -> ProbeResult:
@@ -268,31 +267,29 @@ def _run_probe(encoder, features, dataset, splits, classifier, seed, control, md
     result = ProbeResult(encoder=encoder.name, task=dataset.card.name, classifier=classifier,
                          accuracy=float(correct.mean()), ci_low=low, ci_high=high,
                          correct="".join("1" if c else "0" for c in correct),
-                         majority=float((y["te"] == majority_label).mean()), control_accuracy=None,
+                         majority=float((y["te"] == majority_label).mean()),
                          n_train=len(y["tr"]), n_test=len(y["te"]),
                          predictions=[[str(label), round(float(p), 4)]
                                       for label, p in zip(predicted, probabilities.max(axis=1))],
                          hyperparameters=", ".join(f"{k}={v:g}" for k, v in chosen.items()) + f" (of {_grid(clf)})")
     if seen is not None:
-        result.n_seen = int(seen.sum())
-        result.seen_accuracy = float(correct[seen].mean()) if seen.any() else None
-        result.unseen_accuracy = float(correct[~seen].mean()) if (~seen).any() else None
+        result.words = WordSplit(int(seen.sum()), float(correct[seen].mean()) if seen.any() else None,
+                                 float(correct[~seen].mean()) if (~seen).any() else None)
     if control:  # the same probe, with the hyper-parameters chosen for the task (Hewitt & Liang 2019)
-        word_types, result.control = control_words(dataset.data, control)
+        word_types, kind = control_words(dataset.data, control)
         fake = control_labels(word_types, list(dataset.data["label"]), seed=seed)
         fake = {tag: fake[(dataset.data["split"] == tag).to_numpy()] for tag in ("tr", "va", "te")}
         chosen_grid = {"l2_grid": (clf.l2_,), **({"hidden_grid": (clf.hidden_,), "dropout_grid": (clf.dropout_,)}
                                                  if classifier == "mlp" else {})}
         control_clf = new_classifier(classifier, seed, (X["va"], fake["va"]), **chosen_grid).fit(X["tr"], fake["tr"])
-        result.control_accuracy = float((control_clf.predict(X["te"]) == fake["te"]).mean())
-        result.control_caveat = uninformative(dataset.data, control)
+        result.control = Control(kind, float((control_clf.predict(X["te"]) == fake["te"]).mean()),
+                                 uninformative(dataset.data, control))
     if transfer:
-        for key, value in _transfer(clf, encoder, splits["te"], X["te"], transfer).items():
-            setattr(result, key, value)
+        result.transfer = _transfer(clf, encoder, splits["te"], X["te"], transfer)
     if mdl:  # the online code reuses the regularisation chosen on the full training set
         codes = online_codelength(lambda: new_classifier("logreg", seed, None, l2_grid=(clf.l2_,)), X["tr"], y["tr"],
                                   seed=seed)
-        result.mdl_bits, result.compression = codes["online_bits"], codes["compression"]
+        result.mdl = MDL(codes["online_bits"], codes["compression"])
     return result
 
 

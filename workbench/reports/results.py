@@ -82,7 +82,7 @@ def read_results(path: str | Path) -> pd.DataFrame:
 
 
 _LAYER = re.compile(r"@(-?\d+)$")
-_PROBE_FIELDS = {"encoder", "task", "classifier", "accuracy", "ci_low", "ci_high", "majority", "n_test"}
+_PROBE_FIELDS = {"encoder", "task", "classifier", "accuracy", "ci_low", "ci_high", "majority", "n_test", "words"}
 BROWSE_COLUMNS = ("encoder", "layer", "task", "classifier", "seed", "accuracy", "ci_low", "ci_high", "majority",
                   "control_accuracy", "n_test", "best", "seconds", "device", "versions", "data")
 
@@ -102,13 +102,13 @@ def cached_probes(task: str | None = None, encoder: str | None = None, layer: in
         key, result, made = entry["key"], entry["result"], entry["made"]
         if not (isinstance(result, dict) and isinstance(key, dict) and _PROBE_FIELDS <= set(result)):
             continue  # not a probe's result as probe() stores it
-        if key.get("transfer") or result.get("given"):
+        if key.get("transfer") or result.get("conditional"):
             continue
         found = _LAYER.search(result["encoder"])
         rows.append({"encoder": result["encoder"], "layer": int(found.group(1)) if found else None,
                      "task": result["task"], "classifier": result["classifier"], "seed": key.get("seed"),
-                     **{k: result.get(k) for k in ("accuracy", "ci_low", "ci_high", "majority", "control_accuracy",
-                                                   "n_test")},
+                     **{k: result.get(k) for k in ("accuracy", "ci_low", "ci_high", "majority", "n_test")},
+                     "control_accuracy": (result.get("control") or {}).get("accuracy"),
                      "seconds": made.get("seconds"), "device": made.get("device", ""),
                      "versions": ", ".join(f"{k} {v}" for k, v in made.get("versions", {}).items()),
                      "data": key.get("data", "")})
