@@ -119,7 +119,7 @@ def test_a_pair_is_registered_once_with_its_digest_and_its_language_tasks(home, 
 
 @pytest.mark.parametrize("language", ["tr", "ar"])
 def test_the_marks_a_new_language_probes_are_chosen_as_the_shipped_cards_chose_them(language):
-    from workbench.data.corpora import SplitConfig
+    from workbench.data.splitting import SplitConfig
     from workbench.probing.pair_tasks import first_marks
     from workbench.probing.pool import tokenised_pool
     from workbench.probing.tasks import get_task
@@ -231,7 +231,8 @@ def test_a_pair_without_english_pivoted_through_the_shipped_corpora_trains_and_p
     said = registered_pivot(home)  # workbench data add-pair fr-es --pivot, run once for the session's tests
     assert "fr-es (French – Spanish)" in said and "English sentences both share" in said, said
     assert "tasks: language_id_fr_es" in said, said
-    from workbench.data.corpora import known_pairs, load_splits, normalise
+    from workbench.data.corpora import known_pairs, load_splits
+    from workbench.data.splitting import normalise
     assert "fr-es" in known_pairs()
     splits = load_splits("fr-es")
     held = [{normalise(s[side]) for name in ("valid", "probe", "test") for s in load_splits(pair)[name]}

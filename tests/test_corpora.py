@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from workbench.data import corpora
+from workbench.data import corpora, splitting
 from workbench.checks import DataFormatError, WorkbenchError
 
 
@@ -60,7 +60,7 @@ def test_length_filter_counts_tokens_per_side():
 def test_components_sharing_a_translation_stay_together():
     # Different English sentences with one shared French translation: one component, one split.
     pairs = [(f"english sentence number {i}", f"phrase {i // 2}") for i in range(4000)]
-    splits = corpora.split_pairs(pairs)
+    splits = splitting.split_pairs(pairs)
     where = {pair: name for name, rows in splits.items() for pair in rows}
     for i in range(0, 4000, 2):
         assert where[pairs[i]] == where[pairs[i + 1]]
@@ -69,23 +69,23 @@ def test_components_sharing_a_translation_stay_together():
 
 def test_split_is_deterministic_and_disjoint_on_real_data():
     pairs = corpora.read_pairs(corpora.corpus_path("en-ar"))
-    first, second = corpora.split_pairs(pairs), corpora.split_pairs(list(pairs))
+    first, second = splitting.split_pairs(pairs), splitting.split_pairs(list(pairs))
     assert first == second
     owner_en, owner_xx = {}, {}
     for name, rows in first.items():
         for en, xx in rows:
-            assert owner_en.setdefault(corpora.normalise(en), name) == name
-            assert owner_xx.setdefault(corpora.normalise(xx), name) == name
+            assert owner_en.setdefault(splitting.normalise(en), name) == name
+            assert owner_xx.setdefault(splitting.normalise(xx), name) == name
     sizes = {k: len(v) for k, v in first.items()}
     assert sum(sizes.values()) == len(pairs) and sizes["train"] > 0.75 * len(pairs)
 
 
 def test_probe_pool_is_never_trained_on_by_any_pair():
-    pool = {corpora.normalise(s) for s in corpora.probe_pool()}
+    pool = {splitting.normalise(s) for s in corpora.probe_pool()}
     assert len(pool) > 50_000
     for pair in corpora.PAIRS:
         train = corpora.load_splits(pair)["train"]
-        assert not any(corpora.normalise(en) in pool for en, _ in train), pair
+        assert not any(splitting.normalise(en) in pool for en, _ in train), pair
 
 
 def test_a_split_is_computed_once_per_home_and_a_damaged_stored_one_is_computed_again(monkeypatch, tmp_path):
@@ -93,7 +93,7 @@ def test_a_split_is_computed_once_per_home_and_a_damaged_stored_one_is_computed_
     monkeypatch.setattr(corpora, "SHIPPED_SPLITS", tmp_path / "none shipped")
     corpora._load_splits.cache_clear()
     first = corpora.load_splits("en-tr")
-    assert first == corpora.split_pairs(corpora.filter_by_length(corpora.read_pairs(corpora.corpus_path("en-tr")),
+    assert first == splitting.split_pairs(corpora.filter_by_length(corpora.read_pairs(corpora.corpus_path("en-tr")),
                                                                  "tr", 3, 100))
     [stored] = (tmp_path / "splits").glob("en-tr-*.npy")
     corpora._load_splits.cache_clear()  # a new process: the split is read, not computed
@@ -118,16 +118,16 @@ def test_the_shipped_splits_are_each_pairs_split_computed_afresh_and_a_damaged_o
     assert len(manifest["files"]) == len(corpora.PAIRS)
     for pair in corpora.PAIRS:
         pairs = corpora.filter_by_length(corpora.read_pairs(corpora.corpus_path(pair)), pair.split("-")[1], 3, 100)
-        name = corpora._split_file(pair, 3, 100, corpora.SplitConfig()).name
+        name = corpora._split_file(pair, 3, 100, splitting.SplitConfig()).name
         assert name + ".gz" in manifest["files"], pair  # named by the corpus's digest: today's corpus has one
         shipped = corpora._stored_codes(tmp_path / "home" / "splits" / name, len(pairs))
-        assert (shipped == corpora.split_codes(pairs)).all(), pair
+        assert (shipped == splitting.split_codes(pairs)).all(), pair
     copy = tmp_path / "splits"
     shutil.copytree(corpora.SHIPPED_SPLITS, copy)
     monkeypatch.setattr(corpora, "SHIPPED_SPLITS", copy)
     target = copy / (name + ".gz")
     codes = bytearray(gzip.decompress(target.read_bytes()))
-    codes[-1] = (codes[-1] + 1) % len(corpora.SPLITS)  # another split for one pair, gzipped whole again
+    codes[-1] = (codes[-1] + 1) % len(splitting.SPLITS)  # another split for one pair, gzipped whole again
     target.write_bytes(gzip.compress(bytes(codes)))
     assert corpora._stored_codes(tmp_path / "home" / "splits" / name, len(pairs)) is None
     assert "does not match its sha256" in caplog.text

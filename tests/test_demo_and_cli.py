@@ -44,7 +44,7 @@ def test_demo_end_to_end_on_reduced_sizes(tmp_path):
 
 
 def test_first_run_line_names_what_is_still_to_build():
-    from workbench.data.corpora import SplitConfig
+    from workbench.data.splitting import SplitConfig
     from workbench.reports.demo import first_run_line
     from workbench.probing.build import build_task, pending
     from workbench.probing.parse import stored_parses

@@ -465,7 +465,7 @@ def test_language_identity_separates_surface_from_meaning():
     that gives a sentence and its translation one vector both sit near 50%."""
     from workbench.models.untrained import untrained_encoder
     from workbench.probing.pool import pair_pool
-    from workbench.data.corpora import SplitConfig
+    from workbench.data.splitting import SplitConfig
     dataset = build.build_task("language_id_en_fr", sizes=SMALL)
     random_init = untrained_encoder("random-transformer", pair="en-fr")
     assert probe(random_init, dataset, control=False).accuracy > 0.85

@@ -6,7 +6,7 @@ import shutil
 import pytest
 
 from workbench.data import sha256_of
-from workbench.data.corpora import SplitConfig
+from workbench.data.splitting import SplitConfig
 from workbench.probing import parse as parse_module
 from workbench.probing.pool import tokenised_pool
 from workbench.probing.builders import PARSING

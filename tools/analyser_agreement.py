@@ -15,7 +15,7 @@ import argparse
 import random
 import re
 
-from workbench.data.corpora import SplitConfig
+from workbench.data.splitting import SplitConfig
 from workbench.data.tokenizer import detokenise
 from workbench.probing.morphology import FEATURES, japanese_predicate, turkish_predicates
 from workbench.probing.pool import tokenised_pool

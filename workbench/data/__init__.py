@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import gzip
-import hashlib
 import zlib
 from collections.abc import Iterator
 from pathlib import Path

@@ -26,8 +26,8 @@ from pathlib import Path
 from ..checks import DataFormatError, WorkbenchError
 from ..paths import atomic_write, data_dir
 from . import sha256_of, utf8_lines
-from .corpora import (Pair, corpus_digest, corpus_path, filter_by_length, forget_read, known_pairs, normalise,
-                      own_folder, read_pairs)
+from .corpora import corpus_digest, corpus_path, filter_by_length, forget_read, known_pairs, own_folder, read_pairs
+from .splitting import Pair, normalise
 from .languages import PAIRS, language_name, languages_of_pair, pair_name
 from .tokenizer import pair_tokenizer
 

@@ -26,7 +26,8 @@ from filelock import FileLock
 from sacremoses import MosesDetokenizer
 
 from ..paths import atomic_write, home_dir, read_json, trained_dir
-from .corpora import SplitConfig, corpus_digest, inherited_digests, language_of, languages_of, load_splits, pairs_of
+from .corpora import corpus_digest, inherited_digests, language_of, languages_of, load_splits, pairs_of
+from .splitting import SplitConfig
 from .moses import tokenise_many
 
 log = logging.getLogger(__name__)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..data.corpora import translation_groups
+from ..data.splitting import translation_groups
 
 
 def _normalise(x: np.ndarray) -> np.ndarray:

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ..checks import WorkbenchError, check_sizes
-from ..data.corpora import SplitConfig
+from ..data.splitting import SplitConfig
 from ..data.moses import tokenise_many
 from ..paths import PROBES_DIR, atomic_write, home_dir, read_json
 from ..progress import progress_bar

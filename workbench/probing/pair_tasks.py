@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from ..data.bitext import pivot_bitext, register_bitext
-from ..data.corpora import SplitConfig, own_folder
+from ..data.corpora import own_folder
+from ..data.splitting import SplitConfig
 from ..data.languages import LANGUAGES, language_name, languages_of_pair
 from ..paths import atomic_write
 from .builders import punctuation

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
-from ..data.corpora import (PAIRS, SplitConfig, bucket, corpus_digest, languages_of, load_splits, normalise,
-                            pair_of_language, probe_pool)
+from ..data.corpora import PAIRS, corpus_digest, languages_of, load_splits, pair_of_language, probe_pool
+from ..data.splitting import SplitConfig, bucket, normalise
 from ..data.moses import tokenise_many
 from ..data.tokenizer import detokenise
 from ..paths import atomic_write, home_dir

@@ -20,7 +20,8 @@ import pandas as pd
 
 from ..cache import cached, remember
 from ..checks import WorkbenchError, check_name, whole
-from ..data.corpora import known_pairs, language_of, normalise
+from ..data.corpora import known_pairs, language_of
+from ..data.splitting import normalise
 from ..encoders import Encoder, check_contract, check_embeddings, check_reads
 from .build import ProbingDataset, build_task, probing_sizes
 from .classifiers import CLASSIFIERS
