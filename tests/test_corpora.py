@@ -122,8 +122,8 @@ def test_the_shipped_splits_are_each_pairs_split_computed_afresh_and_a_damaged_o
         assert name + ".gz" in manifest["files"], pair  # named by the corpus's digest: today's corpus has one
         shipped = corpora._stored_codes(tmp_path / "home" / "splits" / name, len(pairs))
         assert (shipped == splitting.split_codes(pairs)).all(), pair
-    copy = tmp_path / "splits"
-    shutil.copytree(corpora.SHIPPED_SPLITS, copy)
+    copy, original = tmp_path / "splits", corpora.SHIPPED_SPLITS
+    shutil.copytree(original, copy)
     monkeypatch.setattr(corpora, "SHIPPED_SPLITS", copy)
     target = copy / (name + ".gz")
     codes = bytearray(gzip.decompress(target.read_bytes()))
@@ -131,3 +131,7 @@ def test_the_shipped_splits_are_each_pairs_split_computed_afresh_and_a_damaged_o
     target.write_bytes(gzip.compress(bytes(codes)))
     assert corpora._stored_codes(tmp_path / "home" / "splits" / name, len(pairs)) is None
     assert "does not match its sha256" in caplog.text
+    corpora.ship_splits()  # from an empty home: the damaged one computed again, the others read from the package
+    corpora._load_splits.cache_clear()
+    assert sorted(p.name for p in copy.iterdir()) == sorted(p.name for p in original.iterdir())
+    assert all((copy / f).read_bytes() == (original / f).read_bytes() for f in manifest["files"])  # the same bytes

@@ -254,15 +254,19 @@ def _stored_codes(path: Path, n: int) -> np.ndarray | None:
 
 
 def ship_splits(min_tokens: int = 3, max_tokens: int = 100, config: SplitConfig = SplitConfig()) -> Path:
-    """Make the shipped pairs' splits (made here, or read from the home) the ones the package ships
-    (``workbench/probes/splits/``, gzip-compressed), so a fresh home reads them instead of computing the
-    translation components (seconds per pair). Returns their manifest."""
+    """Make the shipped pairs' splits the ones the package ships (``workbench/probes/splits/``, gzip-compressed),
+    so a fresh home reads them instead of computing the translation components (seconds per pair): each read from
+    the home, else from the package where it holds the same, else computed (and stored) here. Returns their
+    manifest."""
+    _load_splits.cache_clear()  # read or computed in this home, not remembered from another
     files = {}
     for pair in PAIRS:
-        load_splits(pair, min_tokens, max_tokens, config)
+        n = sum(map(len, load_splits(pair, min_tokens, max_tokens, config).values()))
         stored = _split_file(pair, min_tokens, max_tokens, config)
-        files[stored.name + ".gz"] = lambda tmp, stored=stored: tmp.write_bytes(
-            gzip.compress(stored.read_bytes(), compresslevel=9, mtime=0))
+        raw = io.BytesIO()
+        np.save(raw, _stored_codes(stored, n), allow_pickle=False)  # the home's, or the package's it read
+        files[stored.name + ".gz"] = lambda tmp, raw=raw.getvalue(): tmp.write_bytes(
+            gzip.compress(raw, compresslevel=9, mtime=0))
     return ship_files(SHIPPED_SPLITS, files, "each shipped pair's split, one uint8 per pair of its filtered corpus "
                       "(workbench probes build --ship-parses)", "*.npy.gz")
 

@@ -240,7 +240,7 @@ def _check_transfer(card, encoder, transfer: str, given) -> None:
     check_reads(encoder, (transfer,), f"transfer to {transfer!r}")
 
 
-def _transfer(clf, encoder, frame: pd.DataFrame, X: np.ndarray, language: str) -> dict:
+def _transfer(clf, encoder, frame: pd.DataFrame, X: np.ndarray, language: str) -> Transfer:
     """The probe on the translations of the test sentences that have one, and on the same ones in English."""
     translated = translations(f"en-{language}")
     keep = [i for i, s in enumerate(frame["sentence"]) if normalise(s) in translated]

@@ -96,7 +96,7 @@ def export_figures(figures: dict[str, tuple[go.Figure, pd.DataFrame]], folder: s
     if reason is None:
         return []
     return [f"static {' and '.join(f.upper() for f in formats)} export skipped: plotly/kaleido could not render "
-            f"({reason}). Install Chromium (Debian: apt-get install chromium) and kaleido>=1 for PNG/PDF; "
+            f"({reason}). Install Chromium (Debian: apt-get install chromium) and kaleido>=1.5 for PNG/PDF; "
             "the HTML and the CSV/JSON are complete without it."]
 
 

@@ -94,7 +94,8 @@ def cached_probes(task: str | None = None, encoder: str | None = None, layer: in
     ``best`` marks, among the encoders probed on the same data with the same classifier and seed, the most
     accurate one only where its CI lies above every other's (otherwise none is marked: the data cannot tell them
     apart). Filters: ``task`` (exact), ``encoder`` (a part of its name), ``layer`` (the ``@L`` of a layer's name).
-    Conditional and cross-lingual probes are left out (they measure something else). A filter that matches no
+    Conditional and cross-lingual probes are left out (they measure something else), and so are results stored in
+    the form before ``PROBE_VERSION`` 10 (their parts were flat fields). A filter that matches no
     stored result (a misspelt task, an encoder never probed) is refused, naming what the cache holds.
     """
     rows = []
