@@ -258,7 +258,7 @@ def ship_splits(min_tokens: int = 3, max_tokens: int = 100, config: SplitConfig 
     so a fresh home reads them instead of computing the translation components (seconds per pair): each read from
     the home, else from the package where it holds the same, else computed (and stored) here. Returns their
     manifest."""
-    _load_splits.cache_clear()  # read or computed in this home, not remembered from another
+    forget_read()  # read or computed in this home, not remembered from another
     files = {}
     for pair in PAIRS:
         n = sum(map(len, load_splits(pair, min_tokens, max_tokens, config).values()))
