@@ -644,7 +644,8 @@ def test_a_subset_accuracy_on_a_handful_of_sentences_is_not_shown_as_a_number():
 
 def test_a_new_task_is_one_card_file(tmp_path, monkeypatch):
     """Adding a task = adding a card: a new TOML file in the cards' folder is listed, built, probed and read by an
-    encoder's readable tasks, with no other file edited (its manifest is built on demand, not required shipped)."""
+    encoder's readable tasks and given in the docs' task table, with no other file edited (its manifest is built on
+    demand, not required shipped)."""
     import shutil
     import workbench as wb
     from workbench.probing import tasks
@@ -662,3 +663,6 @@ def test_a_new_task_is_one_card_file(tmp_path, monkeypatch):
     assert "question_or_statement" in wb.readable_tasks(encoder)
     result = wb.probe(encoder, "question_or_statement", sizes="full", control=False)
     assert result.n_test > 100 and result.accuracy > result.majority  # the mark's words (wh-, inversion) show
+    from tools import docfacts  # the docs' task table builds what builds.json (a cache) does not hold
+    row = next(line for line in docfacts._probe_sizes().splitlines() if line.startswith("| question_or_statement |"))
+    assert f" / {result.n_test:,} |" in row and row.endswith("a full stop or a question mark. |")
