@@ -92,8 +92,8 @@ def _probes_arguments(p: argparse.ArgumentParser) -> None:
                         "a corpus, split, pool, pipeline or parse change)")
     q.add_argument("--ship-manifests", action="store_true",
                    help="build every task (or those of --tasks) at its card's sizes and at the model cards' "
-                        "probing sizes and record the manifests in workbench/probes/builds.json (what the docs "
-                        "state; for maintainers, after a card, pool or builder change)")
+                        "probing sizes and record the manifests in workbench/probes/builds.json (the cache the docs "
+                        "read their sizes from; for maintainers, after a card, pool or builder change)")
     size_args(q)
     q = psub.add_parser("baselines", help="Conneau et al. (2018)'s text-only baselines on our tasks, beside their "
                                           "published accuracies on SentEval's data (an external check)")
