@@ -7,6 +7,7 @@ from workbench.checks import WorkbenchError
 from workbench.data.corpora import probe_pool
 from workbench.data.tokenizer import tokenise
 from workbench.probing import builders, trees
+from workbench.probing.builders import inflection, surface, syntax
 from workbench.probing.build import build_task
 from workbench.probing.parse import parse
 from workbench.probing.tasks import get_task, task_names
@@ -31,7 +32,7 @@ def test_dependency_depth_and_top_sequence_by_hand():
                     "Since my room faces south, it isn't so cold.", "Where did you go?")
     docs = parse(sentences, "en", show_progress=False)
     assert [trees.depth_below(trees.root_of(d)) for d in docs[:3]] == [5, 4, 5]
-    roots = [word for _, _, word in builders.top_constituents(sentences, "en", n_classes=3)]  # the control's keys
+    roots = [word for _, _, word in syntax.top_constituents(sentences, "en", n_classes=3)]  # the control's keys
     assert roots[:3] == ["reading", "eaten", "announce"]
     assert [trees.top_sequence(d) for d in docs] == ["NP_VP_.", "NP_VP_.", "NP_VP_.", "SBAR_,_NP_VP_.",
                                                           "ADVP_VP_?"]
@@ -41,15 +42,15 @@ def test_tense_and_number_by_hand():
     sentences = tok("The old men in the village were reading the newspapers.", "Tom ate the cakes.",
                     "She has eaten an apple.", "The committee will announce its decision tomorrow.",
                     "The dog chases the cat.")
-    tense = labels_of(builders.main_tense(sentences, "en"))
+    tense = labels_of(syntax.main_tense(sentences, "en"))
     assert tense == {sentences[0]: "PAST", sentences[1]: "PAST", sentences[2]: "PRES", sentences[4]: "PRES"}
     # the label words (the control task's keys): main verb, subject head, object head
-    assert list(words_of(builders.main_tense(sentences, "en")).values()) == ["reading", "ate", "eaten", "chases"]
-    subjects = labels_of(builders.subject_number(sentences, "en"))  # pronoun/proper-noun subjects dropped
+    assert list(words_of(syntax.main_tense(sentences, "en")).values()) == ["reading", "ate", "eaten", "chases"]
+    subjects = labels_of(syntax.subject_number(sentences, "en"))  # pronoun/proper-noun subjects dropped
     assert subjects == {sentences[0]: "NNS", sentences[3]: "NN", sentences[4]: "NN"}
-    assert list(words_of(builders.subject_number(sentences, "en")).values()) == ["men", "committee", "dog"]
-    assert words_of(builders.object_number(sentences, "en"))[sentences[1]] == "cakes"
-    objects = labels_of(builders.object_number(sentences, "en"))
+    assert list(words_of(syntax.subject_number(sentences, "en")).values()) == ["men", "committee", "dog"]
+    assert words_of(syntax.object_number(sentences, "en"))[sentences[1]] == "cakes"
+    objects = labels_of(syntax.object_number(sentences, "en"))
     assert objects[sentences[0]] == "NNS" and objects[sentences[1]] == "NNS" and objects[sentences[2]] == "NN"
 
 
@@ -59,7 +60,7 @@ def test_french_and_spanish_number_by_hand_and_against_the_determiners():
     fr = ["le chat a mangé les souris .", "la fille a un cœur tendre ."]
     es = ["los niños comen una manzana .", "el gato comió los ratones ."]
     number = lambda sentences, lang, rel: {s: (label, word) for label, s, word in  # noqa: E731
-                                           builders.argument_number_ud(sentences, lang, rel)}
+                                           syntax.argument_number_ud(sentences, lang, rel)}
     assert number(fr, "fr", "nsubj") == {fr[0]: ("Sing", "chat"), fr[1]: ("Sing", "fille")}
     assert number(fr, "fr", "obj") == {fr[0]: ("Plur", "souris"), fr[1]: ("Sing", "cœur")}  # souris: by its det
     assert number(es, "es", "nsubj") == {es[0]: ("Plur", "niños"), es[1]: ("Sing", "gato")}
@@ -79,32 +80,32 @@ def test_japanese_and_turkish_predicates_by_hand_and_against_a_suffix_rule():
 
     ja = tok("昨日学校に行きました。", "彼は本を読んだよ", "これはペンです", "トムは滅多に笑わない。",
              "見てください", "人は選択権を与えられるとガードがゆるくなり")
-    tense = builders.final_predicate(ja, "ja", "tense")
+    tense = inflection.final_predicate(ja, "ja", "tense")
     assert labels_of(tense) == {ja[0]: "PAST", ja[1]: "PAST", ja[2]: "PRES", ja[3]: "PRES"}
     assert list(words_of(tense).values()) == ["行く", "読む", "ペン", "笑う"]
-    assert list(labels_of(builders.final_predicate(ja, "ja", "politeness")).values()) == [
+    assert list(labels_of(inflection.final_predicate(ja, "ja", "politeness")).values()) == [
         "polite", "plain", "polite", "plain"]
     tr = tok("Tom bir define buldu .", "Ben çok şarkı söylerim .", "Dolma kalemimi kaybettim .",
              "Kim bilmek istiyor ?", "Yarın gideceğiz .", "Ben öğretmenim .", "Kapıyı kapat !")
-    assert labels_of(builders.final_predicate(tr, "tr", "tense")) == {tr[0]: "PAST", tr[1]: "PRES", tr[2]: "PAST",
+    assert labels_of(inflection.final_predicate(tr, "tr", "tense")) == {tr[0]: "PAST", tr[1]: "PRES", tr[2]: "PAST",
                                                                       tr[3]: "PRES"}
-    person = builders.final_predicate(tr, "tr", "person")
+    person = inflection.final_predicate(tr, "tr", "person")
     assert labels_of(person) == {tr[0]: "3", tr[1]: "1", tr[2]: "1", tr[3]: "3", tr[4]: "1"}
     assert words_of(person)[tr[2]] == "kaybet"  # the verb root
-    assert labels_of(builders.final_predicate(tr, "tr", "person", values=("3",))) == {tr[0]: "3", tr[3]: "3"}
+    assert labels_of(inflection.final_predicate(tr, "tr", "person", values=("3",))) == {tr[0]: "3", tr[3]: "3"}
     # the check docs/probing.md#morphosyntax records, on a slice of the pool: zeyrek against a rule on suffixes
     pool = tok(*probe_pool(language="tr")[:1500])
     for feature, index in (("tense", 0), ("person", 1)):
         pairs = [(label, suffix_rule(s.split()[-2] if s.split()[-1] in ".?!" else s.split()[-1])[index])
-                 for label, s, _ in builders.final_predicate(pool, "tr", feature)]
+                 for label, s, _ in inflection.final_predicate(pool, "tr", feature)]
         read = [(a, b) for a, b in pairs if b is not None]  # the rule has no reading of e.g. the negative aorist
         assert len(read) > 0.8 * len(pairs) > 400 and sum(a == b for a, b in read) / len(read) > 0.97, feature
 
 
 def test_japanese_word_tasks_read_sudachi_words():
     sentence = tok("私の研究で分かったことは人は選択権を与えられると")
-    assert builders._in_words(sentence, "ja") == ["私 の 研究 で 分かっ た こと は 人 は 選択 権 を 与え られる と"]
-    label, changed, _ = builders.bigram_shift(sentence * 2, "ja", seed=3)[0]
+    assert surface._in_words(sentence, "ja") == ["私 の 研究 で 分かっ た こと は 人 は 選択 権 を 与え られる と"]
+    label, changed, _ = surface.bigram_shift(sentence * 2, "ja", seed=3)[0]
     assert label in "IO" and len(changed.split()) == 16  # words swapped, not characters
 
 
@@ -126,7 +127,7 @@ def test_a_task_whose_analyser_is_missing_is_listed_as_unavailable_with_the_inst
 
 def test_changing_builders_use_each_source_once_and_change_it_right():
     pool = tok(*(f"I have {n} ears but I only have one mouth." for n in ("two", "three", "four", "five", "six")))
-    inverted = builders.coordination_inversion(pool, "en", seed=0)
+    inverted = syntax.coordination_inversion(pool, "en", seed=0)
     assert len(inverted) == len(pool)
     for label, sentence, word in inverted:
         assert word == "have"  # the first clause's root verb
@@ -135,11 +136,11 @@ def test_changing_builders_use_each_source_once_and_change_it_right():
         assert sentence == expected
     with_commas = tok(*(f"I have {n} ears, but I only have one mouth." for n in ("two", "three", "four", "five")))
     labels = Counter()
-    for label, sentence, _ in builders.coordination_inversion(with_commas, "en", seed=0):
+    for label, sentence, _ in syntax.coordination_inversion(with_commas, "en", seed=0):
         labels[label] += 1
         assert ", but" in sentence  # the comma stays before the conjunction: punctuation cannot tell I from O
     assert labels["I"] and labels["O"]
-    shifted = builders.bigram_shift(pool, "en", seed=1)
+    shifted = surface.bigram_shift(pool, "en", seed=1)
     assert Counter(label for label, _, _ in shifted) == Counter({"O": 2, "I": 3})
     for label, sentence, word in shifted:
         tokens = sentence.split()
@@ -164,30 +165,30 @@ def test_gender_swaps_articles_not_clitics():
     french = tok("Le chat mange la souris.", "Je la connais bien.", "Une femme achète un livre.")
     spanish = tok("Los niños comen las manzanas.", "Las compré ayer.")
     for language, sources in (("fr", french), ("es", spanish)):
-        out = [one for seed in range(4) for one in builders.article_gender(sources, language, seed=seed)]
+        out = [one for seed in range(4) for one in syntax.article_gender(sources, language, seed=seed)]
         assert {label for label, _, _ in out} == {"correct", "incorrect"}
         for label, sentence, word in out:
-            assert word.lower() in builders.ARTICLE_SWAPS[language] and word in sentence.split()
+            assert word.lower() in syntax.ARTICLE_SWAPS[language] and word in sentence.split()
             assert not sentence.startswith(("Je", "Las compré"))  # clitic pronouns are never candidates
             if label == "correct":
                 assert sentence in sources
             else:
                 old, new = one_token_change(sources, sentence)
                 assert new == word  # the label word is the article the sentence shows
-                assert builders.ARTICLE_SWAPS[language][old.lower()] == new.lower()
+                assert syntax.ARTICLE_SWAPS[language][old.lower()] == new.lower()
                 assert old[0].isupper() == new[0].isupper()
     with pytest.raises(ValueError, match="exists for fr, es"):
-        builders.article_gender(french, "tr")
+        syntax.article_gender(french, "tr")
 
 
 def test_word_content_and_punct_first_by_hand():
     pool = tok("the cat sat .", "the dog sat .", "a cat ran .", "the cat saw a dog .", "Oh, no!", "Wait - what?")
     # by frequency, ties alphabetical: cat 3, the 3, a 2, dog 2, sat 2, ...: ranks 2-3 are "a" and "dog"
-    content = builders.word_content(pool, "en", first_rank=2, n_words=2)
+    content = surface.word_content(pool, "en", first_rank=2, n_words=2)
     assert content == [("dog", pool[1], "dog"), ("a", pool[2], "a")]  # "the cat saw a dog ." holds both targets: dropped
-    first = labels_of(builders.punct_first(pool, "en", marks=[".", ","]))
+    first = labels_of(surface.punct_first(pool, "en", marks=[".", ","]))
     assert first[pool[0]] == "." and first[pool[4]] == "," and first[pool[5]] == "other"
-    assert words_of(builders.punct_first(pool, "en", marks=[".", ","]))[pool[5]] == "-"
+    assert words_of(surface.punct_first(pool, "en", marks=[".", ","]))[pool[5]] == "-"
 
 
 def test_somo_replacement_is_frequency_matched_and_attested():
@@ -195,7 +196,7 @@ def test_somo_replacement_is_frequency_matched_and_attested():
     tokens = tok(*pool)
     counts = Counter(t.lower() for s in tokens for t in s.split())
     bigrams = {(a.lower(), b.lower()) for s in tokens for a, b in zip(s.split(), s.split()[1:])}
-    out = builders.odd_man_out(tokens, "en", seed=0)
+    out = syntax.odd_man_out(tokens, "en", seed=0)
     changed = [s for label, s, _ in out if label == "C"]
     for label, sentence, word in out:  # the label word is the replacement, or the word that could be replaced
         assert word in sentence.split()
@@ -239,7 +240,7 @@ def test_builders_that_read_parses_are_marked_so(monkeypatch):
     def recording_parse(sentences, language, show_progress=True):
         called.add(language)
         return parse(sentences, language, show_progress=False)
-    monkeypatch.setattr(builders, "parse", recording_parse)
+    monkeypatch.setattr(syntax, "parse", recording_parse)
     monkeypatch.setattr(trees, "parse", recording_parse)  # the parse-based builders read parses through trees
     for name in task_names():
         card = get_task(name)
