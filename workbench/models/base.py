@@ -5,7 +5,8 @@ import copy
 import hashlib
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, fields
 from itertools import chain
 from typing import ClassVar
@@ -105,6 +106,17 @@ class SentenceModel(nn.Module):
             raise ValueError("this model has no tokenizer attached; load it with workbench.load or pass tokenizer=")
         return NetworkEncoder(view_name(self, self.cfg.setting, view), self.encoders[view], tokenizer,
                               languages=self.view_languages(view), layer=layer)
+
+
+@contextmanager
+def evaluating(model: nn.Module) -> Iterator[nn.Module]:
+    """``model`` in eval mode (no dropout) for the block, then in the mode it was in, whatever the block raised."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield model
+    finally:
+        model.train(was_training)
 
 
 def view_name(model, kind: str, view: str) -> str:

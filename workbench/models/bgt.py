@@ -46,9 +46,9 @@ import torch
 from torch import nn
 
 from ..checks import WorkbenchError, number, whole
-from .base import ModelConfig, SentenceModel
+from .base import ModelConfig, SentenceModel, evaluating
 from .losses import drop_words, free_bits, kl_to_standard_normal, token_loss
-from .transformer import LatentDecoder, SentenceEncoder, TransformerConfig, beam_search, shift_right
+from .transformer import LatentDecoder, SentenceEncoder, TransformerConfig, beam_hypotheses, shift_right
 
 
 @dataclass(frozen=True)
@@ -372,27 +372,27 @@ class BGT(SentenceModel):
 
     # --- generation (style transfer) -----------------------------------------------------------------------
 
-    @torch.no_grad()
     def generate(self, z_sem: torch.Tensor, z_lang: torch.Tensor | None = None, decoder: str = "en",
                  max_len: int = 100, beam: int = 1, no_repeat_ngram: int = 0) -> list[list[int]]:
-        """Decode sentences from latents with ``decoders[decoder]`` (a language, or e.g. ``"en->fr"``): the
-        conditioning is ``[z_lang ; z_sem]`` for BGT's generative decoders (style transfer: z_lang from the
-        style sentence, z_sem from the source) and ``z_sem`` alone otherwise. Greedy (``beam=1``) or beam
-        search with length-normalised scores, with ``no_repeat_ngram`` as :func:`beam_search` takes it; returns
-        id lists without the final EOS."""
+        """Decode sentences from latents with ``decoders[decoder]`` (a language, or e.g. ``"en->fr"``), conditioned
+        on ``[z_lang ; z_sem]`` for BGT's generative decoders (style transfer: z_lang from the style sentence) and
+        on ``z_sem`` alone otherwise: greedy (``beam=1``) or beam search as :func:`.transformer.beam_search`; id
+        lists without the final EOS (the best of :meth:`hypotheses`)."""
+        return [found[0][1] if found else [] for found in self.hypotheses(z_sem, z_lang, decoder, max_len, beam,
+                                                                          no_repeat_ngram)]
+
+    @torch.no_grad()
+    def hypotheses(self, z_sem: torch.Tensor, z_lang: torch.Tensor | None = None, decoder: str = "en",
+                   max_len: int = 100, beam: int = 1, no_repeat_ngram: int = 0) -> list[list[tuple[float, list[int]]]]:
+        """:meth:`generate`'s finished beam hypotheses per row, best first, as ``(score, ids)``: for re-ranking."""
         if not self.decoders:
             raise ValueError("this model was shipped without its decoders (encoders only); style transfer needs a "
                              "model with decoders, such as the shipped bgt-en-fr or a training run")
         if decoder not in self.decoders:
             raise ValueError(f"no decoder {decoder!r}; this {self.cfg.setting} model has {', '.join(self.decoders)}")
-        dec, cfg = self.decoders[decoder], self.cfg
-        cond = z_sem if z_lang is None else torch.cat([z_lang, z_sem], dim=-1)
+        dec, cond = self.decoders[decoder], z_sem if z_lang is None else torch.cat([z_lang, z_sem], dim=-1)
         if cond.shape[-1] != dec.cond_dim:
             raise ValueError(f"decoder {decoder!r} is conditioned on {dec.cond_dim} dimensions, got {cond.shape[-1]}"
                              + ("; pass z_lang as well" if z_lang is None else ""))
-        was_training = self.training
-        self.eval()
-        try:
-            return beam_search(dec, cond, cfg.eos_id, max_len, beam, no_repeat_ngram)
-        finally:
-            self.train(was_training)
+        with evaluating(self):
+            return beam_hypotheses(dec, cond, self.cfg.eos_id, max_len, beam, no_repeat_ngram)

@@ -23,7 +23,7 @@ from torch import nn
 from ..checks import check_name
 from ..data.batching import pad
 from ..data.tokenizer import detokenise
-from .base import ModelConfig, SentenceModel
+from .base import ModelConfig, SentenceModel, evaluating
 from .losses import token_loss
 from .paraphrastic import BiLSTMEncoder
 
@@ -153,22 +153,20 @@ class MultilingualNMT(SentenceModel):
         if not sentences:
             return []
         tag = self.tag(target)
-        was_training = self.training
-        self.eval()
-        device = next(self.parameters()).device
-        source = pad(tokenizer.encode(list(sentences), max_len=self.cfg.max_len)).to(device)
-        sentence, _ = self.encoders["semantic"](source)
-        tags = torch.full((len(sentences),), tag, dtype=torch.long, device=device)
-        prev, state, out = tags.unsqueeze(1), None, []
-        done = torch.zeros(len(sentences), dtype=torch.bool, device=device)
-        for _ in range(max_len or self.cfg.max_len):
-            logits, state = self.decoders["shared"](prev, sentence, tags, state)
-            prev = logits[:, -1].argmax(-1, keepdim=True)
-            out.append(prev.squeeze(1))
-            done |= prev.squeeze(1) == self.cfg.eos_id
-            if done.all():
-                break
-        self.train(was_training)
+        with evaluating(self):
+            device = next(self.parameters()).device
+            source = pad(tokenizer.encode(list(sentences), max_len=self.cfg.max_len)).to(device)
+            sentence, _ = self.encoders["semantic"](source)
+            tags = torch.full((len(sentences),), tag, dtype=torch.long, device=device)
+            prev, state, out = tags.unsqueeze(1), None, []
+            done = torch.zeros(len(sentences), dtype=torch.bool, device=device)
+            for _ in range(max_len or self.cfg.max_len):
+                logits, state = self.decoders["shared"](prev, sentence, tags, state)
+                prev = logits[:, -1].argmax(-1, keepdim=True)
+                out.append(prev.squeeze(1))
+                done |= prev.squeeze(1) == self.cfg.eos_id
+                if done.all():
+                    break
         rows = torch.stack(out, dim=1).tolist()
         return [detokenise(tokenizer.decode(r[: r.index(self.cfg.eos_id)] if self.cfg.eos_id in r else r))
                 for r in rows]

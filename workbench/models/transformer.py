@@ -220,6 +220,14 @@ def beam_search(decoder: LatentDecoder, cond: torch.Tensor, eos_id: int, max_len
     """Decode one sentence per row of ``cond`` (B, C) with ``decoder`` (in eval mode): greedy (``beam=1``) or beam
     search with length-normalised scores; id lists without the final EOS. ``no_repeat_ngram=n`` (n ≥ 2) never
     lets a hypothesis repeat an n-gram it holds (small decoders loop on a phrase otherwise)."""
+    return [found[0][1] if found else [] for found in
+            beam_hypotheses(decoder, cond, eos_id, max_len, beam, no_repeat_ngram)]
+
+
+def beam_hypotheses(decoder: LatentDecoder, cond: torch.Tensor, eos_id: int, max_len: int, beam: int = 1,
+                    no_repeat_ngram: int = 0) -> list[list[tuple[float, list[int]]]]:
+    """:func:`beam_search`'s finished hypotheses of each row, best first: ``(log-probability per piece, ids)``
+    (at least ``beam`` of them unless the search ran out), for a caller that re-ranks them."""
     B, device = cond.shape[0], cond.device
     cond = cond.repeat_interleave(beam, dim=0)
     prefix = torch.full((B * beam, 1), eos_id, dtype=torch.long, device=device)
@@ -250,4 +258,4 @@ def beam_search(decoder: LatentDecoder, cond: torch.Tensor, eos_id: int, max_len
         alive = torch.isfinite(scores).view(-1)
         if all(len(f) >= beam for f in finished) or not alive.any():
             break
-    return [max(f, key=lambda item: item[0])[1] if f else [] for f in finished]
+    return [sorted(f, key=lambda item: -item[0]) for f in finished]
