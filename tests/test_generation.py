@@ -170,3 +170,25 @@ def test_outputs_repeat_no_trigram_and_are_truecased():
     output = transfer(model, source, style)[0]
     assert output[0].isupper() and output == truecase(output)
     assert truecase("i think i'm here, said i.") == "I think I'm here, said I." and truecase("iris is in.") == "Iris is in."
+
+
+def test_reranking_picks_among_the_beams_sentences_by_the_models_own_encoders():
+    """rerank=(0, 0) keeps the decoder's best; a large meaning weight picks, among the same beam's sentences, one
+    whose semantic latent is at least as near the source's as the decoder's pick; bad weights say what is valid."""
+    import numpy as np
+    model = load("bgt-en-fr")
+    sources = ["when water freezes it becomes ice .", "i'm doing this for my family .", "the cat sat on the mat ."]
+    styles = ["where did you go yesterday ?", "no !", "i don't think so ."]
+    plain = transfer(model, sources, styles, beam=6)
+    assert transfer(model, sources, styles, beam=6, rerank=(0, 0)) == plain
+    meaning = transfer(model, sources, styles, beam=6, rerank=(1000, 0))
+    semantic = model.encoder("semantic").encode
+
+    def cosine(a, b):
+        a, b = semantic([a])[0], semantic([b])[0]
+        return float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
+    for source, decoded, chosen in zip(sources, plain, meaning):
+        assert cosine(chosen, source) >= cosine(decoded, source) - 0.01, (decoded, chosen)
+    for bad in ((1, -1), (1,), "2,1", (True, 1)):
+        with pytest.raises(WorkbenchError, match=r"rerank takes two weights \(meaning, form\)"):
+            transfer(model, sources, styles, rerank=bad)

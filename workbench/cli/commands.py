@@ -317,6 +317,10 @@ def _transfer_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true", help="replace --out if it exists")
     p.add_argument("--beam", type=int, default=5, help="beam size (1 = greedy; 5)")
     p.add_argument("--max-len", type=int, help="maximum generated pieces (the model's maximum)")
+    p.add_argument("--rerank", nargs="?", const="default", metavar="MEANING,FORM",
+                   help="pick among the beam's sentences by the model's own encoders: the decoder's score plus "
+                        "MEANING x cosine to the source's semantic latent plus FORM x cosine to the style's language "
+                        "latent (alone: the measured default, 2,1)")
     p.add_argument("--eval", action="store_true",
                    help="score the transfer: meaning kept from the source (judged by sp-en-fr, and MiniLM when "
                         "installed), content words, form taken from the style, and the latent ablation, on --pairs "

@@ -12,7 +12,7 @@ from ..reports.results import cached_probes, read_results
 from ..reports.pages import report, spreadsheet_safe
 from ..reports.reproduction import reproduce
 from ..style_transfer.evaluation import transfer_pairs, transfer_scores
-from ..style_transfer.generation import transfer, transfer_table
+from ..style_transfer.generation import RERANK, transfer, transfer_table
 from .inputs import read_pairs
 
 
@@ -54,19 +54,33 @@ def transfer_command(args) -> None:
         return
     if batch:
         table = read_pairs(args.pairs)
-        out = transfer_table(model, table, beam=args.beam, max_len=args.max_len, language=args.language)
+        out = transfer_table(model, table, beam=args.beam, max_len=args.max_len, language=args.language,
+                             rerank=_rerank(args.rerank))
         if args.out:
             spreadsheet_safe(out).to_csv(args.out, index=False)
         print(out.to_string(index=False))
         return
     if not (args.source and args.style):
         raise WorkbenchError("give --source and --style sentences, or --pairs FILE with source and style columns")
-    print(transfer(model, [args.source], [args.style], beam=args.beam, max_len=args.max_len, language=args.language)[0])
+    print(transfer(model, [args.source], [args.style], beam=args.beam, max_len=args.max_len, language=args.language,
+                   rerank=_rerank(args.rerank))[0])
+
+
+def _rerank(given: str | None) -> tuple[float, float] | None:
+    """--rerank's weights: none (the decoder's best), alone (the measured default) or MEANING,FORM."""
+    if given is None or given == "default":
+        return None if given is None else RERANK
+    try:
+        meaning, form = (float(w) for w in given.split(","))
+    except ValueError:
+        raise WorkbenchError(f"--rerank takes two weights MEANING,FORM (e.g. 2,1), or nothing for the default; got "
+                             f"{given!r}") from None
+    return meaning, form
 
 
 def _transfer_eval(model, args) -> None:
     pairs = read_pairs(args.pairs) if args.pairs is not None else transfer_pairs(200 if args.n is None else args.n)
-    summary, scored = transfer_scores(model, pairs, beam=args.beam)
+    summary, scored = transfer_scores(model, pairs, beam=args.beam, rerank=_rerank(args.rerank))
     print(f"style transfer of {args.model} on {len(pairs)} pairs (shares with bootstrap 95% CIs):")
     print(summary.round(3).to_string(index=False))
     if args.out:

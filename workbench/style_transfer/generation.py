@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 import torch
+import torch.nn.functional as F
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from ..checks import WorkbenchError, whole
@@ -25,6 +26,7 @@ def _latents(model, view: str, sentences: Sequence[str]) -> torch.Tensor:
 
 MAX_BEAM = 64  # wider beams cost memory in proportion and find nothing a sentence-length search needs
 NO_REPEAT_NGRAM = 3  # no output repeats a trigram: the CPU models' decoders loop on a phrase otherwise
+RERANK = (2.0, 1.0)  # re-ranking weights of meaning and form (docs/method.md#re-ranking: measured on bgt-en-fr)
 _PRONOUN_I = re.compile(r"\bi\b(?=$|[\s'’.,!?;:])")
 
 
@@ -51,11 +53,15 @@ def _check_search(model, beam: int, max_len: int | None) -> None:
 
 
 def transfer(model, sources: Sequence[str], styles: Sequence[str], beam: int = 5, max_len: int | None = None,
-             language: str = "en", no_repeat_ngram: int = NO_REPEAT_NGRAM) -> list[str]:
+             language: str = "en", no_repeat_ngram: int = NO_REPEAT_NGRAM,
+             rerank: tuple[float, float] | None = None) -> list[str]:
     """Generate, for each (source, style) pair, a sentence with the source's meaning in the style's form
     (truecased: :func:`truecase`). ``beam=1`` is greedy; ``max_len`` caps generated pieces (default: the model's
-    maximum length); ``no_repeat_ngram`` (0: off) keeps the search from repeating an n-gram."""
+    maximum length); ``no_repeat_ngram`` (0: off) keeps the search from repeating an n-gram. ``rerank=(a, b)``
+    (e.g. :data:`RERANK`) picks among the beam's finished sentences by the model's own encoders
+    (:func:`reranked`) instead of the decoder's score alone."""
     _check_search(model, beam, max_len)
+    _check_rerank(rerank)
     for name, given in (("sources", sources), ("styles", styles)):
         if isinstance(given, str):  # a bare string would be transferred character by character
             raise WorkbenchError(f"{name} must be a list of sentences, not one string: transfer(model, "
@@ -78,9 +84,44 @@ def transfer(model, sources: Sequence[str], styles: Sequence[str], beam: int = 5
     if not sources:
         return []
     z_sem, z_lang = _latents(model, "semantic", sources), _latents(model, language, styles)
-    ids = model.generate(z_sem, z_lang, decoder=language, max_len=max_len or model.cfg.max_len, beam=beam,
-                         no_repeat_ngram=no_repeat_ngram)
-    return [truecase(detokenise(model.tokenizer.decode(x))) for x in ids]
+    found = model.hypotheses(z_sem, z_lang, decoder=language, max_len=max_len or model.cfg.max_len, beam=beam,
+                             no_repeat_ngram=no_repeat_ngram)
+    if rerank is None:
+        return [_text(model, row[0][1] if row else []) for row in found]
+    kept = [[(score, ids) for score, ids in row if ids] for row in found]  # an empty sentence has no meaning
+    return reranked(model, language, [[_text(model, ids) for _, ids in row] for row in kept],
+                    [[score for score, _ in row] for row in kept], z_sem, z_lang, rerank)
+
+
+def _text(model, ids: list[int]) -> str:
+    return truecase(detokenise(model.tokenizer.decode(ids)))
+
+
+def _check_rerank(rerank) -> None:
+    if rerank is not None and not (isinstance(rerank, (tuple, list)) and len(rerank) == 2 and all(
+            isinstance(w, (int, float)) and not isinstance(w, bool) and 0 <= w < float("inf") for w in rerank)):
+        raise WorkbenchError(f"rerank takes two weights (meaning, form), each a number >= 0, e.g. {RERANK}; or None "
+                             f"for the decoder's own best; got {rerank!r}")
+
+
+def reranked(model, language: str, texts: list[list[str]], scores: list[list[float]], z_sem: torch.Tensor,
+             z_lang: torch.Tensor, weights: tuple[float, float]) -> list[str]:
+    """Each row's sentence (of its beam's finished ones, ``texts`` with their decoder ``scores``: log-probability
+    per piece) that maximises ``score + a·cos(z_sem(s), z_sem) + b·cos(z_lang(s), z_lang)``: the model's own
+    semantic encoder checks the meaning kept from the source and its language encoder the form taken from the
+    style, which the decoder's likelihood alone trades for fluent generic sentences."""
+    flat = [text for row in texts for text in row]
+    if not flat:
+        return ["" for _ in texts]
+    meaning = F.normalize(_latents(model, "semantic", flat), dim=-1) @ F.normalize(z_sem, dim=-1).T
+    form = F.normalize(_latents(model, language, flat), dim=-1) @ F.normalize(z_lang, dim=-1).T
+    out, at = [], 0
+    for i, (row, decoded) in enumerate(zip(texts, scores)):
+        rows = slice(at, at + len(row))
+        score = torch.tensor(decoded) + weights[0] * meaning[rows, i] + weights[1] * form[rows, i]
+        out.append(row[int(score.argmax())] if row else "")
+        at += len(row)
+    return out
 
 
 def content_words(sentence: str) -> set[str]:
@@ -91,8 +132,9 @@ def content_words(sentence: str) -> set[str]:
 
 
 def transfer_table(model, pairs: pd.DataFrame, beam: int = 5, max_len: int | None = None,
-                   no_repeat_ngram: int = NO_REPEAT_NGRAM, language: str = "en") -> pd.DataFrame:
-    """Batch mode: ``pairs`` has ``source`` and ``style`` columns (``language``: the style's and output's, as for
+                   no_repeat_ngram: int = NO_REPEAT_NGRAM, language: str = "en",
+                   rerank: tuple[float, float] | None = None) -> pd.DataFrame:
+    """Batch mode: ``pairs`` has ``source`` and ``style`` columns (``language`` and ``rerank``: as for
     :func:`transfer`); returns it with an ``output`` column and,
     to see where the output's meaning came from, ``from_source`` / ``from_style``: the content words
     (:func:`content_words`) the output shares with each, comma-separated."""
@@ -100,7 +142,8 @@ def transfer_table(model, pairs: pd.DataFrame, beam: int = 5, max_len: int | Non
     if missing:
         raise WorkbenchError(f"the pairs table lacks columns {sorted(missing)}; it needs 'source' and 'style'")
     out = pairs.assign(output=transfer(model, list(pairs["source"]), list(pairs["style"]), beam=beam,
-                                       max_len=max_len, language=language, no_repeat_ngram=no_repeat_ngram))
+                                       max_len=max_len, language=language, no_repeat_ngram=no_repeat_ngram,
+                                       rerank=rerank))
     said = [content_words(o) for o in out["output"]]
     shared = {column: [", ".join(sorted(words & content_words(str(s)))) for words, s in zip(said, out[column])]
               for column in ("source", "style")}
@@ -128,6 +171,6 @@ def latent_ablation(model, sentences: Sequence[str], beam: int = 5, max_len: int
         ids = model.generate(sem, lang, decoder=language, max_len=max_len or model.cfg.max_len, beam=beam,
                              no_repeat_ngram=NO_REPEAT_NGRAM)
         for sentence, said, x in zip(sentences, words, ids):
-            output = truecase(detokenise(model.tokenizer.decode(x)))
+            output = _text(model, x)
             rows.append((sentence, name, output, ", ".join(sorted(content_words(output) & said))))
     return pd.DataFrame(rows, columns=["sentence", "latents", "output", "kept"])
