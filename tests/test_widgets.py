@@ -6,6 +6,7 @@ import workbench as wb
 from workbench.reports.demo import compare
 from workbench.reports.paper import LANGUAGES, paper_table
 from workbench.reports.widgets import GapExplorer, ProbeExplorer, StyleTransferApp
+from workbench.style_transfer.generation import RERANK
 
 SIZES = {"train": 600, "valid": 200, "test": 200}
 
@@ -69,6 +70,9 @@ def test_style_transfer_app_generates_swaps_and_draws_examples():
     app = StyleTransferApp(model, examples=examples)
     assert app.result == wb.transfer(model, examples[:1], examples[1:2], beam=5, max_len=40)[0]
     assert app.result and app.result in app.output.value
+
+    app.search.value = "beam, re-ranked"
+    assert app.result == wb.transfer(model, examples[:1], examples[1:2], beam=5, max_len=40, rerank=RERANK)[0]
 
     app.search.value = "greedy"
     assert app.result == wb.transfer(model, examples[:1], examples[1:2], beam=1, max_len=40)[0]

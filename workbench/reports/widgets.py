@@ -19,7 +19,7 @@ import plotly.graph_objects as go
 
 from ..models.folder import load
 from ..probing.build import default_sizes
-from ..style_transfer.generation import transfer as default_transfer
+from ..style_transfer.generation import RERANK, transfer as default_transfer
 from ..zoo.cards import CARD_SIZES
 from .figures import ci_bars, layer_lines, majority_marks
 from .results import tidy
@@ -203,7 +203,11 @@ class StyleTransferApp:
                                  continuous_update=False, layout={"width": "95%"})
         self.style = w.Textarea(value=first[1], description="Style", placeholder="form comes from here",
                                 continuous_update=False, layout={"width": "95%"})
-        self.search = w.ToggleButtons(options=["greedy", "beam"], value="beam", description="decoding")
+        self.search = w.ToggleButtons(options=["greedy", "beam", "beam, re-ranked"], value="beam",
+                                      description="decoding",
+                                      tooltips=["the likeliest piece each step", "the likeliest sentence",
+                                                "the beam's sentence nearest the source's meaning and the style's "
+                                                "form by the model's own encoders"])
         self.beam = w.IntSlider(value=5, min=2, max=10, description="beam size")
         self.max_len = w.IntSlider(value=40, min=5, max=model.cfg.max_len, description="max pieces")
         self.swap = w.Button(description="Swap", icon="exchange")
@@ -250,8 +254,9 @@ class StyleTransferApp:
             return
         beam = 1 if self.search.value == "greedy" else self.beam.value
         self.output.value = "<i>decoding…</i>"
+        reranked = {"rerank": RERANK} if self.search.value == "beam, re-ranked" else {}
         self._result = self._transfer(self.model, [self.source.value], [self.style.value], beam=beam,
-                                      max_len=self.max_len.value)[0]
+                                      max_len=self.max_len.value, **reranked)[0]
         cut = len(self.model.tokenizer.encode([self._result])[0]) > self.max_len.value  # no end of sentence came
         self.output.value = f"<b>Output:</b> {html.escape(self._result)}" + (
             f" <i>[cut at {self.max_len.value} pieces: raise max pieces]</i>" if cut else "")
