@@ -8,6 +8,7 @@ from workbench.data.corpora import probe_pool
 from workbench.data.tokenizer import preprocess, tokenise
 from workbench.checks import UnknownNameError, WorkbenchError
 from workbench.probing import build, builders, pool
+from workbench.probing.builders import surface
 from workbench.probing.classifiers import LogisticProbe
 from workbench.probing.control import control_labels, control_words, first_word_type
 from workbench.probing.probe import probe
@@ -81,8 +82,8 @@ def test_surface_builders_on_hand_checked_sentences():
     sentences = ["Hi there you .", "I do not know what you mean .",  # 4 and 8 tokens
                  "Tom , who 's there ?", "No punctuation here at all",
                  "\u201cWait\u201d \u2014 she said , \u2026 " + "! " * 12]
-    assert builders.length_bins(sentences[:2], "en", bins=[[5, 8], [9, 12]]) == [("0", sentences[1], "")]
-    counts = dict((s, label) for label, s, _ in builders.punct_count(sentences, "en", max_label=11))
+    assert surface.length_bins(sentences[:2], "en", bins=[[5, 8], [9, 12]]) == [("0", sentences[1], "")]
+    counts = dict((s, label) for label, s, _ in surface.punct_count(sentences, "en", max_label=11))
     assert counts[sentences[0]] == "1" and counts[sentences[1]] == "1"
     assert counts[sentences[2]] == "3"  # , ' ?
     assert sentences[3] not in counts
@@ -91,15 +92,15 @@ def test_surface_builders_on_hand_checked_sentences():
 
 def test_the_surface_builders_read_each_languages_own_marks_and_japanese_length_in_characters():
     spanish = ["¿ Dónde está el gato ?", "¡ Qué bien !", "Hola ."]
-    assert [label for label, _, _ in builders.punct_first(spanish, "es", marks=["¿", "¡", "."])] == ["¿", "¡", "."]
-    assert [label for label, _, _ in builders.punct_count(spanish, "es")] == ["2", "2", "1"]
+    assert [label for label, _, _ in surface.punct_first(spanish, "es", marks=["¿", "¡", "."])] == ["¿", "¡", "."]
+    assert [label for label, _, _ in surface.punct_count(spanish, "es")] == ["2", "2", "1"]
     arabic = ["هل أنت بخير ؟", "نعم ، شكرا ."]
-    assert [label for label, _, _ in builders.punct_first(arabic, "ar", marks=["؟", "،"])] == ["؟", "،"]
+    assert [label for label, _, _ in surface.punct_first(arabic, "ar", marks=["؟", "،"])] == ["؟", "،"]
     japanese = ["私 は 学生 です 。", "東京 へ 行き ました か ？"]  # 6 and 8 characters besides spaces and marks
-    assert [label for label, _, _ in builders.length_bins(japanese, "ja", [[1, 6], [7, 9]], unit="characters")] \
+    assert [label for label, _, _ in surface.length_bins(japanese, "ja", [[1, 6], [7, 9]], unit="characters")] \
         == ["0", "1"]
-    assert builders.punct_count(["Hola ."], "en") == [("1", "Hola .", "")]  # English reads only the shared marks
-    assert builders.punct_count(["¿ Hola"], "en") == []
+    assert surface.punct_count(["Hola ."], "en") == [("1", "Hola .", "")]  # English reads only the shared marks
+    assert surface.punct_count(["¿ Hola"], "en") == []
 
 
 def test_a_language_encoder_is_probed_on_its_own_language_and_others_are_refused():
@@ -375,7 +376,7 @@ def test_conditional_probe_measures_what_one_view_adds_beyond_another(length_tas
 def test_language_identity_uses_one_side_of_each_pair_and_needs_a_shared_encoder():
     pairs = [("The cat sleeps.", "Le chat dort."), ("I am here.", "Je suis là."), ("Go now.", "Va maintenant."),
              ("We ate.", "Nous avons mangé.")]
-    out = builders.language_identity(pairs, "en-fr", seed=0)
+    out = surface.language_identity(pairs, "en-fr", seed=0)
     assert len(out) == len(pairs) and {label for label, _, _ in out} <= {"en", "fr"}
     for (label, sentence, word), (english, french) in zip(out, pairs):  # one sentence per pair, its language
         assert sentence == (english if label == "en" else french) and word == ""
