@@ -9,13 +9,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 import torch
-import torch.nn.functional as F
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from ..checks import WorkbenchError, whole
 from ..data.tokenizer import detokenise
+from ..evaluation.sts import cosine
 from ..models.kinds import can
 
 
@@ -113,13 +114,13 @@ def reranked(model, language: str, texts: list[list[str]], scores: list[list[flo
     flat = [text for row in texts for text in row]
     if not flat:
         return ["" for _ in texts]
-    meaning = F.normalize(_latents(model, "semantic", flat), dim=-1) @ F.normalize(z_sem, dim=-1).T
-    form = F.normalize(_latents(model, language, flat), dim=-1) @ F.normalize(z_lang, dim=-1).T
+    owner = np.repeat(np.arange(len(texts)), [len(row) for row in texts])  # each sentence's pair
+    score = (np.concatenate([np.asarray(row, dtype=np.float64) for row in scores])
+             + weights[0] * cosine(_latents(model, "semantic", flat).numpy(), z_sem.numpy()[owner])
+             + weights[1] * cosine(_latents(model, language, flat).numpy(), z_lang.numpy()[owner]))
     out, at = [], 0
-    for i, (row, decoded) in enumerate(zip(texts, scores)):
-        rows = slice(at, at + len(row))
-        score = torch.tensor(decoded) + weights[0] * meaning[rows, i] + weights[1] * form[rows, i]
-        out.append(row[int(score.argmax())] if row else "")
+    for row in texts:
+        out.append(row[int(np.argmax(score[at:at + len(row)]))] if row else "")
         at += len(row)
     return out
 
