@@ -10,9 +10,10 @@ judged at its last checkpoint:
     .venv/bin/python scripts/style_study.py table              # the markdown table for trained/HISTORY.md
 
 ``measure`` gives STS12-16 of the semantic and the English view, the last STS-B dev of the run, the style-transfer
-evaluation on the 200 fixed held-out pairs (meaning, content words, form pooled and per attribute) and the KL of
-each latent, and both halves of BGT's story on the probes (Length, PunctNum, PunctFirst for the semantic and the
-English view at the cards' sizes, with the English-minus-semantic difference and its paired bootstrap 95% CI);
+evaluation on the 200 fixed held-out pairs (meaning, content words, form pooled and per attribute), the KL of
+each latent, how much of the meaning z_en tells (held-out R² of the translation's semantic mean, 2,000 test
+pairs), and both halves of BGT's story on the probes (Length, PunctNum, PunctFirst for the semantic and the English
+view at the cards' sizes, with the English-minus-semantic difference and its paired bootstrap 95% CI);
 ``measure shipped`` measures bgt-en-fr itself and ``measure model:NAME`` any shipped model (a candidate's start).
 """
 from __future__ import annotations
@@ -92,6 +93,36 @@ def form_probes(model) -> dict:
     return row
 
 
+def held_out_r2(z, target, ridge: float = 0.1) -> float:
+    """The share of ``target``'s variance (R², pooled over its columns) that a ridge regression on ``z`` predicts,
+    fitted on the first half of the rows and scored on the second, then the other way round, averaged. Scored on
+    rows it was not fitted on, chance is about 0 (a 128-wide ``z`` "explains" noise in its own rows); ``z`` is
+    standardised first, so ``ridge`` is relative to the rows and does not favour a small-scaled latent."""
+    import numpy as np
+    z, target = np.asarray(z, dtype=np.float64), np.asarray(target, dtype=np.float64)
+    z = (z - z.mean(0)) / (z.std(0) + 1e-8)
+    half = len(z) // 2
+
+    def r2(fit, score):
+        z_mean, t_mean = z[fit].mean(0), target[fit].mean(0)
+        a = z[fit] - z_mean
+        w = np.linalg.solve(a.T @ a + ridge * half * np.eye(a.shape[1]), a.T @ (target[fit] - t_mean))
+        residual = target[score] - ((z[score] - z_mean) @ w + t_mean)
+        return 1 - (residual ** 2).sum() / ((target[score] - t_mean) ** 2).sum()
+
+    first, second = slice(0, half), slice(half, 2 * half)
+    return float((r2(first, second) + r2(second, first)) / 2)
+
+
+def meaning_in_language_latent(model, n: int = 2000) -> float:
+    """How much of a sentence's meaning its English latent tells: :func:`held_out_r2` (×100) of the French
+    translation's semantic mean from the English sentence's z_en over the first ``n`` en-fr test pairs."""
+    from workbench.data.corpora import load_splits
+    pairs = load_splits("en-fr")["test"][:n]
+    z_en = model.encoder("en").encode([en for en, _ in pairs])
+    return 100 * held_out_r2(z_en, model.encoder("semantic").encode([fr for _, fr in pairs]))
+
+
 def measure(names: list[str]) -> None:
     from workbench.zoo.cards import card
     from workbench.evaluation import evaluate
@@ -115,6 +146,7 @@ def measure(names: list[str]) -> None:
             row[f"sts12-16_{view}"] = float(sts[(sts["task"] == "STS12-16") & (sts["metric"] == "pearson")
                                                 & (sts["dataset"] == "all")]["value"].iloc[0])
         row.update(form_probes(model))
+        row["meaning_in_z_en_r2"] = meaning_in_language_latent(model)
         summary, _ = transfer_scores(model)
         for metric in summary.itertuples():
             row[metric.metric] = metric.value if metric.metric.startswith("kl_") else 100 * metric.value
@@ -138,7 +170,8 @@ def table() -> None:
                "form_follows_style": "form follows style %", "length_follows_style": "length",
                "punctuation_follows_style": "punct.", "first_word_follows_style": "first word",
                "sentence_type_follows_style": "type", "negation_follows_style": "negation",
-               "person_follows_style": "person", "kl_nats[semantic]": "KL sem", "kl_nats[en]": "KL en"}
+               "person_follows_style": "person", "kl_nats[semantic]": "KL sem", "kl_nats[en]": "KL en",
+               "meaning_in_z_en_r2": "meaning in z_en (R²)"}
     shown = frame[[c for c in columns if c in frame.columns]].rename(columns=columns).round(1)
     shown["form follows style %"] = [f"{v:.1f} [{ci}]" for v, ci in zip(frame["form_follows_style"],
                                                                        frame["form_follows_style_ci"])]

@@ -449,10 +449,12 @@ def test_config_json_records_its_format_and_an_older_one_is_read_only_when_trust
         load(old)
 
 
-def test_every_shipped_model_is_in_the_current_format():
-    formats = {name: json.loads((trained_dir() / name / "config.json").read_text()).get("format")
-               for name in shipped()}
-    assert formats and set(formats.values()) == {FORMAT}, formats
+def test_every_shipped_model_is_in_the_current_format_and_names_the_libraries_that_wrote_it():
+    configs = {name: json.loads((trained_dir() / name / "config.json").read_text()) for name in shipped()}
+    assert configs and {name: meta.get("format") for name, meta in configs.items()} == dict.fromkeys(configs, FORMAT)
+    unrecorded = [name for name, meta in configs.items()
+                  if not {"python", "torch", "bgt-workbench"} <= set(meta.get("written_with", {}))]
+    assert not unrecorded, unrecorded
 
 
 def test_from_format_2_the_seal_covers_the_files_digests(run_copy):

@@ -45,8 +45,9 @@ from typing import ClassVar
 import torch
 from torch import nn
 
-from ..checks import WorkbenchError, number, whole
+from ..checks import number, whole
 from .base import ModelConfig, SentenceModel, evaluating
+from .bgt_warm_start import from_translation
 from .losses import drop_words, free_bits, kl_to_standard_normal, token_loss
 from .transformer import LatentDecoder, SentenceEncoder, TransformerConfig, beam_hypotheses, shift_right
 
@@ -239,41 +240,9 @@ class BGT(SentenceModel):
     # --- warm start -----------------------------------------------------------------------------------------
 
     def warm_start(self, source_config, weights: dict) -> list[str]:
-        """Start a BGT from a trained BILINGUALTRANS of the same pair and shape: its semantic encoder and
-        translation decoders as they are, and each generative decoder from the translation decoder into its
-        language, its conditioning widened for z_lang by zero weights (so at update 0 it decodes from z_sem
-        alone, as the translation model did). The language encoders start fresh and learn only what z_sem
-        leaves to them — the order the paper's scale reaches and a small CPU run from scratch does not (the
-        language encoder learns the sentence first). Returns the parameters taken."""
-        if not self.setting.language_latents or source_config.setting != "bilingual_trans":
-            raise WorkbenchError(f"a {self.cfg.setting} model starts only from scratch or from its own kind; "
-                                 f"warm start is BGT from BILINGUALTRANS (not from {source_config.setting})")
-        shape = ("vocab_size", "languages", "d_model", "ffn_dim", "n_heads", "enc_layers", "dec_layers",
-                 "latent_dim")
-        differ = [f"{k} {getattr(source_config, k)!r} vs {getattr(self.cfg, k)!r}" for k in shape
-                  if getattr(source_config, k) != getattr(self.cfg, k)]
-        if differ:
-            raise WorkbenchError(f"the BILINGUALTRANS to start from has another shape: {', '.join(differ)}")
-        own, taken, lang_dim = self.state_dict(), {}, self.cfg.language_dim
-        for name, tensor in weights.items():
-            if name in own and own[name].shape == tensor.shape:
-                taken[name] = tensor
-        for lang in self.cfg.languages:
-            other = next(x for x in self.cfg.languages if x != lang)
-            prefix, source = f"decoders.{lang}.", f"decoders.{other}->{lang}."
-            for name, tensor in weights.items():
-                if not name.startswith(source):
-                    continue
-                target = prefix + name[len(source):]
-                if name.endswith(".out"):  # W_out [c ; x], c = [z_lang ; z_sem]
-                    tensor = torch.cat([tensor.new_zeros(tensor.shape[0], lang_dim), tensor], dim=1)
-                elif name.endswith(".cond.weight"):  # W_a [x ; c]
-                    d = self.cfg.d_model
-                    tensor = torch.cat([tensor[:, :d], tensor.new_zeros(tensor.shape[0], lang_dim), tensor[:, d:]],
-                                       dim=1)
-                taken[target] = tensor
-        self.load_state_dict({**own, **taken})
-        return sorted(taken)
+        """Start from a trained BILINGUALTRANS of the same pair and shape (:func:`.bgt_warm_start.from_translation`:
+        the order of learning the paper's scale reaches and a small CPU run does not). Returns the parameters taken."""
+        return from_translation(self, source_config, weights)
 
     # --- training loss -------------------------------------------------------------------------------------
 

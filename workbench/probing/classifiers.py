@@ -67,7 +67,11 @@ class _TorchProbe(ClassifierMixin, BaseEstimator):
     def predict_proba(self, X) -> np.ndarray:
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float32)
-        return torch.softmax(self.model_(self._standardise(X)), dim=1).numpy()
+        # in float64: on some CPUs a float32 product sums in an order that depends on the batch's shape, so a row's
+        # probabilities would move (in the 7th digit) with the rows beside it, which scikit-learn's checks refuse
+        weights = {name: tensor.double() for name, tensor in self.model_.state_dict().items()}
+        logits = torch.func.functional_call(self.model_, weights, (self._standardise(X).double(),))
+        return torch.softmax(logits, dim=1).numpy()
 
     def predict(self, X) -> np.ndarray:
         check_is_fitted(self)
