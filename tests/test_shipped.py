@@ -191,8 +191,8 @@ def test_every_bgt_card_shows_both_views_on_its_own_languages_tasks():
     across = card("bgt-en-ja")["languages"]["across"]["tense_ja"]  # and one transfer, from the weights
     moved = wb.probe_across(wb.load("bgt-en-ja").encoder("semantic"), "tense", "tense_ja", sizes=wb.CARD_SIZES)
     moved = moved.set_index("metric")
-    # within the card's 95% CI rather than to the digit: the English probe is fitted on English sentences that
-    # spaCy tags, and its tags (so the sentences kept) and the classifier's float sums differ slightly between CPUs
-    # (this value was 64.3 on an AMD EPYC where the card, written on another machine, says 65.8 [62.9, 68.8])
+    # within the card's 95% CI rather than to the digit: this English probe's fit differs between CPUs (64.3 on an
+    # AMD EPYC where the card, written on another machine, says 65.8 [62.9, 68.8]; the cause, its float sums or the
+    # spaCy tags that choose its sentences, was not traced), while the own-language probe above repeats exactly
     stated_value, low, high = across["english probe"]
     assert low <= round(100 * moved.loc["transfer_accuracy", "value"], 1) <= high, (moved, stated_value)

@@ -44,4 +44,3 @@ def from_translation(model, source_config, weights: dict) -> list[str]:
             taken[target] = tensor
     model.load_state_dict({**own, **taken})
     return sorted(taken)
-
