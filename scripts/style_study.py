@@ -115,10 +115,10 @@ def held_out_r2(z, target, ridge: float = 0.1) -> float:
 
 
 def meaning_in_language_latent(model, n: int = 2000) -> float:
-    """How much of a sentence's meaning its English latent tells: :func:`held_out_r2` (×100) of the French
-    translation's semantic mean from the English sentence's z_en over the first ``n`` en-fr test pairs."""
+    """How much of a sentence's meaning its English latent tells: :func:`held_out_r2` (×100) of the translation's
+    semantic mean from the English sentence's z_en over the first ``n`` test pairs of the model's pair."""
     from workbench.data.corpora import load_splits
-    pairs = load_splits("en-fr")["test"][:n]
+    pairs = load_splits("-".join(model.cfg.languages))["test"][:n]
     z_en = model.encoder("en").encode([en for en, _ in pairs])
     return 100 * held_out_r2(z_en, model.encoder("semantic").encode([fr for _, fr in pairs]))
 
