@@ -267,12 +267,61 @@ def test_word_dropout_pads_decoder_inputs_but_never_the_first():
     assert model(b.en, b.xx, 50)["recon"] == model(b.en, b.xx, 50)["recon"]
 
 
+def test_the_content_adversary_learns_the_translation_and_its_gradient_reaches_the_encoder_reversed():
+    from workbench.models.adversary import ContentAdversary
+    torch.manual_seed(0)
+    adversary = ContentAdversary(4, 8, 3)
+    latent, target = torch.randn(5, 4, requires_grad=True), torch.randn(5, 3)
+    error = adversary(latent, target, 0.5)
+    error.backward()
+    reversed_grads = latent.grad.clone(), [p.grad.clone() for p in adversary.parameters()]
+    latent.grad = None
+    adversary.zero_grad()
+    plain = (adversary.net(latent) - target).pow(2).sum()  # the same error without the reversal
+    plain.backward()
+    torch.testing.assert_close(error, plain)
+    torch.testing.assert_close(reversed_grads[0], -0.5 * latent.grad)  # the encoder learns to defeat it
+    for mine, theirs in zip(reversed_grads[1], adversary.parameters()):  # the adversary learns to predict
+        torch.testing.assert_close(mine, theirs.grad)
+
+
+def test_content_adversaries_read_each_language_latent_in_training_only():
+    b = batch()
+    torch.manual_seed(0)
+    base = BGT(config())
+    assert not any(k.startswith("adversaries.") for k in base.state_dict())
+    adversarial = BGT(config(content_adversary=2.0))
+    assert set(adversarial.adversaries) == {"en", "fr"}
+    adversarial.load_state_dict(adversarial.completed_state(base.state_dict()))  # a trained model: adversaries fresh
+    assert base.completed_state(adversarial.state_dict()).keys() == base.state_dict().keys()
+    for model in (base, adversarial):
+        model.train()
+    torch.manual_seed(1)
+    out = base(b.en, b.xx, 50)
+    torch.manual_seed(1)
+    out_a = adversarial(b.en, b.xx, 50)
+    assert out["adversary"] == 0 and out_a["adversary"] > 0
+    torch.testing.assert_close(out_a["loss"] - out["loss"], out_a["adversary"])
+    out["loss"].backward()
+    out_a["loss"].backward()
+    assert adversarial.adversaries["en"].net[0].weight.grad.abs().max() > 0
+
+    def grad(model, encoder):
+        return model.encoders[encoder].hidden2mean.weight.grad
+    torch.testing.assert_close(grad(adversarial, "semantic"), grad(base, "semantic"))  # its target is detached
+    assert not torch.allclose(grad(adversarial, "en"), grad(base, "en"))  # the latent it reads is pushed
+    adversarial.eval()  # validation and encoding never see the adversaries
+    torch.testing.assert_close(adversarial(b.en, b.xx, 50)["loss"], base.eval()(b.en, b.xx, 50)["loss"])
+
+
 @pytest.mark.parametrize("change, message", [
     ({"decoder_latent": "z"}, "decoder_latent must be one of mean, sample, sample_language, not 'z'"),
     ({"language_latent_dim": 0}, "language_latent_dim must be a positive integer"),
     ({"language_kl_weight": -1.0}, "language_kl_weight must be a number ≥ 0"),
     ({"language_free_bits": -2}, "language_free_bits must be a number of nats ≥ 0"),
-    ({"word_dropout": 1.0}, r"word_dropout must be a number in \[0, 1\)")])
+    ({"word_dropout": 1.0}, r"word_dropout must be a number in \[0, 1\)"),
+    ({"content_adversary": -0.5}, "content_adversary must be a number ≥ 0"),
+    ({"setting": "bgt_no_langvars", "content_adversary": 1.0}, "content_adversary needs language latents")])
 def test_bottleneck_settings_are_checked(change, message):
     with pytest.raises(ValueError, match=message):
         config(**change)

@@ -257,6 +257,32 @@ def test_a_model_folders_recipe_runs_as_long_as_its_whole_run_with_no_time_limit
     assert read_config(latest_checkpoint(tmp_path / "again"))["train"]["max_updates"] == 2
 
 
+def test_a_run_from_a_trained_model_trains_content_adversaries_afresh_and_ships_without_them(run_copy, tmp_path):
+    from safetensors.torch import load_file, save_file
+    from workbench.models.folder import ModelFolder, file_digests
+    from workbench.zoo.packaging import _exported
+    short = {"save_every": 2, "valid_every": 2, "eval_every": 0}
+    cfg = TrainConfig.from_preset("tiny", max_updates=32, overrides={"content_adversary": 1.0}, **short)
+    Trainer(cfg, tmp_path / "adv", init_from=run_copy / "checkpoints" / "update-30", show_progress=False).run()
+    steps = [r for r in metrics(tmp_path / "adv") if r["update"] > 30]
+    assert [r["update"] for r in steps] == [31, 32] and all(r["adversary"] > 0 for r in steps)
+    assert all(r["adversary"] == 0 for r in metrics(run_copy) if "adversary" in r)
+    checkpoint = tmp_path / "adv" / "checkpoints" / "update-32"
+    assert "adversaries.en.net.0.weight" in load_file(str(checkpoint / "model.safetensors"))
+    Trainer(TrainConfig.from_preset("tiny", max_updates=33, overrides={"content_adversary": 1.0}, **short),
+            tmp_path / "adv", resume=True, show_progress=False).run()  # a resume restores them as trained
+    _, shipped, config, spm_model, _ = _exported(tmp_path / "adv", "bgt-adv", True, "latest", None)
+    assert not any(k.startswith("adversaries.") for k in shipped) and any(k.startswith("decoders.") for k in shipped)
+    folder = tmp_path / "bgt-adv"  # as an export writes it, less the card's measurements
+    folder.mkdir()
+    save_file(shipped, str(folder / "model.safetensors"))
+    (folder / "spm.model").write_bytes(spm_model)
+    (folder / "config.json").write_text(sealed_config({**config, "files_sha256": file_digests(folder)}))
+    model = ModelFolder(folder).model()  # its config still says how it was trained
+    assert model.cfg.content_adversary == 1.0
+    assert model.encoder("en").encode(["A short sentence."]).shape == (1, model.cfg.language_dim)
+
+
 def test_continuing_refuses_other_settings_and_encoder_only_models(run_copy, tmp_path):
     folder = run_copy / "checkpoints" / "update-30"
     with pytest.raises(WorkbenchError, match=re.escape("lr 0.001 -> 0.002")):

@@ -78,6 +78,18 @@ class SentenceModel(nn.Module):
     LOGGED: tuple[str, ...] = ()
     PER_TOKEN: tuple[str, ...] = ()
     LAST: tuple[str, ...] = ()
+    # submodules a run trains but the model never needs afterwards (BGT's content adversaries): a shipped model
+    # goes without them, and a run started from one begins them afresh (:meth:`completed_state`)
+    TRAINING_ONLY: ClassVar[tuple[str, ...]] = ("adversaries",)
+
+    def completed_state(self, state: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """``state`` fit for a strict ``load_state_dict``: the training-only tensors it lacks are this model's own
+        (fresh), and those this model has no place for are left out; every other tensor must still match."""
+        def training_only(key: str) -> bool:
+            return key.split(".", 1)[0] in self.TRAINING_ONLY
+        own = self.state_dict()
+        return {**{k: v for k, v in own.items() if training_only(k) and k not in state},
+                **{k: v for k, v in state.items() if not training_only(k) or k in own}}
 
     def schedule(self, update: int) -> dict[str, float]:
         return {}

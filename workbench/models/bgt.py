@@ -29,13 +29,16 @@ How the BGT variants bottleneck their latents (defaults: the released code):
 ``language_free_bits``     a floor, in nats, under each language latent's KL: below it the KL costs nothing
                            (free bits at the latent's level; default 0, no floor)
 ``word_dropout``           share of the generative decoders' input tokens replaced by padding (default 0)
+``content_adversary``      λ of an adversary that reads the translation's meaning from z_en / z_xx behind a
+                           gradient-reversal layer (:mod:`.adversary`; default 0, none)
 =========================  ========================================================================================
 
 The first three limit what the language latents can carry, so that the content must pass through z_sem (the
 style-transfer premise). The floor does the opposite at the small end: a latent under a KL can collapse to
 carrying nothing, and the floor leaves it a few nats it may spend for free (meaningful with sampled language
 latents, where the KL is a real limit). Word dropout makes the decoders rely on the latents rather than on the
-words before.
+words before. The adversary takes from the language latents what the translation shares, the content that a
+looser bottleneck lets in.
 """
 from __future__ import annotations
 
@@ -46,6 +49,7 @@ import torch
 from torch import nn
 
 from ..checks import number, whole
+from .adversary import ContentAdversary
 from .base import ModelConfig, SentenceModel, evaluating
 from .bgt_warm_start import from_translation
 from .losses import drop_words, free_bits, kl_to_standard_normal, token_loss
@@ -102,9 +106,11 @@ PRESETS = {
 @dataclass
 class BGTConfig(ModelConfig):
     KEPT_FROM_START: ClassVar[tuple[str, ...]] = ("kl_x0",)  # the KL ramp (run_settings)
-    # settings that change how the latents are regularised but no parameter's shape: a run initialised from a
-    # trained model (``train --init-from``) may change them, to fine-tune it with another bottleneck
-    RETUNABLE: ClassVar[tuple[str, ...]] = ("decoder_latent", "language_kl_weight", "language_free_bits", "word_dropout")
+    # settings that change how the latents are regularised but no shipped parameter: a run initialised from a
+    # trained model (``train --init-from``) may change them, to fine-tune it with another bottleneck (an adversary
+    # is trained only, TRAINING_ONLY, and starts afresh)
+    RETUNABLE: ClassVar[tuple[str, ...]] = ("decoder_latent", "language_kl_weight", "language_free_bits", "word_dropout",
+                                            "content_adversary")
     vocab_size: int
     languages: tuple[str, str] = ("en", "fr")
     setting: str = "bgt"
@@ -123,6 +129,7 @@ class BGTConfig(ModelConfig):
     language_kl_weight: float = 1.0  # multiplies the language latents' KL (with β): a tighter bottleneck above 1
     language_free_bits: float = 0.0  # nats of each language latent's KL (batch mean) that cost nothing
     word_dropout: float = 0.0  # share of the generative decoders' input tokens replaced by padding in training
+    content_adversary: float = 0.0  # λ of the adversaries reading the translation's meaning from z_en / z_xx
     sem_side: str = "example"  # "example" | "microbatch" (docs/method.md#semantic-side)
     attention_relu: bool = False  # the released code's sublayer is linear (docs/method.md#attention-relu)
     kl_x0: int = 65536  # KL weight min(1, update / kl_x0)
@@ -144,6 +151,7 @@ class BGTConfig(ModelConfig):
                                ("language_kl_weight", number(self.language_kl_weight, 0), "a number ≥ 0"),
                                ("language_free_bits", number(self.language_free_bits, 0), "a number of nats ≥ 0"),
                                ("word_dropout", number(self.word_dropout, 0, 1, open_high=True), "a number in [0, 1)"),
+                               ("content_adversary", number(self.content_adversary, 0), "a number ≥ 0"),
                                ("sem_side", self.sem_side in SEM_SIDES, "'example' or 'microbatch'")):
             if not ok:
                 problems.append(f"{name} must be {rule}, not {getattr(self, name)!r}")
@@ -152,6 +160,10 @@ class BGTConfig(ModelConfig):
         elif self.setting in SETTINGS and SETTINGS[self.setting].english_only and self.languages[0] != "en":
             problems.append(f"{self.setting} reads English on its first side: languages must be ('en', xx), not "
                             f"{self.languages}")
+        if (self.setting in SETTINGS and self.content_adversary and not
+                (SETTINGS[self.setting].language_latents and SETTINGS[self.setting].reconstructs == "languages")):
+            problems.append(f"content_adversary needs language latents beside z_sem, which {self.setting} has not "
+                            "(it applies to bgt and bgt_no_prior)")
         if problems:
             raise ValueError("; ".join(problems))
 
@@ -215,6 +227,8 @@ class BGT(SentenceModel):
             self.decoders[lang] = decoder(language + cfg.latent_dim)  # on [z_lang ; z_sem], or z_sem alone
         for direction in setting.translates:
             self.decoders[cfg.direction(direction)] = decoder(cfg.latent_dim)
+        self.adversaries = nn.ModuleDict({lang: ContentAdversary(cfg.language_dim, cfg.d_model, cfg.latent_dim)
+                                          for lang in cfg.languages} if cfg.content_adversary else {})
 
     # --- encoders ------------------------------------------------------------------------------------------
 
@@ -248,7 +262,7 @@ class BGT(SentenceModel):
 
     # what the Trainer logs of each forward pass: terms summed over the update's micro-batches (also per token
     # where named), and values of the last micro-batch
-    LOGGED = ("recon", "trans", "kl", "kl_semantic", "kl_language")
+    LOGGED = ("recon", "trans", "kl", "kl_semantic", "kl_language", "adversary")
     PER_TOKEN = ("recon", "trans")
     LAST = ("active_units",)
 
@@ -266,13 +280,14 @@ class BGT(SentenceModel):
         en, xx: (B, T) EOS-terminated, right-padded ids; ``update`` sets the KL weight, ``step`` (the forward
         counter) the semantic side under ``sem_side="microbatch"`` (:func:`semantic_side`). Returns ``loss`` (the
         weighted sum), the :data:`LOGGED` terms ``recon``, ``trans``, ``kl`` (the sum of ``kl_semantic`` and
-        ``kl_language``, both language latents, unweighted), ``sentences``, ``tokens_en``, ``tokens_xx``, and
+        ``kl_language``, both language latents, unweighted), ``adversary`` (the content adversaries' squared error,
+        in training: :mod:`.adversary`), ``sentences``, ``tokens_en``, ``tokens_xx``, and
         ``active_units`` (dimensions of the concatenated posterior means whose variance over the batch is ≥ 0.01:
         a posterior-collapse check).
         """
         cfg, setting = self.cfg, self.setting
         zero = en.new_zeros((), dtype=torch.float)
-        t = {"recon": zero, "trans": zero, "kl_sem": zero, "kl_lang": zero, "kl_lang_cost": zero}
+        t = {"recon": zero, "trans": zero, "kl_sem": zero, "kl_lang": zero, "kl_lang_cost": zero, "adversary": zero}
         if setting.reconstructs == "en":
             mu, logv = self.encoders["semantic"](en)
             means = [mu]
@@ -289,10 +304,11 @@ class BGT(SentenceModel):
         trans_weight = cfg.trans_weight if setting.trans_weight is None else setting.trans_weight  # docs/method.md#translation-loss
         kl = t["kl_sem"] + t["kl_lang"]
         loss = (cfg.recon_weight * t["recon"] + beta * (t["kl_sem"] + cfg.language_kl_weight * t["kl_lang_cost"])
-                + trans_weight * t["trans"])
+                + trans_weight * t["trans"] + t["adversary"])  # the adversary's own loss; its encoder's is reversed
         active = (torch.cat(means, dim=-1).detach().float().var(dim=0) >= 0.01).sum() if en.shape[0] > 1 else 0
         return {"loss": loss, "recon": t["recon"].detach(), "trans": t["trans"].detach(), "kl": kl.detach(),
                 "kl_semantic": t["kl_sem"].detach(), "kl_language": t["kl_lang"].detach(),
+                "adversary": t["adversary"].detach(),
                 "active_units": torch.as_tensor(active), "sentences": torch.tensor(en.shape[0]),
                 "tokens_en": (en != cfg.pad_id).sum(), "tokens_xx": (xx != cfg.pad_id).sum()}
 
@@ -310,7 +326,9 @@ class BGT(SentenceModel):
     def _bilingual_terms(self, en: torch.Tensor, xx: torch.Tensor, step: int, t: dict) -> list[torch.Tensor]:
         """The translation loss from z_sem of each side, then (BGT and its ablations) the generative path:
         z_sem from one side (:func:`semantic_side`), each language's decoder on ``[z_lang ; z_sem]`` (or z_sem
-        alone without language variables) and the KL terms. Fills ``t``; returns the posterior means."""
+        alone without language variables), the KL terms and, in training, the content adversaries (each language
+        latent against the other side's semantic mean: the translation's meaning). Fills ``t``; returns the
+        posterior means."""
         cfg = self.cfg
         mu_en, logv_en = self.encoders["semantic"](en)
         mu_xx, logv_xx = self.encoders["semantic"](xx)
@@ -325,11 +343,13 @@ class BGT(SentenceModel):
         z_sem = self.latent(mu_sem, logv_sem)
         if logv_sem is not None:
             t["kl_sem"] = kl_to_standard_normal(mu_sem, logv_sem).sum()
-        for lang, target in zip(cfg.languages, (en, xx)):
+        for lang, target, translation in zip(cfg.languages, (en, xx), (mu_xx, mu_en)):
             cond = z_sem
             if self.setting.language_latents:
                 mu_l, logv_l = self.encoders[lang](target)
                 means.append(mu_l)
+                if self.training and lang in self.adversaries:
+                    t["adversary"] = t["adversary"] + self.adversaries[lang](mu_l, translation, cfg.content_adversary)
                 cond = torch.cat([self.latent(mu_l, logv_l, language=True), z_sem], dim=-1)  # [language ; semantic]
                 if logv_l is not None:
                     kl_l = kl_to_standard_normal(mu_l, logv_l)

@@ -241,7 +241,7 @@ class ModelFolder:
             if not meta.get("decoders", True):  # a shipped encoder-only model
                 model.decoders = torch.nn.ModuleDict()
             try:
-                model.load_state_dict(state)
+                model.load_state_dict(model.completed_state(state))
             except RuntimeError as err:  # missing, unexpected or mis-shaped tensors: never a partly random model
                 first = str(err).strip().splitlines()[:2]
                 raise WorkbenchError(f"{folder / 'model.safetensors'} does not hold the network its config.json "

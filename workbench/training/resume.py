@@ -105,7 +105,7 @@ def continue_from(trainer, opened: ModelFolder) -> None:
                                                                                trainer.model.cfg.to_dict()):
         raise WorkbenchError(f"{folder} has another model config than the one requested")
     retuned = saved != trainer.model.cfg  # another bottleneck: its STS-B dev is no candidate for best/
-    trainer.model.load_state_dict(opened.weights())
+    trainer.model.load_state_dict(trainer.model.completed_state(opened.weights()))  # adversaries start afresh
     training = meta.get("training")  # an exported model's; a checkpoint's trainer state otherwise
     if training is None and (folder / "trainer_state.json").is_file():
         state = read_json(folder / "trainer_state.json")
