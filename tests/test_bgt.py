@@ -292,6 +292,11 @@ def test_content_adversaries_read_each_language_latent_in_training_only():
     assert not any(k.startswith("adversaries.") for k in base.state_dict())
     adversarial = BGT(config(content_adversary=2.0))
     assert set(adversarial.adversaries) == {"en", "fr"}
+    groups = adversarial.parameter_groups()  # a fresh adversary catches up at a higher learning rate
+    assert [g.get("lr_scale", 1.0) for g in groups] == [1.0, adversarial.ADVERSARY_LR_SCALE]
+    assert {id(p) for p in groups[1]["params"]} == {id(p) for p in adversarial.adversaries.parameters()}
+    assert sum(len(g["params"]) for g in groups) == len(list(adversarial.parameters()))
+    assert len(base.parameter_groups()) == 1
     adversarial.load_state_dict(adversarial.completed_state(base.state_dict()))  # a trained model: adversaries fresh
     assert base.completed_state(adversarial.state_dict()).keys() == base.state_dict().keys()
     for model in (base, adversarial):

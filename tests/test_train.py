@@ -263,7 +263,11 @@ def test_a_run_from_a_trained_model_trains_content_adversaries_afresh_and_ships_
     from workbench.zoo.packaging import _exported
     short = {"save_every": 2, "valid_every": 2, "eval_every": 0}
     cfg = TrainConfig.from_preset("tiny", max_updates=32, overrides={"content_adversary": 1.0}, **short)
-    Trainer(cfg, tmp_path / "adv", init_from=run_copy / "checkpoints" / "update-30", show_progress=False).run()
+    trainer = Trainer(cfg, tmp_path / "adv", init_from=run_copy / "checkpoints" / "update-30", show_progress=False)
+    trainer.run()
+    base, adversaries = trainer.optimizer.param_groups
+    assert adversaries["lr"] == pytest.approx(trainer.model.ADVERSARY_LR_SCALE * base["lr"])
+    assert base["lr"] == pytest.approx(learning_rate(32, cfg))
     steps = [r for r in metrics(tmp_path / "adv") if r["update"] > 30]
     assert [r["update"] for r in steps] == [31, 32] and all(r["adversary"] > 0 for r in steps)
     assert all(r["adversary"] == 0 for r in metrics(run_copy) if "adversary" in r)

@@ -82,6 +82,10 @@ class SentenceModel(nn.Module):
     # goes without them, and a run started from one begins them afresh (:meth:`completed_state`)
     TRAINING_ONLY: ClassVar[tuple[str, ...]] = ("adversaries",)
 
+    def parameter_groups(self) -> list[dict]:
+        """The optimiser's parameter groups; a group's ``lr_scale`` multiplies the schedule's learning rate."""
+        return [{"params": list(self.parameters())}]
+
     def completed_state(self, state: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """``state`` fit for a strict ``load_state_dict``: the training-only tensors it lacks are this model's own
         (fresh), and those this model has no place for are left out; every other tensor must still match."""

@@ -159,7 +159,7 @@ class Trainer:
                                  f"{widest}, beyond the network's max_len={self.model.cfg.max_len}")
         # fused: one kernel for the whole step on a GPU (the same update up to rounding); CPU runs keep the
         # default, whose resumes repeat an uninterrupted run bit for bit
-        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, betas=cfg.betas, eps=cfg.eps,
+        self.optimizer = torch.optim.AdamW(self.model.parameter_groups(), lr=cfg.lr, betas=cfg.betas, eps=cfg.eps,
                                            weight_decay=cfg.weight_decay, fused=self.device.type == "cuda")
         self.state = {"update": 0, "epoch": 0, "position": 0, "world": self.world, "pairs_seen": 0,
                       "train_seconds": 0.0, "best": None}
@@ -209,7 +209,7 @@ class Trainer:
         lr = learning_rate(update + 1, cfg)
         with record_function("optimizer"):
             for group in self.optimizer.param_groups:
-                group["lr"] = lr
+                group["lr"] = lr * group.get("lr_scale", 1.0)
             grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.clip_norm)
             self.optimizer.step()
             self.optimizer.zero_grad(set_to_none=True)
