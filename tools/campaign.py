@@ -49,6 +49,7 @@ RETURN_LIMITS = {"files": 8, "file_bytes": 16 * 2 ** 20, "total_bytes": 64 * 2 *
 DEFAULT_SECONDS = 400  # each job's training budget on the device (docs/campaign.md)
 CALL_SECONDS = 600  # the device's limit on one call: past it the tool kills the call and nothing comes back
 AFTER_TRAINING_SECONDS = 75  # the jobs' clean stop (SIGINT), int8 export, bundle and delivery
+RESIGNAL_SECONDS = 10  # after the deadline, SIGINT again this often to a job that still runs
 _PROCESS_START = time.time()  # the call's start where scripts/gpu_campaign did not record it
 
 
@@ -221,13 +222,15 @@ def _wait_for(procs: dict) -> bool:
     started, deadline, stopping = time.perf_counter(), _call_deadline(), False
     say(f"the jobs are stopped at {time.strftime('%H:%M:%S', time.localtime(deadline))} at the latest, so that "
          "this call's export and return fit its limit")
+    signalled = 0.0
     while any(proc.poll() is None for _, proc, _ in procs.values()):
         time.sleep(max(0.5, min(20 if preset() != "tiny" else 2, deadline - time.time())))
-        if time.time() >= deadline and not stopping:
-            stopping = True
-            say("the call's deadline: stopping the jobs (SIGINT)")
-            for _, proc, _ in procs.values():
-                if proc.poll() is None:
+        if time.time() >= deadline and time.time() - signalled >= RESIGNAL_SECONDS:
+            if not stopping:
+                say("the call's deadline: stopping the jobs (SIGINT)")
+            stopping, signalled = True, time.time()
+            for _, proc, _ in procs.values():  # again while one runs: a job still starting has no handler yet, and
+                if proc.poll() is None:  # under a shell that runs it in the background SIGINT is ignored till then
                     proc.send_signal(signal.SIGINT)
         say(f"{time.perf_counter() - started:.0f} s: "
              + "; ".join(f"{job} {_progress(run)}" for job, (run, _, _) in procs.items()))
