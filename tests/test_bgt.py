@@ -267,7 +267,7 @@ def test_word_dropout_pads_decoder_inputs_but_never_the_first():
     assert model(b.en, b.xx, 50)["recon"] == model(b.en, b.xx, 50)["recon"]
 
 
-def test_the_content_adversary_learns_the_translation_and_its_gradient_reaches_the_encoder_reversed():
+def test_the_content_adversary_is_trained_to_predict_and_its_encoder_by_the_reversed_gradient_to_defeat_it():
     from workbench.models.adversary import ContentAdversary
     torch.manual_seed(0)
     adversary = ContentAdversary(4, 8, 3)

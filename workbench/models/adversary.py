@@ -7,7 +7,9 @@ semantic encoder gives. A small network learns to predict the translation's sema
 gradient-reversal layer between them (Ganin & Lempitsky 2015's domain adversary; John et al. 2019 use such
 adversaries between style and content spaces) trains the language encoder, with weight λ, to make that prediction
 fail. The adversary learns across batches, which a per-batch closed-form fit of a 128-wide latent cannot: it
-over-fits the batch it is fitted on (trained/HISTORY.md).
+over-fits the batch it is fitted on. Its target holds form too (the semantic view encodes length and punctuation,
+which a translation keeps), so on ``bgt-en-fr`` it took form out of z_en along with the meaning
+(trained/HISTORY.md).
 """
 from __future__ import annotations
 
