@@ -80,7 +80,7 @@ class SentenceModel(nn.Module):
     LAST: tuple[str, ...] = ()
     # submodules a run trains but the model never needs afterwards (BGT's content adversaries): a shipped model
     # goes without them, and a run started from one begins them afresh (:meth:`completed_state`)
-    TRAINING_ONLY: ClassVar[tuple[str, ...]] = ("adversaries",)
+    TRAINING_ONLY: ClassVar[tuple[str, ...]] = ()
 
     def parameter_groups(self) -> list[dict]:
         """The optimiser's parameter groups; a group's ``lr_scale`` multiplies the schedule's learning rate."""

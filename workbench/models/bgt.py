@@ -255,11 +255,11 @@ class BGT(SentenceModel):
     # 1.2e-4, at which one on its frozen latents reads 3% of the translation's semantic variance after 400 updates;
     # at ten times the rate, 10%
     ADVERSARY_LR_SCALE = 10.0
+    TRAINING_ONLY = ("adversaries",)
 
     def parameter_groups(self) -> list[dict]:
-        adversaries = set(map(id, self.adversaries.parameters()))
-        groups = [{"params": [p for p in self.parameters() if id(p) not in adversaries]}]
-        if adversaries:
+        groups = [{"params": [p for name, p in self.named_parameters() if not name.startswith("adversaries.")]}]
+        if self.adversaries:
             groups.append({"params": list(self.adversaries.parameters()), "lr_scale": self.ADVERSARY_LR_SCALE})
         return groups
 

@@ -23,8 +23,7 @@ from safetensors.torch import save_file
 
 from ..checks import WorkbenchError, check_keys, check_name, plain_name, sha256_hex, whole
 from ..data import sha256_of
-from ..models.base import SentenceModel
-from ..models.kinds import checked_config, fitted
+from ..models.kinds import KINDS, checked_config, fitted
 from ..models.checkpoint import checkpoint_update
 from ..models.folder import ModelFolder, file_digests, latest_checkpoint, read_weights, shipped
 from ..models.pins import pin
@@ -124,8 +123,9 @@ def _exported(run: str | Path, name: str | None, keep_decoders: bool | None, che
         return name, one_go.shipped(opened.weights()), {**meta, "training": record}, None, None
     chosen_by = DEV_METRICS[next((m for m in DEV_METRICS if m in meta), "stsb_dev")][0]
     record["checkpoint"] = f"best {chosen_by} (semantic)" if is_best else "latest"
+    training_only = KINDS[setting].network.TRAINING_ONLY  # e.g. BGT's adversaries: never shipped
     state = {k: (v.half() if v.is_floating_point() else v) for k, v in opened.weights().items()
-             if (keep or not k.startswith("decoders.")) and k.split(".", 1)[0] not in SentenceModel.TRAINING_ONLY}
+             if (keep or not k.startswith("decoders.")) and k.split(".", 1)[0] not in training_only}
     meta = {k: v for k, v in meta.items() if k not in ("update", *DEV_METRICS, "files_sha256")}  # the run's own
     return (name, state, {**meta, "decoders": keep, "training": record}, opened.read("spm.model"),
             metrics_curve(lines, run.name).assign(run=name))
