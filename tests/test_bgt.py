@@ -12,8 +12,8 @@ V = 50
 
 
 def config(setting="bgt", **changes):
-    return BGTConfig(vocab_size=V, setting=setting, d_model=16, ffn_dim=32, n_heads=2, enc_layers=1, latent_dim=8,
-                     dropout=0.0, max_len=32, kl_x0=100, **changes)
+    return BGTConfig(**{"vocab_size": V, **changes}, setting=setting, d_model=16, ffn_dim=32, n_heads=2, enc_layers=1,
+                     latent_dim=8, dropout=0.0, max_len=32, kl_x0=100)
 
 
 def batch(seed=0, B=4):
@@ -319,6 +319,52 @@ def test_content_adversaries_read_each_language_latent_in_training_only():
     torch.testing.assert_close(adversarial(b.en, b.xx, 50)["loss"], base.eval()(b.en, b.xx, 50)["loss"])
 
 
+def test_content_words_are_word_initial_pieces_of_two_letters_that_are_not_stop_words():
+    from workbench.models.adversary import content_bag, content_pieces
+    pieces = ["<pad>", "<unk>", "<s>", "</s>", "\u2581the", "\u2581Cats", "s", "\u2581,", "\u2581les", "\u2581l",
+              "\u258142", "\u2581maison"]
+    english, french = (content_pieces(pieces, lang).tolist() for lang in ("en", "fr"))
+    assert [p for p, keep in zip(pieces, english) if keep] == ["\u2581Cats", "\u2581les", "\u2581maison"]
+    assert [p for p, keep in zip(pieces, french) if keep] == ["\u2581the", "\u2581Cats", "\u2581maison"]  # other stop words
+    with pytest.raises(ValueError, match="no stop-word list for 'xx'"):
+        content_pieces(pieces, "xx")
+    mask = torch.tensor(english)
+    tokens = torch.tensor([[5, 4, 11, 6, 3, 0, 0], [5, 4, 11, 5, 4, 11, 3], [4, 7, 3, 0, 0, 0, 0]])
+    bag = content_bag(tokens, mask)
+    assert bag[0, 5] == bag[0, 11] == 0.5 and bag[0].sum() == 1  # pad, stop words, endings, EOS left out
+    torch.testing.assert_close(bag[1], bag[0])  # the same words twice over: the bag holds no length
+    assert bag[2].sum() == 0  # no content word, no loss
+
+
+def test_a_content_words_adversary_reads_each_sentences_own_words_and_pushes_only_its_language_encoder():
+    from workbench.data.tokenizer import Tokenizer
+    from workbench.models.folder import model_path
+    tokenizer = Tokenizer(model_path("bgt-en-fr") / "spm.model")
+    torch.manual_seed(0)
+    base = BGT(config(vocab_size=tokenizer.vocab_size))
+    words = BGT(config(vocab_size=tokenizer.vocab_size, content_adversary=1.0, adversary_target="words"))
+    words.load_state_dict(words.completed_state(base.state_dict()))
+    sentences = tokenizer.encode(["The old man bought three red apples.", "Is it raining?"])
+    b = collate(sentences, tokenizer.encode(["Le vieil homme a acheté trois pommes.", "Pleut-il ?"]), [0, 1])
+    base.train(), words.train()
+    with pytest.raises(RuntimeError, match="use_tokenizer"):
+        words(b.en, b.xx, 50)
+    words.use_tokenizer(tokenizer)
+    torch.manual_seed(1)
+    out = base(b.en, b.xx, 50)
+    torch.manual_seed(1)
+    out_w = words(b.en, b.xx, 50)
+    assert out_w["adversary"] > 0
+    torch.testing.assert_close(out_w["loss"] - out["loss"], out_w["adversary"])
+    out["loss"].backward()
+    out_w["loss"].backward()
+
+    def grad(model, encoder):
+        return model.encoders[encoder].hidden2mean.weight.grad
+    torch.testing.assert_close(grad(words, "semantic"), grad(base, "semantic"))
+    assert not torch.allclose(grad(words, "en"), grad(base, "en"))
+
+
 @pytest.mark.parametrize("change, message", [
     ({"decoder_latent": "z"}, "decoder_latent must be one of mean, sample, sample_language, not 'z'"),
     ({"language_latent_dim": 0}, "language_latent_dim must be a positive integer"),
@@ -326,6 +372,7 @@ def test_content_adversaries_read_each_language_latent_in_training_only():
     ({"language_free_bits": -2}, "language_free_bits must be a number of nats ≥ 0"),
     ({"word_dropout": 1.0}, r"word_dropout must be a number in \[0, 1\)"),
     ({"content_adversary": -0.5}, "content_adversary must be a number ≥ 0"),
+    ({"adversary_target": "style"}, "adversary_target must be one of translation, words, not 'style'"),
     ({"setting": "bgt_no_langvars", "content_adversary": 1.0}, "content_adversary needs language latents")])
 def test_bottleneck_settings_are_checked(change, message):
     with pytest.raises(ValueError, match=message):

@@ -287,6 +287,18 @@ def test_a_run_from_a_trained_model_trains_content_adversaries_afresh_and_ships_
     assert model.encoder("en").encode(["A short sentence."]).shape == (1, model.cfg.language_dim)
 
 
+def test_a_run_gives_content_words_adversaries_its_tokenizers_pieces(run_copy, tmp_path):
+    overrides = {"content_adversary": 1.0, "adversary_target": "words"}
+    cfg = TrainConfig.from_preset("tiny", max_updates=32, overrides=overrides, save_every=2, valid_every=2,
+                                  eval_every=0)
+    trainer = Trainer(cfg, tmp_path / "words", init_from=run_copy / "checkpoints" / "update-30", show_progress=False)
+    trainer.run()
+    content = trainer.model.content_words["en"]
+    pieces = [trainer.tokenizer.sp.id_to_piece(i) for i in content.nonzero()[:, 0].tolist()]
+    assert pieces and all(p.startswith("\u2581") for p in pieces) and "\u2581the" not in pieces
+    assert all(r["adversary"] > 0 for r in metrics(tmp_path / "words") if r["update"] > 30)
+
+
 def test_continuing_refuses_other_settings_and_encoder_only_models(run_copy, tmp_path):
     folder = run_copy / "checkpoints" / "update-30"
     with pytest.raises(WorkbenchError, match=re.escape("lr 0.001 -> 0.002")):

@@ -82,6 +82,9 @@ class SentenceModel(nn.Module):
     # goes without them, and a run started from one begins them afresh (:meth:`completed_state`)
     TRAINING_ONLY: ClassVar[tuple[str, ...]] = ()
 
+    def use_tokenizer(self, tokenizer) -> None:
+        """What a training run's model takes from its tokenizer beyond the ids (default: nothing)."""
+
     def parameter_groups(self) -> list[dict]:
         """The optimiser's parameter groups; a group's ``lr_scale`` multiplies the schedule's learning rate."""
         return [{"params": list(self.parameters())}]

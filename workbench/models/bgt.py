@@ -29,8 +29,10 @@ How the BGT variants bottleneck their latents (defaults: the released code):
 ``language_free_bits``     a floor, in nats, under each language latent's KL: below it the KL costs nothing
                            (free bits at the latent's level; default 0, no floor)
 ``word_dropout``           share of the generative decoders' input tokens replaced by padding (default 0)
-``content_adversary``      λ of an adversary that reads the translation's meaning from z_en / z_xx behind a
-                           gradient-reversal layer (:mod:`.adversary`; default 0, none)
+``content_adversary``      λ of an adversary that reads content from z_en / z_xx behind a gradient-reversal
+                           layer (:mod:`.adversary`; default 0, none)
+``adversary_target``       the content it reads: ``"translation"`` (the other side's semantic mean) or
+                           ``"words"`` (the sentence's own content words as a bag)
 =========================  ========================================================================================
 
 The first three limit what the language latents can carry, so that the content must pass through z_sem (the
@@ -49,7 +51,7 @@ import torch
 from torch import nn
 
 from ..checks import number, whole
-from .adversary import ContentAdversary
+from .adversary import ContentAdversary, ContentWordsAdversary, content_bag, content_pieces
 from .base import ModelConfig, SentenceModel, evaluating
 from .bgt_warm_start import from_translation
 from .losses import drop_words, free_bits, kl_to_standard_normal, token_loss
@@ -87,6 +89,7 @@ SETTINGS = {
 }
 DECODER_LATENTS = ("mean", "sample", "sample_language")
 SEM_SIDES = ("example", "microbatch")
+ADVERSARY_TARGETS = ("translation", "words")
 
 # The network sizes of each training preset (the run settings: workbench.training.recipes.PRESETS). cpu: the
 # CPU recipe chosen at equal CPU time (trained/HISTORY.md); small: minutes on one GPU; paper: the paper's d=1024,
@@ -110,7 +113,7 @@ class BGTConfig(ModelConfig):
     # trained model (``train --init-from``) may change them, to fine-tune it with another bottleneck (an adversary
     # is trained only, TRAINING_ONLY, and starts afresh)
     RETUNABLE: ClassVar[tuple[str, ...]] = ("decoder_latent", "language_kl_weight", "language_free_bits", "word_dropout",
-                                            "content_adversary")
+                                            "content_adversary", "adversary_target")
     vocab_size: int
     languages: tuple[str, str] = ("en", "fr")
     setting: str = "bgt"
@@ -129,7 +132,8 @@ class BGTConfig(ModelConfig):
     language_kl_weight: float = 1.0  # multiplies the language latents' KL (with β): a tighter bottleneck above 1
     language_free_bits: float = 0.0  # nats of each language latent's KL (batch mean) that cost nothing
     word_dropout: float = 0.0  # share of the generative decoders' input tokens replaced by padding in training
-    content_adversary: float = 0.0  # λ of the adversaries reading the translation's meaning from z_en / z_xx
+    content_adversary: float = 0.0  # λ of the adversaries reading content from z_en / z_xx
+    adversary_target: str = "translation"  # what they read: the translation's semantic mean, or "words"
     sem_side: str = "example"  # "example" | "microbatch" (docs/method.md#semantic-side)
     attention_relu: bool = False  # the released code's sublayer is linear (docs/method.md#attention-relu)
     kl_x0: int = 65536  # KL weight min(1, update / kl_x0)
@@ -152,6 +156,8 @@ class BGTConfig(ModelConfig):
                                ("language_free_bits", number(self.language_free_bits, 0), "a number of nats ≥ 0"),
                                ("word_dropout", number(self.word_dropout, 0, 1, open_high=True), "a number in [0, 1)"),
                                ("content_adversary", number(self.content_adversary, 0), "a number ≥ 0"),
+                               ("adversary_target", self.adversary_target in ADVERSARY_TARGETS,
+                                f"one of {', '.join(ADVERSARY_TARGETS)}"),
                                ("sem_side", self.sem_side in SEM_SIDES, "'example' or 'microbatch'")):
             if not ok:
                 problems.append(f"{name} must be {rule}, not {getattr(self, name)!r}")
@@ -227,8 +233,11 @@ class BGT(SentenceModel):
             self.decoders[lang] = decoder(language + cfg.latent_dim)  # on [z_lang ; z_sem], or z_sem alone
         for direction in setting.translates:
             self.decoders[cfg.direction(direction)] = decoder(cfg.latent_dim)
-        self.adversaries = nn.ModuleDict({lang: ContentAdversary(cfg.language_dim, cfg.d_model, cfg.latent_dim)
-                                          for lang in cfg.languages} if cfg.content_adversary else {})
+        adversary = {"translation": lambda: ContentAdversary(cfg.language_dim, cfg.d_model, cfg.latent_dim),
+                     "words": lambda: ContentWordsAdversary(cfg.language_dim, cfg.d_model, cfg.vocab_size)}
+        self.adversaries = nn.ModuleDict({lang: adversary[cfg.adversary_target]() for lang in cfg.languages}
+                                         if cfg.content_adversary else {})
+        self.content_words: dict[str, torch.Tensor] = {}  # per language, from the tokenizer (use_tokenizer)
 
     # --- encoders ------------------------------------------------------------------------------------------
 
@@ -256,6 +265,13 @@ class BGT(SentenceModel):
     # at ten times the rate, 10%
     ADVERSARY_LR_SCALE = 10.0
     TRAINING_ONLY = ("adversaries",)
+
+    def use_tokenizer(self, tokenizer) -> None:
+        """The content-words adversaries need to know which pieces start a content word of each language."""
+        if self.adversaries and self.cfg.adversary_target == "words":
+            pieces = [tokenizer.sp.id_to_piece(i) for i in range(tokenizer.vocab_size)]
+            device = next(self.parameters()).device
+            self.content_words = {lang: content_pieces(pieces, lang).to(device) for lang in self.cfg.languages}
 
     def parameter_groups(self) -> list[dict]:
         groups = [{"params": [p for name, p in self.named_parameters() if not name.startswith("adversaries.")]}]
@@ -292,8 +308,8 @@ class BGT(SentenceModel):
         en, xx: (B, T) EOS-terminated, right-padded ids; ``update`` sets the KL weight, ``step`` (the forward
         counter) the semantic side under ``sem_side="microbatch"`` (:func:`semantic_side`). Returns ``loss`` (the
         weighted sum), the :data:`LOGGED` terms ``recon``, ``trans``, ``kl`` (the sum of ``kl_semantic`` and
-        ``kl_language``, both language latents, unweighted), ``adversary`` (the content adversaries' squared error,
-        in training: :mod:`.adversary`), ``sentences``, ``tokens_en``, ``tokens_xx``, and
+        ``kl_language``, both language latents, unweighted), ``adversary`` (the content adversaries' error: squared, or
+        the cross-entropy of the words; in training: :mod:`.adversary`), ``sentences``, ``tokens_en``, ``tokens_xx``, and
         ``active_units`` (dimensions of the concatenated posterior means whose variance over the batch is ≥ 0.01:
         a posterior-collapse check).
         """
@@ -361,7 +377,8 @@ class BGT(SentenceModel):
                 mu_l, logv_l = self.encoders[lang](target)
                 means.append(mu_l)
                 if self.training and lang in self.adversaries:
-                    t["adversary"] = t["adversary"] + self.adversaries[lang](mu_l, translation, cfg.content_adversary)
+                    t["adversary"] = t["adversary"] + self.adversaries[lang](
+                        mu_l, self._adversary_target(lang, target, translation), cfg.content_adversary)
                 cond = torch.cat([self.latent(mu_l, logv_l, language=True), z_sem], dim=-1)  # [language ; semantic]
                 if logv_l is not None:
                     kl_l = kl_to_standard_normal(mu_l, logv_l)
@@ -370,6 +387,13 @@ class BGT(SentenceModel):
             # un-smoothed NLL (docs/method.md#losses)
             t["recon"] = t["recon"] + self._decoded(lang, target, cond, 0.0, cfg.word_dropout)
         return means
+
+    def _adversary_target(self, lang: str, tokens: torch.Tensor, translation: torch.Tensor) -> torch.Tensor:
+        if self.cfg.adversary_target == "translation":
+            return translation
+        if lang not in self.content_words:
+            raise RuntimeError("a content-words adversary needs the run's tokenizer: call use_tokenizer first")
+        return content_bag(tokens, self.content_words[lang])
 
     # --- generation (style transfer) -----------------------------------------------------------------------
 

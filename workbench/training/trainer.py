@@ -153,6 +153,7 @@ class Trainer:
                 check_resumable(folder, cfg, self.tokenizer.digest, self.data.digest, initialising=folder is start)
         torch.manual_seed(cfg.seed)
         self.model = build_model(cfg.model_config(self.tokenizer)).to(self.device)
+        self.model.use_tokenizer(self.tokenizer)
         widest = -(-cfg.max_sentence_len // cfg.pad_multiple) * cfg.pad_multiple
         if widest > getattr(self.model.cfg, "max_len", widest):
             raise WorkbenchError(f"pad_multiple={cfg.pad_multiple} pads {cfg.max_sentence_len}-token sentences to "
