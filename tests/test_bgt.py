@@ -5,7 +5,8 @@ import torch
 from workbench.data.batching import collate
 from workbench.checks import WorkbenchError
 from workbench.models.transformer import shift_right
-from workbench.models.bgt import BGT, SETTINGS, BGTConfig, semantic_side
+from workbench.models.bgt import BGT, semantic_side
+from workbench.models.bgt_config import SETTINGS, BGTConfig
 from workbench.models.losses import kl_to_standard_normal, token_loss
 
 V = 50

@@ -240,7 +240,8 @@ def test_a_pairs_tsv_is_read_literally(tmp_path, capsys):
 
 
 def test_parameter_counts_extrapolated_from_one_and_two_layers_are_exact():
-    from workbench.models.bgt import BGT, BGTConfig
+    from workbench.models.bgt import BGT
+    from workbench.models.bgt_config import BGTConfig
     from workbench.models.kinds import parameter_count
     for setting in ("bgt", "english_ae", "bilingual_trans"):
         cfg = BGTConfig(vocab_size=300, setting=setting, d_model=16, ffn_dim=32, n_heads=2, enc_layers=3,

@@ -148,7 +148,7 @@ def test_resume_refuses_other_training_data(run_copy):
 
 
 def test_the_kl_ramp_follows_the_run_length_and_a_resume_keeps_it(run_copy, tiny_tokenizer):
-    from workbench.models.bgt import BGTConfig
+    from workbench.models.bgt_config import BGTConfig
 
     def x0(run):
         return BGTConfig.run_settings(run)["kl_x0"]
@@ -293,7 +293,7 @@ def test_a_run_gives_content_words_adversaries_its_tokenizers_pieces(run_copy, t
                                   eval_every=0)
     trainer = Trainer(cfg, tmp_path / "words", init_from=run_copy / "checkpoints" / "update-30", show_progress=False)
     trainer.run()
-    content = trainer.model.content_words["en"]
+    content = trainer.model.adversaries.content_words["en"]
     pieces = [trainer.tokenizer.sp.id_to_piece(i) for i in content.nonzero()[:, 0].tolist()]
     assert pieces and all(p.startswith("\u2581") for p in pieces) and "\u2581the" not in pieces
     assert all(r["adversary"] > 0 for r in metrics(tmp_path / "words") if r["update"] > 30)

@@ -92,3 +92,35 @@ def content_pieces(pieces: list[str], language: str) -> torch.Tensor:
         word = piece[1:].lower()
         return piece.startswith("\u2581") and sum(c.isalpha() for c in word) >= 2 and word not in stop
     return torch.tensor([content(piece) for piece in pieces], dtype=torch.bool)
+
+
+class LanguageAdversaries(nn.ModuleDict):
+    """BGT's content adversaries, one per language latent, all of one ``target``: ``"translation"`` (the other
+    side's semantic mean, :class:`ContentAdversary`) or ``"words"`` (the sentence's own content words,
+    :class:`ContentWordsAdversary`, which needs the run's tokenizer: :meth:`use_tokenizer`). Empty without
+    languages, so a model without adversaries holds no parameters for them."""
+
+    def __init__(self, languages: tuple[str, ...], target: str, latent_dim: int, hidden: int, semantic_dim: int,
+                 vocab_size: int):
+        make = {"translation": lambda: ContentAdversary(latent_dim, hidden, semantic_dim),
+                "words": lambda: ContentWordsAdversary(latent_dim, hidden, vocab_size)}[target]
+        super().__init__({lang: make() for lang in languages})
+        self.target = target
+        self.content_words: dict[str, torch.Tensor] = {}  # per language, from the tokenizer
+
+    def use_tokenizer(self, tokenizer) -> None:
+        """Which pieces start a content word of each language (:func:`content_pieces`)."""
+        if len(self) and self.target == "words":
+            pieces = [tokenizer.sp.id_to_piece(i) for i in range(tokenizer.vocab_size)]
+            device = next(self.parameters()).device
+            self.content_words = {lang: content_pieces(pieces, lang).to(device) for lang in self}
+
+    def loss(self, lang: str, latent: torch.Tensor, tokens: torch.Tensor, translation: torch.Tensor,
+             weight: float) -> torch.Tensor:
+        """The adversary of ``lang`` on its ``latent`` of the sentences ``tokens``, whose translations' semantic
+        means are ``translation``."""
+        if self.target == "translation":
+            return self[lang](latent, translation, weight)
+        if lang not in self.content_words:
+            raise RuntimeError("a content-words adversary needs the run's tokenizer: call use_tokenizer first")
+        return self[lang](latent, content_bag(tokens, self.content_words[lang]), weight)

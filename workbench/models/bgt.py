@@ -19,180 +19,20 @@ sides for the translation loss. Decoders have one post-LN layer and no cross-att
 concatenation before a linear sublayer ("Attention") and again before the output projection ("Logit").
 Losses are summed over tokens and latent dimensions and divided by the number of sentence pairs (docs/method.md#normalisation).
 
-How the BGT variants bottleneck their latents (defaults: the released code):
-
-=========================  ========================================================================================
-``decoder_latent``         what the decoders read in training: ``"mean"``, ``"sample"`` (all latents sampled) or
-                           ``"sample_language"`` (only z_en / z_xx sampled; z_sem stays the mean)
-``language_latent_dim``    the size of z_en / z_xx (default: ``latent_dim``)
-``language_kl_weight``     multiplies the language latents' KL term (default 1)
-``language_free_bits``     a floor, in nats, under each language latent's KL: below it the KL costs nothing
-                           (free bits at the latent's level; default 0, no floor)
-``word_dropout``           share of the generative decoders' input tokens replaced by padding (default 0)
-``content_adversary``      λ of an adversary that reads content from z_en / z_xx behind a gradient-reversal
-                           layer (:mod:`.adversary`; default 0, none)
-``adversary_target``       the content it reads: ``"translation"`` (the other side's semantic mean) or
-                           ``"words"`` (the sentence's own content words as a bag)
-=========================  ========================================================================================
-
-The first three limit what the language latents can carry, so that the content must pass through z_sem (the
-style-transfer premise). The floor does the opposite at the small end: a latent under a KL can collapse to
-carrying nothing, and the floor leaves it a few nats it may spend for free (meaningful with sampled language
-latents, where the KL is a real limit). Word dropout makes the decoders rely on the latents rather than on the
-words before. The adversary takes from the language latents what the translation shares, the content that a
-looser bottleneck lets in.
+How the language latents are bottlenecked (``decoder_latent``, ``language_latent_dim``, the KL weight and floor,
+word dropout, the content adversary) is configured in :mod:`.bgt_config`.
 """
 from __future__ import annotations
-
-from dataclasses import dataclass, field
-from typing import ClassVar
 
 import torch
 from torch import nn
 
-from ..checks import number, whole
-from .adversary import ContentAdversary, ContentWordsAdversary, content_bag, content_pieces
-from .base import ModelConfig, SentenceModel, evaluating
+from .adversary import LanguageAdversaries
+from .base import SentenceModel, evaluating
+from .bgt_config import SEM_SIDES, SETTINGS, BGTConfig
 from .bgt_warm_start import from_translation
 from .losses import drop_words, free_bits, kl_to_standard_normal, token_loss
-from .transformer import LatentDecoder, SentenceEncoder, TransformerConfig, beam_hypotheses, shift_right
-
-
-@dataclass(frozen=True)
-class Setting:
-    """What one setting is made of — the module docstring's table as data, so that the network, the loss and other
-    modules ask what a setting has instead of comparing its name."""
-    gaussian: bool = False  # posteriors with a variance and a KL to N(0, I), annealed (the prior)
-    language_latents: bool = False  # q(z_en | x_en) and q(z_xx | x_xx) beside z_sem
-    reconstructs: str | None = None  # generative decoders: "languages" (one per language) or "en" (English alone)
-    translates: tuple[str, ...] = ()  # translation decoders from z_sem: "en->xx", "xx->en" (the first, second side)
-    samples: bool = False  # its decoders always read a sampled z (a VAE), whatever decoder_latent says
-    trans_weight: float | None = None  # the translation loss's weight when fixed by the setting (None: the config's)
-    abilities: frozenset[str] = frozenset()  # beyond encoding, e.g. "style_transfer"
-
-    @property
-    def english_only(self) -> bool:  # its semantic encoder reads English alone (nothing maps the other language in),
-        return self.reconstructs != "languages" and "xx->en" not in self.translates  # so its first side is English
-
-
-BOTH_WAYS = ("en->xx", "xx->en")
-STYLE = frozenset({"style_transfer"})  # needs language latents beside the semantic one and decoders that read both
-SETTINGS = {
-    "bgt": Setting(gaussian=True, language_latents=True, reconstructs="languages", translates=BOTH_WAYS,
-                   abilities=STYLE),
-    "bgt_no_prior": Setting(language_latents=True, reconstructs="languages", translates=BOTH_WAYS, abilities=STYLE),
-    "bgt_no_langvars": Setting(gaussian=True, reconstructs="languages", translates=BOTH_WAYS),
-    "bilingual_trans": Setting(translates=BOTH_WAYS, trans_weight=0.5),  # 0.5 × (en→xx + xx→en)
-    "english_trans": Setting(translates=("en->xx",)),
-    "english_ae": Setting(reconstructs="en"),
-    "english_vae": Setting(gaussian=True, reconstructs="en", samples=True),
-}
-DECODER_LATENTS = ("mean", "sample", "sample_language")
-SEM_SIDES = ("example", "microbatch")
-ADVERSARY_TARGETS = ("translation", "words")
-
-# The network sizes of each training preset (the run settings: workbench.training.recipes.PRESETS). cpu: the
-# CPU recipe chosen at equal CPU time (trained/HISTORY.md); small: minutes on one GPU; paper: the paper's d=1024,
-# 5-layer encoders.
-PRESETS = {
-    "tiny": {"model": {"d_model": 64, "ffn_dim": 128, "n_heads": 2, "enc_layers": 1, "latent_dim": 32,
-                       "dropout": 0.0, "max_len": 64}},
-    "cpu": {"model": {"d_model": 128, "ffn_dim": 256, "n_heads": 4, "enc_layers": 2, "latent_dim": 128,
-                      "dropout": 0.1, "max_len": 64}},
-    "small": {"model": {"d_model": 512, "ffn_dim": 1024, "n_heads": 8, "enc_layers": 3, "latent_dim": 512,
-                        "dropout": 0.1, "max_len": 128}},
-    "paper": {"model": {"d_model": 1024, "ffn_dim": 1024, "n_heads": 8, "enc_layers": 5, "latent_dim": 1024,
-                        "dropout": 0.3, "max_len": 1024}},
-}
-
-
-@dataclass
-class BGTConfig(ModelConfig):
-    KEPT_FROM_START: ClassVar[tuple[str, ...]] = ("kl_x0",)  # the KL ramp (run_settings)
-    # settings that change how the latents are regularised but no shipped parameter: a run initialised from a
-    # trained model (``train --init-from``) may change them, to fine-tune it with another bottleneck (an adversary
-    # is trained only, TRAINING_ONLY, and starts afresh)
-    RETUNABLE: ClassVar[tuple[str, ...]] = ("decoder_latent", "language_kl_weight", "language_free_bits", "word_dropout",
-                                            "content_adversary", "adversary_target")
-    vocab_size: int
-    languages: tuple[str, str] = ("en", "fr")
-    setting: str = "bgt"
-    d_model: int = 512
-    ffn_dim: int = 1024
-    n_heads: int = 8
-    enc_layers: int = 3
-    dec_layers: int = 1
-    latent_dim: int = 512
-    dropout: float = 0.1
-    max_len: int = 1024
-    pad_id: int = 0
-    eos_id: int = 3
-    decoder_latent: str = "mean"  # what the decoders read in training: the module docstring's table
-    language_latent_dim: int | None = None  # size of z_en / z_xx (None: latent_dim); a smaller one holds less
-    language_kl_weight: float = 1.0  # multiplies the language latents' KL (with β): a tighter bottleneck above 1
-    language_free_bits: float = 0.0  # nats of each language latent's KL (batch mean) that cost nothing
-    word_dropout: float = 0.0  # share of the generative decoders' input tokens replaced by padding in training
-    content_adversary: float = 0.0  # λ of the adversaries reading content from z_en / z_xx
-    adversary_target: str = "translation"  # what they read: the translation's semantic mean, or "words"
-    sem_side: str = "example"  # "example" | "microbatch" (docs/method.md#semantic-side)
-    attention_relu: bool = False  # the released code's sublayer is linear (docs/method.md#attention-relu)
-    kl_x0: int = 65536  # KL weight min(1, update / kl_x0)
-    recon_weight: float = 1.0
-    trans_weight: float = 1.0
-    label_smoothing: float = 0.1
-    extra: dict = field(default_factory=dict)  # free-form notes carried in config.json
-
-    def __post_init__(self):
-        self.languages = tuple(self.languages)
-        problems = self.size_problems()
-        if not problems and self.d_model % self.n_heads:
-            problems.append(f"d_model {self.d_model} is not divisible by n_heads {self.n_heads}")
-        for name, ok, rule in (("setting", self.setting in SETTINGS, f"one of {', '.join(SETTINGS)}"),
-                               ("decoder_latent", self.decoder_latent in DECODER_LATENTS,
-                                f"one of {', '.join(DECODER_LATENTS)}"),
-                               ("language_latent_dim", self.language_latent_dim is None
-                                or whole(self.language_latent_dim), "a positive integer or None"),
-                               ("language_kl_weight", number(self.language_kl_weight, 0), "a number ≥ 0"),
-                               ("language_free_bits", number(self.language_free_bits, 0), "a number of nats ≥ 0"),
-                               ("word_dropout", number(self.word_dropout, 0, 1, open_high=True), "a number in [0, 1)"),
-                               ("content_adversary", number(self.content_adversary, 0), "a number ≥ 0"),
-                               ("adversary_target", self.adversary_target in ADVERSARY_TARGETS,
-                                f"one of {', '.join(ADVERSARY_TARGETS)}"),
-                               ("sem_side", self.sem_side in SEM_SIDES, "'example' or 'microbatch'")):
-            if not ok:
-                problems.append(f"{name} must be {rule}, not {getattr(self, name)!r}")
-        if len(self.languages) != 2 or self.languages[0] == self.languages[1]:
-            problems.append(f"languages must be two different languages, not {self.languages}")
-        elif self.setting in SETTINGS and SETTINGS[self.setting].english_only and self.languages[0] != "en":
-            problems.append(f"{self.setting} reads English on its first side: languages must be ('en', xx), not "
-                            f"{self.languages}")
-        if (self.setting in SETTINGS and self.content_adversary and not
-                (SETTINGS[self.setting].language_latents and SETTINGS[self.setting].reconstructs == "languages")):
-            problems.append(f"content_adversary needs language latents beside z_sem, which {self.setting} has not "
-                            "(it applies to bgt and bgt_no_prior)")
-        if problems:
-            raise ValueError("; ".join(problems))
-
-    @classmethod
-    def run_settings(cls, run, tokenizer=None) -> dict:
-        """The KL ramp a new run fixes (x0: ``kl_x0``, else ``kl_ramp`` × ``max_updates``, so β ends near 1 / kl_ramp:
-        docs/method.md#kl); every resume keeps it (``KEPT_FROM_START``)."""
-        return {"kl_x0": run.kl_x0 or max(1, round(run.kl_ramp * run.max_updates))}
-
-    def direction(self, symbolic: str) -> str:
-        """A translation decoder's name for this pair: ``"en->xx"`` -> ``"en->fr"`` (``"fr->es"`` in fr-es)."""
-        return "->".join(dict(zip(("en", "xx"), self.languages))[side] for side in symbolic.split("->"))
-
-    @property
-    def language_dim(self) -> int:
-        """The size of the language latents z_en and z_xx."""
-        return self.language_latent_dim or self.latent_dim
-
-    def encoder_config(self, n_layers: int | None = None, latent_dim: int | None = None) -> TransformerConfig:
-        return TransformerConfig(vocab_size=self.vocab_size, d_model=self.d_model, ffn_dim=self.ffn_dim,
-                                 n_heads=self.n_heads, n_layers=n_layers or self.enc_layers,
-                                 latent_dim=latent_dim or self.latent_dim, dropout=self.dropout,
-                                 max_len=self.max_len, pad_id=self.pad_id)
+from .transformer import LatentDecoder, SentenceEncoder, beam_hypotheses, shift_right
 
 
 def semantic_side(batch_size: int, sem_side: str = "example", step: int = 0,
@@ -233,11 +73,8 @@ class BGT(SentenceModel):
             self.decoders[lang] = decoder(language + cfg.latent_dim)  # on [z_lang ; z_sem], or z_sem alone
         for direction in setting.translates:
             self.decoders[cfg.direction(direction)] = decoder(cfg.latent_dim)
-        adversary = {"translation": lambda: ContentAdversary(cfg.language_dim, cfg.d_model, cfg.latent_dim),
-                     "words": lambda: ContentWordsAdversary(cfg.language_dim, cfg.d_model, cfg.vocab_size)}
-        self.adversaries = nn.ModuleDict({lang: adversary[cfg.adversary_target]() for lang in cfg.languages}
-                                         if cfg.content_adversary else {})
-        self.content_words: dict[str, torch.Tensor] = {}  # per language, from the tokenizer (use_tokenizer)
+        self.adversaries = LanguageAdversaries(cfg.languages if cfg.content_adversary else (), cfg.adversary_target,
+                                               cfg.language_dim, cfg.d_model, cfg.latent_dim, cfg.vocab_size)
 
     # --- encoders ------------------------------------------------------------------------------------------
 
@@ -268,10 +105,7 @@ class BGT(SentenceModel):
 
     def use_tokenizer(self, tokenizer) -> None:
         """The content-words adversaries need to know which pieces start a content word of each language."""
-        if self.adversaries and self.cfg.adversary_target == "words":
-            pieces = [tokenizer.sp.id_to_piece(i) for i in range(tokenizer.vocab_size)]
-            device = next(self.parameters()).device
-            self.content_words = {lang: content_pieces(pieces, lang).to(device) for lang in self.cfg.languages}
+        self.adversaries.use_tokenizer(tokenizer)
 
     def parameter_groups(self) -> list[dict]:
         groups = [{"params": [p for name, p in self.named_parameters() if not name.startswith("adversaries.")]}]
@@ -377,8 +211,8 @@ class BGT(SentenceModel):
                 mu_l, logv_l = self.encoders[lang](target)
                 means.append(mu_l)
                 if self.training and lang in self.adversaries:
-                    t["adversary"] = t["adversary"] + self.adversaries[lang](
-                        mu_l, self._adversary_target(lang, target, translation), cfg.content_adversary)
+                    t["adversary"] = t["adversary"] + self.adversaries.loss(lang, mu_l, target, translation,
+                                                                            cfg.content_adversary)
                 cond = torch.cat([self.latent(mu_l, logv_l, language=True), z_sem], dim=-1)  # [language ; semantic]
                 if logv_l is not None:
                     kl_l = kl_to_standard_normal(mu_l, logv_l)
@@ -387,13 +221,6 @@ class BGT(SentenceModel):
             # un-smoothed NLL (docs/method.md#losses)
             t["recon"] = t["recon"] + self._decoded(lang, target, cond, 0.0, cfg.word_dropout)
         return means
-
-    def _adversary_target(self, lang: str, tokens: torch.Tensor, translation: torch.Tensor) -> torch.Tensor:
-        if self.cfg.adversary_target == "translation":
-            return translation
-        if lang not in self.content_words:
-            raise RuntimeError("a content-words adversary needs the run's tokenizer: call use_tokenizer first")
-        return content_bag(tokens, self.content_words[lang])
 
     # --- generation (style transfer) -----------------------------------------------------------------------
 

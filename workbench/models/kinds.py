@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from ..checks import WorkbenchError, check_name
-from . import KIND_NAMES, bgt, nmt, paraphrastic, wmf
+from . import KIND_NAMES, bgt, bgt_config, nmt, paraphrastic, wmf
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,9 +58,9 @@ def registry(*groups: dict[str, Kind]) -> dict[str, Kind]:
 
 ALIKE = "pairs_without_english"  # both sides alike: it trains on any two languages (fr-es as well as en-fr)
 KINDS = registry(
-    {name: Kind(bgt.BGTConfig, bgt.BGT, bgt.PRESETS,
+    {name: Kind(bgt_config.BGTConfig, bgt.BGT, bgt_config.PRESETS,
                 abilities=setting.abilities | ({ALIKE} if not setting.english_only else frozenset()))
-     for name, setting in bgt.SETTINGS.items()},
+     for name, setting in bgt_config.SETTINGS.items()},
     {name: Kind(paraphrastic.ParaphrasticConfig, paraphrastic.Paraphrastic, paraphrastic.PRESETS)
      for name in paraphrastic.SETTINGS},
     {"nmt": Kind(nmt.NMTConfig, nmt.MultilingualNMT, nmt.PRESETS, multilingual=True)},
