@@ -29,6 +29,24 @@ def test_batched_moses_rules_give_sacremoses_output_on_real_and_adversarial_text
     assert tk.preprocess_many(odd[:50] * 2) == [e.lower() for e in expected[:50] * 2]  # memo hits read the same
 
 
+def test_batched_detokenising_gives_sacremoses_output_on_pool_sentences_and_adversarial_text():
+    import random
+
+    from sacremoses import MosesDetokenizer
+
+    from workbench.data.corpora import PAIRS, load_splits
+    from workbench.data.moses import detokenise_many, tokenise_many
+    moses = MosesDetokenizer(lang="en")  # what the probing sets' builders give: pool sentences, Moses-tokenised
+    pools = tokenise_many([s for pair in PAIRS for en_xx in load_splits(pair)["probe"][:6000] for s in en_xx])
+    rng = random.Random(0)  # quotes, contractions, brackets, currency, escapes, "@-@", CJK, odd spacing
+    alphabet = [*"ab AZ.,'\"`-!?()[]{}<>;:@#$%&/0123456789sdt\u00a0é€’„“”」漢", "@-@", "&amp;", "n't", "'s", "'",
+                "...", " ", "  ", "\t", "\\", "%"]
+    odd = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 25))) for _ in range(20000)]
+    for sentences in (pools, odd):
+        assert detokenise_many(sentences) == [moses.detokenize(s.split()) for s in sentences]
+    assert detokenise_many([]) == [] and tk.detokenise("i don 't , marie !") == "i don't, marie!"
+
+
 def test_training_is_deterministic(tmp_path, small_tokenizer):
     from workbench.data.corpora import load_splits
     text = [tk.preprocess(s) for pair in load_splits("en-tr")["train"][:3000] for s in pair]

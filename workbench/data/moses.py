@@ -18,9 +18,11 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from itertools import accumulate
 
-from sacremoses import MosesTokenizer
+from sacremoses import MosesDetokenizer, MosesTokenizer
+from sacremoses.util import _CJKChars_ranges
 
 _moses = MosesTokenizer(lang="en")
+_detok = MosesDetokenizer(lang="en")
 _ALNUM, _N, _ALPHA = _moses.IsAlnum, _moses.IsN, _moses.IsAlpha
 _LOWER, _ALPHA_CHARS = frozenset(_moses.IsLower), frozenset(_ALPHA)
 _NONBREAKING = frozenset(_moses.NONBREAKING_PREFIXES) - frozenset(_moses.NUMERIC_ONLY_PREFIXES)
@@ -160,3 +162,26 @@ def _rules(text: str) -> list[str]:
     if "MULTI" in text:
         text = _MULTIDOT_MARKER.sub(lambda m: "." * ((m.end() - m.start() - 5) // 3), text)
     return text.split("\n")
+
+
+# Detokenising: in a sentence without quotes (but English contractions), currency or opening brackets, XML escapes,
+# "@-@" or CJK, every token follows its predecessor after a space, but the punctuation tokens and the contractions,
+# which follow it directly. Such sentences take one substitution together; the others sacremoses' token loop.
+_CURRENCY = _detok.IS_CURRENCY_SYMBOL.pattern.removeprefix("^[").removesuffix("]+$")
+_CJK = "".join(f"{chr(start)}-{chr(end)}" for start, end in _CJKChars_ranges)
+_DETOK_CHARS = re.compile(rf"[\"`„“”&@{_CURRENCY}{_CJK}]")
+_DETOK_APOSTROPHE = re.compile(rf"'(?:(?<! ')|(?![{_ALPHA}]))")  # not a contraction's
+_DETOK_LEFT = re.compile(rf" (?:(?=[,.?!:;\\%}}\])]+(?:[ \n]|\Z))|(?='[{_ALPHA}]))")
+
+
+def detokenise_many(sentences: Sequence[str]) -> list[str]:
+    """``sacremoses.MosesDetokenizer("en").detokenize(s.split())`` of each sentence (tested on the probe pools and
+    adversarial text), the sentences of plain tokens all at once."""
+    plain = [_plain(s) for s in sentences]
+    joined = iter(_DETOK_LEFT.sub("", "\n".join(s for s, p in zip(sentences, plain) if p)).split("\n"))
+    return [next(joined) if p else _detok.detokenize(s.split()) for s, p in zip(sentences, plain)]
+
+
+def _plain(sentence: str) -> bool:
+    return (sentence.isprintable() and "  " not in sentence and sentence[:1] != " " and sentence[-1:] != " "
+            and not _DETOK_CHARS.search(sentence) and ("'" not in sentence or not _DETOK_APOSTROPHE.search(sentence)))

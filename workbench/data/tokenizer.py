@@ -23,18 +23,16 @@ from pathlib import Path
 
 import sentencepiece as spm
 from filelock import FileLock
-from sacremoses import MosesDetokenizer
 
 from ..paths import atomic_write, home_dir, read_json, trained_dir
 from .corpora import corpus_digest, inherited_digests, language_of, languages_of, load_splits, pairs_of
 from .splitting import SplitConfig
-from .moses import tokenise_many
+from .moses import detokenise_many, tokenise_many
 
 log = logging.getLogger(__name__)
 
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
 TOKENIZER_VERSION = 2
-_moses_detok = MosesDetokenizer(lang="en")
 MEMO_SIZE = 1 << 18  # preprocessed sentences remembered (a session encodes the same ones with several encoders)
 _memo: dict[str, str] = {}
 
@@ -47,7 +45,7 @@ def tokenise(sentence: str) -> str:
 def detokenise(tokens: str) -> str:
     """Inverse of :func:`tokenise` (``tokenise(detokenise(t)) == t`` for Moses output; tokenising Moses output
     again is not, since ``'re`` becomes ``' re``)."""
-    return _moses_detok.detokenize(tokens.split())
+    return detokenise_many([tokens])[0]
 
 
 def preprocess_many(sentences: Sequence[str]) -> list[str]:

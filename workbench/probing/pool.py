@@ -16,7 +16,7 @@ from pathlib import Path
 from ..data.corpora import PAIRS, corpus_digest, languages_of, load_splits, pair_of_language, probe_pool
 from ..data.splitting import SplitConfig, bucket, normalise
 from ..data.moses import tokenise_many
-from ..data.tokenizer import detokenise
+from ..data.moses import detokenise_many
 from ..paths import atomic_write, home_dir
 from .builders import BUILDERS, VERSIONS
 from .tasks import TaskCard
@@ -78,13 +78,24 @@ def labelled(builder: str, language: str, paired: bool, params: dict, sentences:
     task), or from Moses-tokenised sentences, detokenised after."""
     if paired:
         return BUILDERS[builder](sentences, language, **params)
-    return [(label, _detokenised(s), word) for label, s, word in BUILDERS[builder](sentences, language, **params)]
+    rows = BUILDERS[builder](sentences, language, **params)
+    return [(label, s, word) for (label, _, word), s in zip(rows, _detokenised([s for _, s, _ in rows]))]
 
 
-@lru_cache(maxsize=300_000)
-def _detokenised(sentence: str) -> str:
-    """:func:`detokenise`, once per sentence: the builders of one pool return many of the same sentences."""
-    return detokenise(sentence)
+_detokenised_memo: dict[str, str] = {}  # the builders of one pool return many of the same sentences
+
+
+def _detokenised(sentences: list[str]) -> list[str]:
+    """:func:`detokenise_many`, once per sentence (up to 300,000 remembered; safe from several threads)."""
+    global _detokenised_memo
+    memo = _detokenised_memo
+    new = [s for s in dict.fromkeys(sentences) if s not in memo]
+    done = dict(zip(new, detokenise_many(new)))
+    out = [done[s] if s in done else memo[s] for s in sentences]
+    if len(memo) + len(done) > 300_000:
+        _detokenised_memo = memo = {}
+    memo.update(done)
+    return out
 
 
 def builder_params(card: TaskCard, seed: int) -> str:
