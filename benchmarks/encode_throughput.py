@@ -12,9 +12,6 @@ encoders, and all-MiniLM-L6-v2 when the 'minilm' extra is installed. Two rates p
   cleared first);
 * ``ids_per_s``: from sentencepiece ids (the network alone; what the SP paper's 855k sentences/s on a GPU times).
 
-The first network encoder is timed once more with its whole input tokenised before the network starts (what
-encoding did before the next chunk was tokenised beside the network: ``TOKENISE_CHUNK``).
-
 ``x_bgt`` divides each rate by the BGT semantic encoder's. A warm-up call precedes the timings; each rate is the
 best of three (a single timing of a fraction of a second varied by ±10% between runs here). Then the
 preprocessing alone: sacremoses one sentence at a time (how it was done before) next to the batched rules of
@@ -82,15 +79,6 @@ def main():
             ids = encoder.tokenizer.encode(sentences, max_len=encoder.max_len)
             row["ids_per_s"] = rate(len(ids), lambda: encoder.encode_ids(ids, batch_size=args.batch_size))
         rows.append(row)
-    one_piece = next((e for e in encoders if hasattr(e, "TOKENISE_CHUNK")), None)
-    if one_piece is not None:  # the same encoder with its whole input tokenised before the network starts
-        one_piece.TOKENISE_CHUNK = len(sentences)
-        try:
-            rows.append({"encoder": f"{one_piece.name} (tokenised in one piece)", "dim": one_piece.dim,
-                         "text_per_s": rate(len(sentences), lambda: one_piece.encode(sentences,
-                                                                                      batch_size=args.batch_size))})
-        finally:
-            del one_piece.TOKENISE_CHUNK  # the class's again
     df = pd.DataFrame(rows)
     bgt = df[df.encoder.str.startswith("bgt-")]
     base = bgt.iloc[0] if len(bgt) else df.iloc[0]

@@ -23,19 +23,6 @@ def test_random_transformer_is_padding_invariant_and_deterministic(small_tokeniz
     assert random_transformer(small_tokenizer, seed=4).fingerprint != enc.fingerprint
 
 
-def test_sentences_tokenised_chunk_by_chunk_beside_the_network_give_the_vectors_of_one_piece(small_tokenizer,
-                                                                                              monkeypatch):
-    from workbench.data.corpora import load_splits
-    sentences = [s for pair in load_splits("en-fr")["test"][:150] for s in pair]  # real text, both languages
-    from workbench.models.transformer import TransformerConfig
-    small = TransformerConfig(vocab_size=small_tokenizer.vocab_size, d_model=32, ffn_dim=64, n_heads=2, n_layers=1,
-                              latent_dim=16, dropout=0.0)
-    enc = random_transformer(small_tokenizer, small, seed=3)
-    whole = enc.encode_ids(small_tokenizer.encode(sentences, max_len=enc.max_len), batch_size=16)
-    monkeypatch.setattr(type(enc), "TOKENISE_CHUNK", 64)  # 300 sentences: five chunks, the last one short
-    np.testing.assert_allclose(enc.encode(sentences, batch_size=16), whole, rtol=1e-5, atol=1e-6)
-
-
 def test_embedding_average_matches_manual_mean(small_tokenizer):
     enc = RandomEmbeddingAverage(small_tokenizer, dim=16)
     ids = small_tokenizer.encode(["hello world"])[0][:-1]

@@ -6,7 +6,6 @@ import hashlib
 import json
 import math
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, fields
 from itertools import chain
@@ -260,28 +259,9 @@ class NetworkEncoder(NamedEncoder):
         other._read_at(layer)
         return other
 
-    # sentences tokenised per chunk, the next chunk while the network reads this one: the tokenisation (Moses rules in
-    # Python, then sentencepiece) and the network's torch work overlap on two cores (benchmarks/encode_throughput.py)
-    TOKENISE_CHUNK = 4096
-
     def encode(self, sentences: Sequence[str], batch_size: int = 256, show_progress: bool = False) -> np.ndarray:
-        sentences = check_sentences(sentences)
-        chunk = self.TOKENISE_CHUNK
-        if len(sentences) <= chunk:
-            return self.encode_ids(self.tokenizer.encode(sentences, max_len=self.max_len), batch_size, show_progress)
-        out = np.empty((len(sentences), self.dim), dtype=np.float32)
-        starts = range(0, len(sentences), chunk)
-        tokenising = ThreadPoolExecutor(1)
-        try:
-            ids = tokenising.map(lambda i: self.tokenizer.encode(sentences[i:i + chunk], max_len=self.max_len), starts)
-            with progress_bar(total=len(sentences), desc=f"encode {self.name}", disable=not show_progress,
-                              unit="sentence") as bar:
-                for start, chunk_ids in zip(starts, ids):
-                    out[start:start + len(chunk_ids)] = self.encode_ids(chunk_ids, batch_size)
-                    bar.update(len(chunk_ids))
-        finally:  # an interrupted encode does not wait for the chunks still to tokenise
-            tokenising.shutdown(cancel_futures=True)
-        return out
+        return self.encode_ids(self.tokenizer.encode(check_sentences(sentences), max_len=self.max_len), batch_size,
+                               show_progress)
 
     def encode_ids(self, ids: Sequence[Sequence[int]], batch_size: int = 256, show_progress: bool = False
                    ) -> np.ndarray:
