@@ -1,4 +1,5 @@
-"""Moses tokenisation (English rules, no XML escaping) of many sentences at once.
+"""Moses tokenisation (English rules, no XML escaping) of many sentences at once, and detokenisation
+(:func:`detokenise_many`).
 
 The output is that of ``sacremoses.MosesTokenizer("en").tokenize(s, escape=False, return_str=True)`` for every
 sentence (tested on real sentences of every pair), but each rule runs once over all sentences joined by
@@ -175,7 +176,7 @@ _DETOK_LEFT = re.compile(rf" (?:(?=[,.?!:;\\%}}\])]+(?:[ \n]|\Z))|(?='[{_ALPHA}]
 
 
 def detokenise_many(sentences: Sequence[str]) -> list[str]:
-    """``sacremoses.MosesDetokenizer("en").detokenize(s.split())`` of each sentence (tested on the probe pools and
+    """``sacremoses.MosesDetokenizer("en").detokenize(s.split())`` of each sentence (tested on pool sentences and
     adversarial text), the sentences of plain tokens all at once."""
     plain = [_plain(s) for s in sentences]
     joined = iter(_DETOK_LEFT.sub("", "\n".join(s for s, p in zip(sentences, plain) if p)).split("\n"))

@@ -15,8 +15,7 @@ from pathlib import Path
 
 from ..data.corpora import PAIRS, corpus_digest, languages_of, load_splits, pair_of_language, probe_pool
 from ..data.splitting import SplitConfig, bucket, normalise
-from ..data.moses import tokenise_many
-from ..data.moses import detokenise_many
+from ..data.moses import detokenise_many, tokenise_many
 from ..paths import atomic_write, home_dir
 from .builders import BUILDERS, VERSIONS
 from .tasks import TaskCard
@@ -76,9 +75,9 @@ def labelled(builder: str, language: str, paired: bool, params: dict, sentences:
              ) -> list[tuple[str, str, str]]:
     """The builder's labelled sentences: from held-out translation pairs as they are (``paired``: a pair's
     task), or from Moses-tokenised sentences, detokenised after."""
-    if paired:
-        return BUILDERS[builder](sentences, language, **params)
     rows = BUILDERS[builder](sentences, language, **params)
+    if paired:
+        return rows
     return [(label, s, word) for (label, _, word), s in zip(rows, _detokenised([s for _, s, _ in rows]))]
 
 
