@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from itertools import accumulate
 
 from sacremoses import MosesDetokenizer, MosesTokenizer
-from sacremoses.util import _CJKChars_ranges
+from sacremoses.util import CJKChars
 
 _moses = MosesTokenizer(lang="en")
 _detok = MosesDetokenizer(lang="en")
@@ -169,7 +169,7 @@ def _rules(text: str) -> list[str]:
 # "@-@" or CJK, every token follows its predecessor after a space, but the punctuation tokens and the contractions,
 # which follow it directly. Such sentences take one substitution together; the others sacremoses' token loop.
 _CURRENCY = _detok.IS_CURRENCY_SYMBOL.pattern.removeprefix("^[").removesuffix("]+$")
-_CJK = "".join(f"{chr(start)}-{chr(end)}" for start, end in _CJKChars_ranges)
+_CJK = "".join(f"{chr(start)}-{chr(end)}" for start, end in CJKChars().ranges)
 _DETOK_CHARS = re.compile(rf"[\"`„“”&@{_CURRENCY}{_CJK}]")
 _DETOK_APOSTROPHE = re.compile(rf"'(?:(?<! ')|(?![{_ALPHA}]))")  # not a contraction's
 _DETOK_LEFT = re.compile(rf" (?:(?=[,.?!:;\\%}}\])]+(?:[ \n]|\Z))|(?='[{_ALPHA}]))")
