@@ -41,6 +41,21 @@ def test_demo_end_to_end_on_reduced_sizes(tmp_path):
     notes = df["note"].dropna().unique()
     text = re.sub(r"<script.*?</script>", "", html, flags=re.S)  # the page as read (figures' hover texts apart)
     assert len(notes) and all(text.count(escape(note)) == 1 for note in notes)  # each once, as a footnote
+    # the steps ran side by side in threads (one per core, shipped here with two or more): the numbers of one
+    # probe fitted again alone, in this thread
+    import workbench as wb
+    for task in ("length", "subj_num"):
+        alone = wb.probe(wb.load("bgt-en-fr").encoder("en"), task, sizes={"train": 600, "valid": 200, "test": 200},
+                         refit=True)
+        assert acc[(acc.encoder == "bgt-en-fr:en") & (acc.task == task)].value.item() == alone.accuracy
+
+
+def test_compare_refuses_a_bad_number_of_jobs_before_any_work():
+    from workbench.checks import WorkbenchError
+    from workbench.reports.demo import compare
+    for jobs in (0, -1, 1.5, True):
+        with pytest.raises(WorkbenchError, match=rf"n_jobs={jobs!r}: give a whole number of steps"):
+            compare(tasks=("length",), n_jobs=jobs, show_progress=False)
 
 
 def test_first_run_line_names_what_is_still_to_build():

@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import html
 import logging
+import os
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
+import torch
 
 from ..cache import cached
 from ..checks import WorkbenchError, check_sizes
@@ -21,7 +25,7 @@ from ..evaluation.sts import evaluate_sts
 from ..models.folder import load, shipped
 from ..paths import home_dir
 from ..probing.build import pending
-from ..probing.probe import probe
+from ..probing.probe import probe, task_dataset
 from ..progress import progress_bar
 from ..style_transfer.evaluation import transfer_pairs
 from ..style_transfer.generation import transfer_table
@@ -94,39 +98,73 @@ def first_run_line(pairs: tuple[str, ...], sizes: dict[str, int], tasks: tuple[s
 
 def compare(pairs: tuple[str, ...] = ("en-fr",), sizes: dict[str, int] = CARD_SIZES,
             years: tuple[int, ...] = tuple(STS_DATASETS), tasks: tuple[str, ...] = TABLE3_TASKS,
-            control: bool = True, show_progress: bool = True, save_to: Path | None = None) -> pd.DataFrame:
+            control: bool = True, show_progress: bool = True, save_to: Path | None = None,
+            n_jobs: int | None = None) -> pd.DataFrame:
     """Table 3's comparison as a tidy frame with a ``pair`` column: probes (with selectivity when
     ``control``) and STS for each pair's encoders (:func:`demo_encoders`). ``save_to``: a CSV rewritten after
-    every step."""
+    every step. The probing sets are built first; then the probes and STS run ``n_jobs`` at a time in threads
+    (default: one per core, at most 4), torch's threads shared out among them (the same numbers as one at a
+    time: each probe is deterministic)."""
     check_sizes(sizes)  # before any work
-    plan = []  # (pair, encoder, tasks, STS?)
+    jobs = min(4, os.cpu_count() or 1) if n_jobs is None else n_jobs
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise WorkbenchError(f"n_jobs={n_jobs!r}: give a whole number of steps to run at a time (1 or more), or "
+                             "None for one per core")
+    plan = []  # (pair, encoder, task or None for STS)
     for pair in pairs:
         *english, foreign = [cached(e) for e in demo_encoders(pair)]
         gender = GENDER_TASKS.get(language_of(pair))
-        plan += [(pair, e, (*tasks, *([gender] if gender and "semantic" in e.name else [])), True) for e in english]
+        for e in english:
+            plan += [(pair, e, task) for task in (*tasks, *([gender] if gender and "semantic" in e.name else []))]
+            plan.append((pair, e, None))
         if gender:
-            plan.append((pair, foreign, (gender,), False))
-    steps = progress_bar(total=sum(len(t) + s for _, _, t, s in plan), desc="compare", disable=not show_progress,
-                 unit="step")
-    frames: list[pd.DataFrame] = []
-    for pair, encoder, encoder_tasks, sts in plan:
-        for task in encoder_tasks:
-            steps.set_postfix_str(f"probe {task} / {encoder.name}")
-            result = probe(encoder, task, sizes=sizes, control=control)
-            log.info("%s", result)
-            frames.append(result.to_frame().assign(pair=pair))
-            steps.update()
-            if save_to:
-                pd.concat(frames, ignore_index=True).to_csv(save_to, index=False)
-        if sts:
-            steps.set_postfix_str(f"STS / {encoder.name}")
-            frames.append(evaluate_sts(encoder, years).assign(pair=pair))
-            steps.update()
+            plan.append((pair, foreign, gender))
+    to_build = list(dict.fromkeys(task for _, _, task in plan if task is not None))
+    steps = progress_bar(total=len(to_build) + len(plan), desc="compare", disable=not show_progress, unit="step")
+    for task in to_build:  # here, so that the threads below only encode and fit
+        steps.set_postfix_str(f"probing set {task}")
+        task_dataset(task, sizes=sizes)
+        steps.update()
+
+    def run(pair: str, encoder, task: str | None) -> pd.DataFrame:
+        if task is None:
+            return evaluate_sts(encoder, years).assign(pair=pair)
+        result = probe(encoder, task, sizes=sizes, control=control)
+        log.info("%s", result)
+        return result.to_frame().assign(pair=pair)
+
+    frames: list[pd.DataFrame | None] = [None] * len(plan)
+    with _torch_threads(max(1, torch.get_num_threads() // jobs)), ThreadPoolExecutor(jobs) as pool:
+        futures = {pool.submit(run, *step): i for i, step in enumerate(plan)}
+        try:
+            for future in as_completed(futures):
+                i = futures[future]
+                frames[i] = future.result()
+                pair, encoder, task = plan[i]
+                steps.set_postfix_str(f"{'STS' if task is None else 'probe ' + task} / {encoder.name}")
+                steps.update()
+                if save_to:
+                    pd.concat([f for f in frames if f is not None], ignore_index=True).to_csv(save_to, index=False)
+        except BaseException:  # an error or Ctrl-C: what has not started does not start
+            pool.shutdown(cancel_futures=True)
+            raise
     steps.close()
     df = pd.concat(frames, ignore_index=True)
     if save_to:
         df.to_csv(save_to, index=False)
     return df
+
+
+@contextmanager
+def _torch_threads(n: int):
+    """torch's intra-op threads set to ``n`` for the block. Each of several steps side by side gets its share; a
+    probe's small operations on two threads of a busy machine also ran 5-12x slower than on one (measured)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def style_transfer_note(name: str = "bgt-en-fr", n_examples: int = 3) -> str:
