@@ -110,15 +110,7 @@ def compare(pairs: tuple[str, ...] = ("en-fr",), sizes: dict[str, int] = CARD_SI
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise WorkbenchError(f"n_jobs={n_jobs!r}: give a whole number of steps to run at a time (1 or more), or "
                              "None for one per core")
-    plan = []  # (pair, encoder, task or None for STS)
-    for pair in pairs:
-        *english, foreign = [cached(e) for e in demo_encoders(pair)]
-        gender = GENDER_TASKS.get(language_of(pair))
-        for e in english:
-            plan += [(pair, e, task) for task in (*tasks, *([gender] if gender and "semantic" in e.name else []))]
-            plan.append((pair, e, None))
-        if gender:
-            plan.append((pair, foreign, gender))
+    plan = _steps(pairs, tasks)
     to_build = list(dict.fromkeys(task for _, _, task in plan if task is not None))
     steps = progress_bar(total=len(to_build) + len(plan), desc="compare", disable=not show_progress, unit="step")
     for task in to_build:  # here, so that the threads below only encode and fit
@@ -153,6 +145,20 @@ def compare(pairs: tuple[str, ...] = ("en-fr",), sizes: dict[str, int] = CARD_SI
     if save_to:
         df.to_csv(save_to, index=False)
     return df
+
+
+def _steps(pairs: tuple[str, ...], tasks: tuple[str, ...]) -> list[tuple]:
+    """The comparison's steps in the report's order: (pair, encoder, task), or (pair, encoder, None) for STS."""
+    plan = []
+    for pair in pairs:
+        *english, foreign = [cached(e) for e in demo_encoders(pair)]
+        gender = GENDER_TASKS.get(language_of(pair))
+        for e in english:
+            plan += [(pair, e, task) for task in (*tasks, *([gender] if gender and "semantic" in e.name else []))]
+            plan.append((pair, e, None))
+        if gender:
+            plan.append((pair, foreign, gender))
+    return plan
 
 
 @contextmanager
