@@ -18,7 +18,7 @@ import pandas as pd
 import torch
 
 from ..cache import cached
-from ..checks import WorkbenchError, check_sizes
+from ..checks import WorkbenchError, check_sizes, whole
 from ..data.corpora import language_of
 from ..data.sts import STS_DATASETS
 from ..evaluation.sts import evaluate_sts
@@ -107,7 +107,7 @@ def compare(pairs: tuple[str, ...] = ("en-fr",), sizes: dict[str, int] = CARD_SI
     time: each probe is deterministic)."""
     check_sizes(sizes)  # before any work
     jobs = min(4, os.cpu_count() or 1) if n_jobs is None else n_jobs
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+    if not whole(jobs, 1):
         raise WorkbenchError(f"n_jobs={n_jobs!r}: give a whole number of steps to run at a time (1 or more), or "
                              "None for one per core")
     plan = _steps(pairs, tasks)
