@@ -53,7 +53,9 @@ def semantic_side(batch_size: int, sem_side: str = "example", step: int = 0,
 class BGT(SentenceModel):
     """The Bilingual Generative Transformer and its ablations/baselines (see the module docstring)."""
 
-    def __init__(self, cfg: BGTConfig):
+    def __init__(self, cfg: BGTConfig, decoders: bool = True):
+        """``decoders=False``: the encoders alone (an encoder-only export: building decoders only to drop them cost
+        most of loading one)."""
         super().__init__()
         self.cfg = cfg
         self.setting = setting = SETTINGS[cfg.setting]
@@ -69,9 +71,9 @@ class BGT(SentenceModel):
             return LatentDecoder(cfg.encoder_config(cfg.dec_layers), cond_dim, cfg.attention_relu)
 
         language = cfg.language_dim if setting.language_latents else 0
-        for lang in {"languages": cfg.languages, "en": ("en",), None: ()}[setting.reconstructs]:
+        for lang in {"languages": cfg.languages, "en": ("en",), None: ()}[setting.reconstructs] if decoders else ():
             self.decoders[lang] = decoder(language + cfg.latent_dim)  # on [z_lang ; z_sem], or z_sem alone
-        for direction in setting.translates:
+        for direction in setting.translates if decoders else ():
             self.decoders[cfg.direction(direction)] = decoder(cfg.latent_dim)
         self.adversaries = LanguageAdversaries(cfg.languages if cfg.content_adversary else (), cfg.adversary_target,
                                                cfg.language_dim, cfg.d_model, cfg.latent_dim, cfg.vocab_size)

@@ -233,13 +233,11 @@ class ModelFolder:
                 model.name = self.name
                 return model
             try:
-                model = build_model(meta["model"])
+                model = build_model(meta["model"], decoders=meta.get("decoders", True))  # False: encoder-only
             except WorkbenchError as err:
                 raise WorkbenchError(f"{folder / 'config.json'}: {err}") from None
             tokenizer = Tokenizer(folder / "spm.model", tuple(meta["model"]["languages"]), data=self.read("spm.model"))
             state = self.weights()  # float16 in trained/: copied into float32 parameters
-            if not meta.get("decoders", True):  # a shipped encoder-only model
-                model.decoders = torch.nn.ModuleDict()
             try:
                 model.load_state_dict(model.completed_state(state))
             except RuntimeError as err:  # missing, unexpected or mis-shaped tensors: never a partly random model

@@ -81,18 +81,23 @@ def fitted(setting: str) -> Fitted | None:
 
 
 MAX_PARAMETERS = 2 * 10 ** 9  # 8 GB of float32 weights; the paper's BGT has 0.48 billion
+_COUNTS: dict[tuple[type, str], int] = {}  # parameter_count's
 
 
 def parameter_count(network: type, model_config) -> int:
     """The parameters ``network(model_config)`` would have, counted on the meta device (no memory). Each
     ``*layers`` count enters linearly, so it is counted at 1 and 2 layers and extrapolated: a config asking for
-    10,000 layers is counted in milliseconds, not built."""
+    10,000 layers is counted in milliseconds, not built. Counts are remembered per network and config: building
+    even on the meta device took half of loading a shipped model, and a session loads the same ones often."""
     def count(cfg) -> int:
-        try:
-            with torch.device("meta"):
-                return sum(p.numel() for p in network(cfg).parameters())
-        except (RuntimeError, OverflowError):  # one tensor too large even to describe: far over any bound
-            return 2 ** 63 - 1
+        key = (network, repr(cfg))  # configs are dataclasses: their repr names every field
+        if key not in _COUNTS:
+            try:
+                with torch.device("meta"):
+                    _COUNTS[key] = sum(p.numel() for p in network(cfg).parameters())
+            except (RuntimeError, OverflowError):  # one tensor too large even to describe: far over any bound
+                _COUNTS[key] = 2 ** 63 - 1
+        return _COUNTS[key]
 
     layers = {f.name: getattr(model_config, f.name) for f in dataclasses.fields(model_config)
               if f.name.endswith("layers")}
@@ -101,11 +106,12 @@ def parameter_count(network: type, model_config) -> int:
     return one + sum((n - 1) * (count(dataclasses.replace(base, **{name: 2})) - one) for name, n in layers.items())
 
 
-def build_model(model_config) -> torch.nn.Module:
-    """The network for a model config (or its ``to_dict()`` form, as stored in ``config.json``). Its size is
-    counted on the meta device first (no memory), so an absurd config is refused before it is allocated."""
+def build_model(model_config, decoders: bool = True) -> torch.nn.Module:
+    """The network for a model config (or its ``to_dict()`` form, as stored in ``config.json``), without its
+    decoders when ``decoders`` is False (an encoder-only model). Its size is counted on the meta device first (no
+    memory), so an absurd config is refused before it is allocated."""
     model_config = checked_config(model_config)
-    return KINDS[model_config.setting].network(model_config)
+    return KINDS[model_config.setting].network(model_config, decoders=decoders)
 
 
 def checked_config(model_config):

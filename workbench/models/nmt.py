@@ -111,11 +111,12 @@ class SentenceDecoder(nn.Module):
 class MultilingualNMT(SentenceModel):
     """Shared BiLSTM-max encoder + one tag-conditioned LSTM decoder, trained to translate both ways."""
 
-    def __init__(self, cfg: NMTConfig):
+    def __init__(self, cfg: NMTConfig, decoders: bool = True):
+        """``decoders=False``: the encoder alone (an encoder-only export; it cannot translate)."""
         super().__init__()
         self.cfg = cfg
         self.encoders = nn.ModuleDict({"semantic": BiLSTMEncoder(cfg)})
-        self.decoders = nn.ModuleDict({"shared": SentenceDecoder(cfg)})
+        self.decoders = nn.ModuleDict({"shared": SentenceDecoder(cfg)} if decoders else {})
 
     def tag(self, language: str) -> int:
         """The tokenizer id of ``language``'s tag (the decoder's start symbol for that target)."""
