@@ -9,6 +9,7 @@ is declared with it (``abilities``, read with :func:`can`), and a name registere
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -108,10 +109,17 @@ def parameter_count(network: type, model_config) -> int:
 
 def build_model(model_config, decoders: bool = True) -> torch.nn.Module:
     """The network for a model config (or its ``to_dict()`` form, as stored in ``config.json``), without its
-    decoders when ``decoders`` is False (an encoder-only model). Its size is counted on the meta device first (no
-    memory), so an absurd config is refused before it is allocated."""
+    decoders when ``decoders`` is False (an encoder-only model): not built at all by a network that takes
+    ``decoders`` (BGT, the NMT), built and dropped by one that does not (any registered architecture). Its size is
+    counted on the meta device first (no memory), so an absurd config is refused before it is allocated."""
     model_config = checked_config(model_config)
-    return KINDS[model_config.setting].network(model_config, decoders=decoders)
+    network = KINDS[model_config.setting].network
+    if not decoders and "decoders" in inspect.signature(network).parameters:
+        return network(model_config, decoders=False)
+    model = network(model_config)
+    if not decoders:
+        model.decoders = torch.nn.ModuleDict()
+    return model
 
 
 def checked_config(model_config):

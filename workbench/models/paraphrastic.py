@@ -125,8 +125,7 @@ def shuffle_tokens(tokens: torch.Tensor, lengths: torch.Tensor, prob: float) -> 
 class Paraphrastic(SentenceModel):
     """SP or BILSTM with the mega-batch margin loss; ``encoder("semantic")`` is the sentence encoder."""
 
-    def __init__(self, cfg: ParaphrasticConfig, decoders: bool = True):
-        """``decoders``: as the other kinds' networks take it (this one has none)."""
+    def __init__(self, cfg: ParaphrasticConfig):
         super().__init__()
         self.cfg = cfg
         self.encoders = nn.ModuleDict({"semantic": EmbeddingAverage(cfg) if cfg.setting == "sp"
