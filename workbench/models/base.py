@@ -291,6 +291,8 @@ class NetworkEncoder(NamedEncoder):
             out = {layer: np.empty((len(ids), self._dim(layer)), dtype=np.float32) for layer in layers}
         device = next(self.module.parameters()).device
         self.module.eval()
+        if layers == (-1,) and hasattr(self.module, "pooled_flat") and lengths.all():  # a bag: no padding
+            return self._encode_flat(flat, lengths, starts, batch_size, show_progress, out, part, device)
         batches = _length_sorted_batches(lengths, batch_size)[part[0]::part[1]]
         for index in progress_bar(batches, desc=f"encode {self.name}", disable=not show_progress, unit="batch"):
             width = int(lengths[index].max())
@@ -307,4 +309,17 @@ class NetworkEncoder(NamedEncoder):
                           for layer in layers}
             for layer, vectors in pooled.items():
                 out[layer][index] = vectors.float().cpu().numpy()
+        return out
+
+    def _encode_flat(self, flat: np.ndarray, lengths: np.ndarray, starts: np.ndarray, batch_size: int,
+                     show_progress: bool, out: Mapping, part: tuple[int, int], device) -> Mapping:
+        """:meth:`_encode_ids` of a module that pools a bag of its ids (``pooled_flat``): consecutive batches
+        straight from the flat id array (SP on raw text spent a third of its time padding batches)."""
+        chunks = range(0, len(lengths), check_batch_size(batch_size))[part[0]::part[1]]
+        for start in progress_bar(chunks, desc=f"encode {self.name}", disable=not show_progress, unit="batch"):
+            end = min(start + batch_size, len(lengths))
+            first, last = int(starts[start]), int(starts[end - 1] + lengths[end - 1])
+            vectors = self.module.pooled_flat(torch.from_numpy(flat[first:last]).to(device),
+                                              torch.from_numpy(starts[start:end] - first).to(device))
+            out[-1][start:end] = vectors.float().cpu().numpy()
         return out

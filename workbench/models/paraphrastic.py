@@ -85,6 +85,14 @@ class EmbeddingAverage(nn.Module):
         weights = keep.float().unsqueeze(-1)
         return (self.drop(self.embed(tokens)) * weights).sum(1) / weights.sum(1).clamp_min(1.0), None
 
+    def pooled_flat(self, ids: torch.Tensor, starts: torch.Tensor) -> torch.Tensor:
+        """The eval-mode :meth:`forward` of sentences given unpadded: all their ids in one tensor, and where each
+        sentence starts in it (the same bags, so the same vectors)."""
+        keep = (ids != self.cfg.pad_id) & (ids != self.cfg.eos_id)
+        keep[starts] |= ids[starts] == self.cfg.eos_id  # an empty sentence keeps its EOS
+        offsets = keep.cumsum(0)[starts] - keep[starts].long()  # kept ids before each sentence
+        return F.embedding_bag(ids[keep], self.embed.weight, offsets, mode="mean")
+
 
 class BiLSTMEncoder(nn.Module):
     """Bidirectional LSTM over the token embeddings, max- or mean-pooled over non-pad positions."""
