@@ -20,7 +20,8 @@ CASES = {
     "startup.py": (["--repeats", "1"], "x_python"),
     "probe_suite.py": (["--encoder", "random-sp-average", "--tasks", "length", "--sizes", "300", "60", "60"],
                        "results cached"),
-    "train_throughput.py": (["--presets", "tiny", "--warmup-seconds", "1", "--seconds", "1"], "share of the update"),
+    "train_throughput.py": (["--presets", "tiny", "--warmup-seconds", "1", "--seconds", "1", "--profile-updates", "1"],
+                            "share of the update"),
 }
 
 

@@ -103,7 +103,8 @@ def test_every_job_is_a_gpu_scale_bgt_with_decoders_whose_int8_package_fits_one_
         recorded, dry = json.loads(json.dumps(cfg.__dict__)), json.loads(json.dumps(toy.__dict__))
         differ = {k for k in recorded if recorded[k] != dry[k]}
         assert differ <= {*campaign_jobs.TOY_FIELDS, "overrides", "eval_every", "valid_every", "save_every", "compile"}, differ
-        assert toy.compile == "aot_eager"  # graph capture as on the GPU, without CPU code generation
+        # graph capture as on the GPU, without CPU code generation, in the call's first job (the others: sizes)
+        assert toy.compile == ("aot_eager" if job == campaign_jobs.JOBS[0] else "off")
         assert {k for k in model.to_dict() if getattr(model, k) != getattr(toy.model_config(), k)} <= {
             "vocab_size", "d_model", "ffn_dim", "n_heads", "enc_layers", "latent_dim", "dropout", "max_len"}
     assert campaign_jobs.JOBS[0] == FIRST  # en-fr comes back first

@@ -213,6 +213,7 @@ def test_reproduce_writes_the_report(tmp_path):
     panel = pd.read_csv(tmp_path / "reproduction-disentanglement.csv")
     assert set(panel["pair"]) == {"en-fr"} and set(panel["encoder"]) == {"bgt-en-fr:semantic",
                                                                          "bilingual_trans-en-fr:semantic"}
+    assert "STS16" in set(panel["metric"])  # the report's years (STS16 alone here) in its STS, too
     identity = panel[panel["metric"] == "language_id_en_fr accuracy"].set_index("encoder")
     assert (identity["after"] < identity["before"]).all()
 

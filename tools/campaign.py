@@ -131,7 +131,8 @@ def bench() -> None:
     cuda = torch.cuda.is_available()
     recipe = RECIPES / f"{chosen()[0]}.toml"
     sizes = (["--config", str(recipe), "--warmup-seconds", "30", "--seconds", "20", "--variants", "as-it-was",
-              "current", "compiled"] if cuda else ["--presets", "tiny", "--warmup-seconds", "1", "--seconds", "1"])
+              "current", "compiled"] if cuda else ["--presets", "tiny", "--warmup-seconds", "1", "--seconds", "1",
+                                                   "--profile-updates", "1"])
     _run_logged("throughput", [sys.executable, str(REPO_ROOT / "benchmarks" / "train_throughput.py"), *sizes,
                                "--profile"], "bench.log")
 

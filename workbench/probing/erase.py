@@ -20,7 +20,7 @@ from ..checks import WorkbenchError
 from ..data.sts import STS_DATASETS
 from ..encoders import Encoder
 from ..evaluation import evaluate_tatoeba
-from ..evaluation.sts import evaluate_sts
+from ..evaluation.sts import evaluate_sts, years_task
 from ..models.base import NamedEncoder
 from ..progress import progress_bar
 from .build import build_task, probing_sizes
@@ -76,7 +76,7 @@ def erasure_effects(encoders: Sequence[Encoder], tasks: Sequence[str], sizes: di
     majority baseline), the STS average over ``years`` (Pearson × 100) and, for each language in ``tatoeba``,
     the Tatoeba similarity-search error (%, mean of both directions). Erasing ``language_id_en_xx`` from a shared
     encoder asks whether meaning is language-free: STS should barely move and Tatoeba error should not rise."""
-    label = f"STS{min(years) % 100}-{max(years) % 100}" if len(years) > 1 else f"STS{years[0] % 100}"
+    label = years_task(years)
 
     def sts(encoder) -> float:
         df = evaluate_sts(encoder, years)

@@ -62,20 +62,20 @@ def _uriel_section(gaps: pd.DataFrame, paper_gaps: pd.DataFrame, figures: dict, 
                       for df in (data["uriel_distances"], rho)))
 
 
-def _disentanglement_section(pairs: list[str], figures: dict, data: dict) -> str:
+def _disentanglement_section(pairs: list[str], figures: dict, data: dict, years: Sequence[int]) -> str:
     """Per pair, for each shared view (BGT and BILINGUALTRANS semantic): language-ID accuracy, and what erasing
-    language identity (LEACE) costs STS12–16 and Tatoeba."""
-    frames = []
+    language identity (LEACE) costs STS over ``years`` and Tatoeba."""
+    frames, label = [], years_task(years)
     for pair in pairs:
         language = language_of(pair)
         encoders = [load(f"{m}-{pair}").encoder("semantic") for m in TABLE3_MODELS if f"{m}-{pair}" in shipped()]
-        frames.append(erasure_effects(encoders, [f"language_id_en_{language}"], sizes=CARD_SIZES,  # Tatoeba: where
-                                      tatoeba=[language] if language in TATOEBA_CODES else [],  # it has the language
-                                      show_progress=False).assign(pair=pair))
+        frames.append(erasure_effects(encoders, [f"language_id_en_{language}"], sizes=CARD_SIZES, years=years,
+                                      tatoeba=[language] if language in TATOEBA_CODES else [],  # where it has
+                                      show_progress=False).assign(pair=pair))  # the language
     effects = data["disentanglement"] = pd.concat(frames, ignore_index=True)
     figures["language_id"] = (pair_figure(effects, "language_id", "before", "Language identity of the shared "
                                           "encoders (50 = language-agnostic)", "accuracy × 100"), effects)
-    figures["erase_language_sts"] = (pair_figure(effects, "STS", "change", "STS12–16 change when language "
+    figures["erase_language_sts"] = (pair_figure(effects, "STS", "change", f"{label} change when language "
                                                  "identity is erased (LEACE)", "Pearson × 100 change"), effects)
     return ("<h2>Disentanglement — is meaning separated from language?</h2><p>Per pair, each shared encoder's "
             "accuracy on <code>language_id_en_xx</code> (one sentence of each held-out translation pair; 50% = no "
@@ -361,8 +361,8 @@ def reproduce(out: str | Path = REPO_ROOT / "reports" / "reproduction.html", rec
     ``disentangle``: the pairs of the disentanglement section (default: every pair with both shared models;
     it probes and re-evaluates, a minute or two per pair on 2 cores; ``()`` leaves it out). ``n_boot``: the
     resamples of each paired bootstrap that tests one of the paper's orderings (Table 2, Figure 3). ``years``:
-    the STS years those bootstraps and Table 2's random-init row encode (default all five, the paper's STS12–16;
-    each judged against the paper's STS12–16 difference). Encoding them is most of the report's time: STS16
+    the STS years those bootstraps, Table 2's random-init row and the disentanglement's STS encode (default all
+    five, the paper's STS12–16; each ordering judged against the paper's STS12–16 difference). Encoding them is most of the report's time: STS16
     alone (a tenth of the pairs) is a quick look."""
     start = time.perf_counter()
     out = Path(out)
@@ -384,7 +384,7 @@ def reproduce(out: str | Path = REPO_ROOT / "reports" / "reproduction.html", rec
                             if all(f"{m}-{p}" in cards for m in TABLE3_MODELS))
     sections = [_introduction(cards), _table2_section(bgt, cards, data, n_boot, years), table3,
                 _distance_section(ours, cards, figures, data),
-                _disentanglement_section(list(disentangle), figures, data) if disentangle else "",
+                _disentanglement_section(list(disentangle), figures, data, years) if disentangle else "",
                 _figure3_section(cards, data, n_boot, years), _tatoeba_section(cards, data),
                 _figure4_section(cards, data),
                 _table4_section(bgt, cards, transfer_examples, data)]
