@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 from ..checks import WorkbenchError, check_name
 from . import KIND_NAMES, bgt, bgt_config, nmt, paraphrastic, wmf
@@ -85,6 +86,16 @@ MAX_PARAMETERS = 2 * 10 ** 9  # 8 GB of float32 weights; the paper's BGT has 0.4
 _COUNTS: dict[tuple[type, str], int] = {}  # parameter_count's
 
 
+class _Uninitialised(TorchFunctionMode):
+    """Tensors' in-place initialisation left out: a meta tensor holds no values, and filling one ran PyTorch's
+    Python reference kernels (1.3 s the first time in a process: a fifth of a tiny ``workbench train``)."""
+
+    FILLS = frozenset({torch.Tensor.normal_, torch.Tensor.uniform_, torch.Tensor.zero_, torch.Tensor.fill_})
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        return args[0] if func in self.FILLS else func(*args, **(kwargs or {}))
+
+
 def parameter_count(network: type, model_config) -> int:
     """The parameters ``network(model_config)`` would have, counted on the meta device (no memory). Each
     ``*layers`` count enters linearly, so it is counted at 1 and 2 layers and extrapolated: a config asking for
@@ -94,7 +105,7 @@ def parameter_count(network: type, model_config) -> int:
         key = (network, repr(cfg))  # configs are dataclasses: their repr names every field
         if key not in _COUNTS:
             try:
-                with torch.device("meta"):
+                with torch.device("meta"), _Uninitialised():
                     _COUNTS[key] = sum(p.numel() for p in network(cfg).parameters())
             except (RuntimeError, OverflowError):  # one tensor too large even to describe: far over any bound
                 _COUNTS[key] = 2 ** 63 - 1

@@ -23,11 +23,11 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
 from safetensors.numpy import load_file, save_file
-from sklearn.feature_extraction.text import TfidfVectorizer
 
 from ..checks import check_name, check_sentences
 from ..data import sha256_of
@@ -35,6 +35,9 @@ from ..data.tokenizer import preprocess
 from ..paths import atomic_write, read_json, sealed_config
 from ..progress import progress_bar
 from .base import ModelConfig, NamedEncoder, view_name
+
+if TYPE_CHECKING:  # scikit-learn is imported where a vectorizer is made: the registry imports this module, and every
+    from sklearn.feature_extraction.text import TfidfVectorizer  # process that trains or loads a network paid 1.4 s
 
 VARIANTS = ("b-wmf", "x-wmf")
 
@@ -71,6 +74,7 @@ def tfidf_vectorizer(min_df: int = 1, vocabulary: Sequence[str] | None = None) -
 
     Normalised columns (values ≤ 1) against λ = 20 made ALS shrink every factor towards zero: on 20k en-fr
     pairs STS12–16 was 6.5 with l2-normalised tf-idf and 50.6 with raw weights (5 iterations, k = 100)."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
     return TfidfVectorizer(preprocessor=preprocess, tokenizer=str.split, token_pattern=None, lowercase=False,
                            min_df=min_df, vocabulary=vocabulary, norm=None)
 
