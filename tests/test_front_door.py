@@ -41,6 +41,14 @@ def test_import_workbench_loads_no_model_code_until_a_name_is_used():
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO_ROOT)
 
 
+def test_encoding_with_a_shipped_bgt_imports_neither_the_compiler_nor_scikit_learn():
+    """What a fresh process pays to load and use a model: the compiler came in through the size count's meta
+    tensors (0.9 s), scikit-learn through the model registry (WMF's vectorizer)."""
+    code = ("import sys, workbench as wb; wb.load('bgt-en-fr').encoder('semantic').encode(['A man plays.']); "
+            "heavy = [m for m in ('torch._dynamo', 'sklearn') if m in sys.modules]; assert not heavy, heavy")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO_ROOT)
+
+
 @pytest.mark.slow
 def test_the_documentation_site_builds_strictly(tmp_path):
     mkdocs = Path(sys.executable).with_name("mkdocs")

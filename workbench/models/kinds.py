@@ -88,12 +88,16 @@ _COUNTS: dict[tuple[type, str], int] = {}  # parameter_count's
 
 class _Uninitialised(TorchFunctionMode):
     """Tensors' in-place initialisation left out: a meta tensor holds no values, and filling one ran PyTorch's
-    Python reference kernels (1.3 s the first time in a process: a fifth of a tiny ``workbench train``)."""
+    Python reference kernels, which import the compiler (0.9 s the first time in a process)."""
 
-    FILLS = frozenset({torch.Tensor.normal_, torch.Tensor.uniform_, torch.Tensor.zero_, torch.Tensor.fill_})
+    FILLS = frozenset({torch.Tensor.normal_, torch.Tensor.uniform_, torch.Tensor.zero_, torch.Tensor.fill_,
+                       *(getattr(torch.nn.init, name) for name in dir(torch.nn.init)  # normal_, xavier_uniform_, ...
+                         if name.endswith("_") and not name.startswith("_"))})
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        return args[0] if func in self.FILLS else func(*args, **(kwargs or {}))
+        if func in self.FILLS:
+            return args[0] if args else kwargs["tensor"]  # nn.init's functions name it ``tensor``
+        return func(*args, **(kwargs or {}))
 
 
 def parameter_count(network: type, model_config) -> int:

@@ -29,10 +29,12 @@ class TransformerConfig:
 
 
 def sinusoidal_positions(n_positions: int, dim: int) -> torch.Tensor:
-    """(n_positions, dim) table: fairseq's layout, sines in the first half and cosines in the second."""
+    """(n_positions, dim) table: fairseq's layout, sines in the first half and cosines in the second. Made on the
+    CPU whatever the default device (a module moves it with its weights): computing it on the meta device, where
+    a model's size is counted, imported PyTorch's compiler (0.9 s a process)."""
     half = dim // 2
-    freq = torch.exp(torch.arange(half, dtype=torch.float) * -(math.log(10000.0) / (half - 1)))
-    angles = torch.arange(n_positions, dtype=torch.float)[:, None] * freq[None, :]
+    freq = torch.exp(torch.arange(half, dtype=torch.float, device="cpu") * -(math.log(10000.0) / (half - 1)))
+    angles = torch.arange(n_positions, dtype=torch.float, device="cpu")[:, None] * freq[None, :]
     table = torch.cat([torch.sin(angles), torch.cos(angles)], dim=1)
     return F.pad(table, (0, dim % 2))
 
@@ -152,7 +154,8 @@ class LatentDecoder(nn.Module):
         self.cond_dim = cond_dim
         self.embed = TokenEmbedding(tcfg)
         self.layers = nn.ModuleList(DecoderLayer(tcfg, cond_dim, attention_relu) for _ in range(tcfg.n_layers))
-        self.out = nn.Parameter(torch.randn(tcfg.vocab_size, cond_dim + tcfg.d_model) * tcfg.d_model ** -0.5)
+        self.out = nn.Parameter(torch.empty(tcfg.vocab_size, cond_dim + tcfg.d_model))
+        nn.init.normal_(self.out, std=tcfg.d_model ** -0.5)  # = randn × d^-1/2, bit for bit
 
     def forward(self, prev: torch.Tensor, cond: torch.Tensor, keep: torch.Tensor | None = None) -> torch.Tensor:
         """prev (B, T) = [EOS, y1 … y_{T-1}], cond (B, C) -> logits (B, T, V), or (N, V) at the N positions
