@@ -1,3 +1,5 @@
+import re
+
 import pytest
 
 from workbench.data import tokenizer as tk
@@ -27,6 +29,16 @@ def test_batched_moses_rules_give_sacremoses_output_on_real_and_adversarial_text
     assert tokenise_many([]) == []
     tk.clear_memo()
     assert tk.preprocess_many(odd[:50] * 2) == [e.lower() for e in expected[:50] * 2]  # memo hits read the same
+
+
+def test_the_rules_character_classes_written_as_ranges_hold_exactly_sacremoses_characters():
+    from sacremoses import MosesTokenizer
+
+    from workbench.data.moses import _ranges
+    moses = MosesTokenizer(lang="en")
+    every = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000)  # every code point but surrogates
+    for members in (moses.IsAlnum, moses.IsN, moses.IsAlpha, "a-b]^\\"):
+        assert re.findall(f"[{_ranges(members)}]", every) == sorted(set(members))
 
 
 def test_batched_detokenising_gives_sacremoses_output_on_pool_sentences_and_adversarial_text():

@@ -24,8 +24,22 @@ from sacremoses.util import CJKChars
 
 _moses = MosesTokenizer(lang="en")
 _detok = MosesDetokenizer(lang="en")
-_ALNUM, _N, _ALPHA = _moses.IsAlnum, _moses.IsN, _moses.IsAlpha
-_LOWER, _ALPHA_CHARS = frozenset(_moses.IsLower), frozenset(_ALPHA)
+
+
+def _ranges(members: str) -> str:
+    """A character class's members written as ranges, for inside ``[...]``: re compiles the patterns below in
+    38 ms from sacremoses' 1,201 ranges and in 209 ms from its 11,232 characters (every process paid it)."""
+    codes, parts, start = sorted(set(map(ord, members))), [], 0
+    for i, code in enumerate(codes):
+        if i + 1 == len(codes) or codes[i + 1] != code + 1:
+            first, last = re.escape(chr(codes[start])), re.escape(chr(code))
+            parts.append(first if start == i else f"{first}-{last}")
+            start = i + 1
+    return "".join(parts)
+
+
+_ALNUM, _N, _ALPHA = map(_ranges, (_moses.IsAlnum, _moses.IsN, _moses.IsAlpha))
+_LOWER, _ALPHA_CHARS = frozenset(_moses.IsLower), frozenset(_moses.IsAlpha)
 _NONBREAKING = frozenset(_moses.NONBREAKING_PREFIXES) - frozenset(_moses.NUMERIC_ONLY_PREFIXES)
 _NUMERIC_ONLY = frozenset(_moses.NUMERIC_ONLY_PREFIXES)
 
