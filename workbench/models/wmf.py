@@ -36,8 +36,8 @@ from ..paths import atomic_write, read_json, sealed_config
 from ..progress import progress_bar
 from .base import ModelConfig, NamedEncoder, view_name
 
-if TYPE_CHECKING:  # scikit-learn is imported where a vectorizer is made: the registry imports this module, and every
-    from sklearn.feature_extraction.text import TfidfVectorizer  # process that trains or loads a network paid 1.4 s
+if TYPE_CHECKING:  # scikit-learn is imported where a vectorizer is made: the model registry imports this module,
+    from sklearn.feature_extraction.text import TfidfVectorizer  # and each process that loaded a network paid for it
 
 VARIANTS = ("b-wmf", "x-wmf")
 

@@ -362,8 +362,8 @@ def reproduce(out: str | Path = REPO_ROOT / "reports" / "reproduction.html", rec
     it probes and re-evaluates, a minute or two per pair on 2 cores; ``()`` leaves it out). ``n_boot``: the
     resamples of each paired bootstrap that tests one of the paper's orderings (Table 2, Figure 3). ``years``:
     the STS years those bootstraps, Table 2's random-init row and the disentanglement's STS encode (default all
-    five, the paper's STS12–16; each ordering judged against the paper's STS12–16 difference). Encoding them is most of the report's time: STS16
-    alone (a tenth of the pairs) is a quick look."""
+    five, the paper's STS12–16; each ordering judged against the paper's STS12–16 difference). Encoding them is
+    most of the report's time: STS16 alone (a tenth of the pairs) is a quick look."""
     start = time.perf_counter()
     out = Path(out)
     years = tuple(sorted(set(years)))
