@@ -300,6 +300,16 @@ def test_content_adversaries_read_each_language_latent_in_training_only():
     assert len(base.parameter_groups()) == 1
     adversarial.load_state_dict(adversarial.completed_state(base.state_dict()))  # a trained model: adversaries fresh
     assert base.completed_state(adversarial.state_dict()).keys() == base.state_dict().keys()
+    trained = {k: v + 1 for k, v in adversarial.state_dict().items()}  # a model shipped with its adversaries
+    kept = adversarial.completed_state(trained)
+    assert all(kept[k] is trained[k] for k in trained)  # a continuation goes on with them
+    words = BGT(config(content_adversary=2.0, adversary_target="words"))  # another target, another shape: fresh
+    own = words.state_dict()
+    moved = words.completed_state(trained)
+    fresh = {k for k in own if k.startswith("adversaries.")}  # each adversary whole, though its first layer fits
+    assert all(torch.equal(moved[k], own[k]) and not torch.equal(moved[k], trained[k]) for k in fresh)
+    assert all(moved[k] is trained[k] for k in own if k not in fresh)
+    words.load_state_dict(moved)
     for model in (base, adversarial):
         model.train()
     torch.manual_seed(1)

@@ -257,7 +257,7 @@ def test_a_model_folders_recipe_runs_as_long_as_its_whole_run_with_no_time_limit
     assert read_config(latest_checkpoint(tmp_path / "again"))["train"]["max_updates"] == 2
 
 
-def test_a_run_from_a_trained_model_trains_content_adversaries_afresh_and_ships_without_them(run_copy, tmp_path):
+def test_content_adversaries_start_afresh_ship_with_the_decoders_and_go_on_in_a_continuation(run_copy, tmp_path):
     from safetensors.torch import load_file, save_file
     from workbench.models.folder import ModelFolder, file_digests
     from workbench.zoo.packaging import _exported
@@ -275,8 +275,10 @@ def test_a_run_from_a_trained_model_trains_content_adversaries_afresh_and_ships_
     assert "adversaries.en.net.0.weight" in load_file(str(checkpoint / "model.safetensors"))
     Trainer(TrainConfig.from_preset("tiny", max_updates=33, overrides={"content_adversary": 1.0}, **short),
             tmp_path / "adv", resume=True, show_progress=False).run()  # a resume restores them as trained
+    _, encoders, _, _, _ = _exported(tmp_path / "adv", "bgt-adv", False, "latest", None)
+    assert not any(k.startswith(("adversaries.", "decoders.")) for k in encoders)  # encoder-only: what encoding needs
     _, shipped, config, spm_model, _ = _exported(tmp_path / "adv", "bgt-adv", True, "latest", None)
-    assert not any(k.startswith("adversaries.") for k in shipped) and any(k.startswith("decoders.") for k in shipped)
+    assert any(k.startswith("decoders.") for k in shipped) and any(k.startswith("adversaries.") for k in shipped)
     folder = tmp_path / "bgt-adv"  # as an export writes it, less the card's measurements
     folder.mkdir()
     save_file(shipped, str(folder / "model.safetensors"))
@@ -285,6 +287,10 @@ def test_a_run_from_a_trained_model_trains_content_adversaries_afresh_and_ships_
     model = ModelFolder(folder).model()  # its config still says how it was trained
     assert model.cfg.content_adversary == 1.0
     assert model.encoder("en").encode(["A short sentence."]).shape == (1, model.cfg.language_dim)
+    on = Trainer(TrainConfig.from_preset("tiny", max_updates=34, overrides={"content_adversary": 1.0}, **short),
+                 tmp_path / "on", init_from=folder, show_progress=False)  # a bare machine: the run folder is gone
+    assert all(torch.equal(v, shipped[k].float()) for k, v in on.model.state_dict().items()
+               if k.startswith("adversaries."))  # the adversaries go on as trained, not afresh
 
 
 def test_a_run_gives_content_words_adversaries_its_tokenizers_pieces(run_copy, tmp_path):

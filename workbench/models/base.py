@@ -78,8 +78,9 @@ class SentenceModel(nn.Module):
     LOGGED: tuple[str, ...] = ()
     PER_TOKEN: tuple[str, ...] = ()
     LAST: tuple[str, ...] = ()
-    # submodules a run trains but the model never needs afterwards (BGT's content adversaries): a shipped model
-    # goes without them, and a run started from one begins them afresh (:meth:`completed_state`)
+    # submodules a run trains but the model never needs afterwards (BGT's content adversaries): an encoder-only
+    # model goes without them, one shipped with its decoders keeps them for a run started from it, and a run
+    # started from a model without them (or with another shape of them) begins them afresh (:meth:`completed_state`)
     TRAINING_ONLY: ClassVar[tuple[str, ...]] = ()
 
     def use_tokenizer(self, tokenizer) -> None:
@@ -90,13 +91,19 @@ class SentenceModel(nn.Module):
         return [{"params": list(self.parameters())}]
 
     def completed_state(self, state: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        """``state`` fit for a strict ``load_state_dict``: the training-only tensors it lacks are this model's own
-        (fresh), and those this model has no place for are left out; every other tensor must still match."""
+        """``state`` fit for a strict ``load_state_dict``: a training-only part (e.g. one language's adversary)
+        that ``state`` lacks, or holds in another shape (another adversary target), is this model's own (fresh),
+        and what this model has no place for is left out; every other tensor must still match."""
         def training_only(key: str) -> bool:
             return key.split(".", 1)[0] in self.TRAINING_ONLY
+
+        def part(key: str) -> str:
+            return ".".join(key.split(".", 2)[:2])
         own = self.state_dict()
-        return {**{k: v for k, v in own.items() if training_only(k) and k not in state},
-                **{k: v for k, v in state.items() if not training_only(k) or k in own}}
+        misfits = {part(k) for k, v in own.items()
+                   if training_only(k) and (k not in state or state[k].shape != v.shape)}
+        return {**{k: v for k, v in own.items() if training_only(k) and part(k) in misfits},
+                **{k: v for k, v in state.items() if not training_only(k) or (k in own and part(k) not in misfits)}}
 
     def schedule(self, update: int) -> dict[str, float]:
         return {}

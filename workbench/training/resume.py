@@ -105,7 +105,10 @@ def continue_from(trainer, opened: ModelFolder) -> None:
                                                                                trainer.model.cfg.to_dict()):
         raise WorkbenchError(f"{folder} has another model config than the one requested")
     retuned = saved != trainer.model.cfg  # another bottleneck: its STS-B dev is no candidate for best/
-    trainer.model.load_state_dict(trainer.model.completed_state(opened.weights()))  # adversaries start afresh
+    weights = opened.weights()
+    completed = trainer.model.completed_state(weights)
+    trainer.model.load_state_dict(completed)
+    fresh = sorted({k.split(".", 1)[0] for k, v in completed.items() if k not in weights or v is not weights[k]})
     training = meta.get("training")  # an exported model's; a checkpoint's trainer state otherwise
     if training is None and (folder / "trainer_state.json").is_file():
         state = read_json(folder / "trainer_state.json")
@@ -141,7 +144,8 @@ def continue_from(trainer, opened: ModelFolder) -> None:
                 line["valid_loss"] = float(rows[rows["metric"] == "valid_loss"]["value"].iloc[0])
             lines.append(line)
         atomic_write(trainer.run_dir / "metrics.jsonl", "".join(json.dumps(line) + "\n" for line in lines))
-    log.info("continuing %s from update %d (fresh optimizer moments)", folder, update)
+    log.info("continuing %s from update %d (fresh optimizer moments%s)", folder, update,
+             "".join(f", fresh {name}" for name in fresh))
 
 
 def warm_start(trainer, source: str) -> None:

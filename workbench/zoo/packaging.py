@@ -123,7 +123,9 @@ def _exported(run: str | Path, name: str | None, keep_decoders: bool | None, che
         return name, one_go.shipped(opened.weights()), {**meta, "training": record}, None, None
     chosen_by = DEV_METRICS[next((m for m in DEV_METRICS if m in meta), "stsb_dev")][0]
     record["checkpoint"] = f"best {chosen_by} (semantic)" if is_best else "latest"
-    training_only = KINDS[setting].network.TRAINING_ONLY  # e.g. BGT's adversaries: never shipped
+    # what only training reads (BGT's adversaries) goes with the decoders, into a model meant to train on: a
+    # continuation that began them afresh gave back in 400 updates what they had taken out of z_en in 2,800
+    training_only = () if keep else KINDS[setting].network.TRAINING_ONLY
     state = {k: (v.half() if v.is_floating_point() else v) for k, v in opened.weights().items()
              if (keep or not k.startswith("decoders.")) and k.split(".", 1)[0] not in training_only}
     meta = {k: v for k, v in meta.items() if k not in ("update", *DEV_METRICS, "files_sha256")}  # the run's own
