@@ -54,7 +54,7 @@ def test_layer_figures_as_drawn_give_each_band_its_lines_colour_and_keep_buttons
     """What a reader sees in the browser, not the figure object: every CI band is filled in the colour its line is
     stroked in, no two lines share one, and the heat map's metric buttons do not overlap its title."""
     playwright = pytest.importorskip("playwright.sync_api", reason="needs the playwright package (test extra)")
-    enc = wb.untrained_encoder("random-transformer", pair="en-fr")
+    enc = wb.load("bgt-en-fr").encoder("semantic")  # any layered encoder; this one encodes in a fraction of a second
     df = wb.probe_layers(enc, ["length", "punct_num", "bigram_shift"], [0, 2], show_progress=False,
                          sizes={"train": 200, "valid": 40, "test": 80})
     path = wb.report(df, tmp_path / "layers.html", static=False)

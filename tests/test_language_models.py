@@ -1,8 +1,6 @@
 """Decoder language models and encoder-decoders read layer by layer (#74): a tiny GPT-2, Llama and T5 made here
 (random weights, a byte-level BPE trained on real STS sentences; nothing downloaded), each layer's pooled vector
 checked against transformers' own ``output_hidden_states`` for the sentence alone, in float32 and bfloat16."""
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -103,19 +101,18 @@ def test_bad_options_are_one_sentence_before_any_work(folders):
             wb.hf_encoder(folders["gpt2"], device="cuda")
 
 
-def test_the_cli_probes_a_decoder_lm_at_every_layer_with_last_token_pooling_in_bfloat16(folders, tmp_path):
+def test_the_cli_probes_a_decoder_lm_at_every_layer_with_last_token_pooling_in_bfloat16(folders, tmp_path, capsys):
+    from workbench.cli import main
     out = tmp_path / "sweep.csv"
-    run = subprocess.run([sys.executable, "-m", "workbench.cli", "probe", "--encoder", f"hf:{folders['llama']}",
-                          "--pooling", "last", "--dtype", "bfloat16", "--task", "length", "--layers", "all",
-                          "--no-control", "--train-size", "300", "--valid-size", "100", "--test-size", "100",
-                          "--out", str(out)], capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr[-2000:]
+    assert main(["probe", "--encoder", f"hf:{folders['llama']}", "--pooling", "last", "--dtype", "bfloat16", "--task",
+                 "length", "--layers", "all", "--no-control", "--train-size", "300", "--valid-size", "100",
+                 "--test-size", "100", "--out", str(out)]) == 0, capsys.readouterr().err[-2000:]
     import pandas as pd
     table = pd.read_csv(out)
     assert sorted(table["layer"].unique()) == [0, 1, 2, 3]
-    bad = subprocess.run([sys.executable, "-m", "workbench.cli", "probe", "--model", "bgt-en-fr", "--pooling",
-                          "last", "--task", "length"], capture_output=True, text=True, timeout=300)
-    assert bad.returncode == 2 and "--pooling, --dtype and --device apply to a Hugging Face --encoder" in bad.stderr
+    capsys.readouterr()
+    assert main(["probe", "--model", "bgt-en-fr", "--pooling", "last", "--task", "length"]) == 2
+    assert "--pooling, --dtype and --device apply to a Hugging Face --encoder" in capsys.readouterr().err
 
 
 def _copy(folder, tmp_path, name):

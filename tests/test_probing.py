@@ -462,13 +462,14 @@ def test_a_task_has_an_english_version_when_the_two_share_labels():
 
 @pytest.mark.slow
 def test_language_identity_separates_surface_from_meaning():
-    """A random-init shared encoder tells the languages apart by their pieces; shuffled labels and an encoder
-    that gives a sentence and its translation one vector both sit near 50%."""
+    """A random-init shared encoder (random embeddings of the joint pieces, averaged) tells the languages apart by
+    their pieces; shuffled labels and an encoder that gives a sentence and its translation one vector both sit
+    near 50%."""
     from workbench.models.untrained import untrained_encoder
     from workbench.probing.pool import pair_pool
     from workbench.data.splitting import SplitConfig
     dataset = build.build_task("language_id_en_fr", sizes=SMALL)
-    random_init = untrained_encoder("random-transformer", pair="en-fr")
+    random_init = untrained_encoder("random-sp-average", pair="en-fr")
     assert probe(random_init, dataset, control=False).accuracy > 0.85
     shuffled = build.ProbingDataset(dataset.card, dataset.data.assign(
         label=np.random.default_rng(0).permutation(dataset.data["label"].to_numpy())), {})
