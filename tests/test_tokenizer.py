@@ -31,14 +31,26 @@ def test_batched_moses_rules_give_sacremoses_output_on_real_and_adversarial_text
     assert tk.preprocess_many(odd[:50] * 2) == [e.lower() for e in expected[:50] * 2]  # memo hits read the same
 
 
-def test_the_rules_character_classes_written_as_ranges_hold_exactly_sacremoses_characters():
+def test_the_rules_character_classes_are_sacremoses_data_and_its_import_waits_for_a_sentence_that_needs_it():
+    import json
+    import subprocess
+    import sys
+
     from sacremoses import MosesTokenizer
 
-    from workbench.data.moses import _ranges
+    from tools.moses_tables import TABLES, tables
+    from workbench.data.moses import _class, _TABLES
+    assert json.loads(TABLES.read_text(encoding="utf-8")) == _TABLES == json.loads(json.dumps(tables()))
     moses = MosesTokenizer(lang="en")
     every = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000)  # every code point but surrogates
-    for members in (moses.IsAlnum, moses.IsN, moses.IsAlpha, "a-b]^\\"):
-        assert re.findall(f"[{_ranges(members)}]", every) == sorted(set(members))
+    for name in ("IsAlnum", "IsN", "IsAlpha"):
+        assert re.findall(f"[{_class(_TABLES[name])}]", every) == sorted(set(getattr(moses, name)))
+    special = "a-b]^\\"  # characters that mean something inside [...]
+    assert re.findall(f"[{_class([[ord(c), ord(c)] for c in special])}]", f"x{special}y") == list(special)
+    code = ("import sys; from workbench.data.moses import tokenise_many; assert tokenise_many(['Hi, Mr. Li.']) == "
+            "['Hi , Mr. Li .']; assert 'sacremoses' not in sys.modules; tokenise_many(['a\\nb']); "
+            "assert 'sacremoses' in sys.modules")  # a sentence holding the separator takes sacremoses' own path
+    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_batched_detokenising_gives_sacremoses_output_on_pool_sentences_and_adversarial_text():

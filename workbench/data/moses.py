@@ -10,38 +10,45 @@ next. Sentences with whitespace other than spaces have it normalised one by one 
 real sentences), so that the others skip that slower step; sentences with control characters (which Moses drops
 only after whitespace became spaces) take a pass of their own, and those that contain a newline themselves the
 per-sentence path. The character classes and
-the non-breaking prefixes are sacremoses' data.
+the non-breaking prefixes are sacremoses' data, read from ``moses_en.json`` (written from sacremoses by
+``tools/moses_tables.py`` and checked against it by the tests): importing sacremoses compiles hundreds of patterns
+(a third of a second in every process that tokenised), so it is imported only for the rare sentences that take
+its own path.
 """
 from __future__ import annotations
 
+import json
 import re
 from bisect import bisect_right
 from collections.abc import Sequence
+from functools import cache
 from itertools import accumulate
+from pathlib import Path
 
-from sacremoses import MosesDetokenizer, MosesTokenizer
-from sacremoses.util import CJKChars
-
-_moses = MosesTokenizer(lang="en")
-_detok = MosesDetokenizer(lang="en")
+_TABLES = json.loads((Path(__file__).with_name("moses_en.json")).read_text(encoding="utf-8"))
 
 
-def _ranges(members: str) -> str:
-    """A character class's members written as ranges, for inside ``[...]``: re compiles the patterns below in
-    38 ms from sacremoses' 1,201 ranges and in 209 ms from its 11,232 characters (every process paid it)."""
-    codes, parts, start = sorted(set(map(ord, members))), [], 0
-    for i, code in enumerate(codes):
-        if i + 1 == len(codes) or codes[i + 1] != code + 1:
-            first, last = re.escape(chr(codes[start])), re.escape(chr(code))
-            parts.append(first if start == i else f"{first}-{last}")
-            start = i + 1
-    return "".join(parts)
+@cache
+def _sacremoses():
+    """sacremoses' English tokeniser and detokeniser (for the sentences the batched rules leave to them)."""
+    from sacremoses import MosesDetokenizer, MosesTokenizer
+    return MosesTokenizer(lang="en"), MosesDetokenizer(lang="en")
 
 
-_ALNUM, _N, _ALPHA = map(_ranges, (_moses.IsAlnum, _moses.IsN, _moses.IsAlpha))
-_LOWER, _ALPHA_CHARS = frozenset(_moses.IsLower), frozenset(_moses.IsAlpha)
-_NONBREAKING = frozenset(_moses.NONBREAKING_PREFIXES) - frozenset(_moses.NUMERIC_ONLY_PREFIXES)
-_NUMERIC_ONLY = frozenset(_moses.NUMERIC_ONLY_PREFIXES)
+def _class(ranges: list[list[int]]) -> str:
+    """Code-point ranges written for inside ``[...]``: re compiles the patterns below in 38 ms from sacremoses'
+    1,201 ranges and in 209 ms from its 11,232 characters."""
+    return "".join(re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in ranges)
+
+
+def _members(ranges: list[list[int]]) -> frozenset[str]:
+    return frozenset(chr(code) for a, b in ranges for code in range(a, b + 1))
+
+
+_ALNUM, _N, _ALPHA = (_class(_TABLES[name]) for name in ("IsAlnum", "IsN", "IsAlpha"))
+_LOWER, _ALPHA_CHARS = _members(_TABLES["IsLower"]), _members(_TABLES["IsAlpha"])
+_NUMERIC_ONLY = frozenset(_TABLES["numeric_only"])
+_NONBREAKING = frozenset(_TABLES["nonbreaking"]) - _NUMERIC_ONLY
 
 _SPACES = re.compile(r"[^\S\n]+")
 _SPACE_RUNS = re.compile("  +")
@@ -147,7 +154,7 @@ def tokenise_many(sentences: Sequence[str]) -> list[str]:
         if sentence.isprintable():
             plain.append(i), texts.append(sentence)
         elif "\n" in sentence:  # the separator itself: one by one
-            out[i] = _moses.tokenize(sentence, escape=False, return_str=True)
+            out[i] = _sacremoses()[0].tokenize(sentence, escape=False, return_str=True)
         elif _JUNK.search(sentence):  # control characters, which Moses drops after whitespace became " "
             junk.append(i)
         else:  # other whitespace becomes " "
@@ -182,8 +189,8 @@ def _rules(text: str) -> list[str]:
 # Detokenising: in a sentence without quotes (but English contractions), currency or opening brackets, XML escapes,
 # "@-@" or CJK, every token follows its predecessor after a space, but the punctuation tokens and the contractions,
 # which follow it directly. Such sentences take one substitution together; the others sacremoses' token loop.
-_CURRENCY = _detok.IS_CURRENCY_SYMBOL.pattern.removeprefix("^[").removesuffix("]+$")
-_CJK = "".join(f"{chr(start)}-{chr(end)}" for start, end in CJKChars().ranges)
+_CURRENCY = _TABLES["currency_pattern"]  # sacremoses' own, as it writes it inside [...]
+_CJK = "".join(f"{chr(start)}-{chr(end)}" for start, end in _TABLES["CJK"])
 _DETOK_CHARS = re.compile(rf"[\"`„“”&@{_CURRENCY}{_CJK}]")
 _DETOK_APOSTROPHE = re.compile(rf"'(?:(?<! ')|(?![{_ALPHA}]))")  # not a contraction's
 _DETOK_LEFT = re.compile(rf" (?:(?=[,.?!:;\\%}}\])]+(?:[ \n]|\Z))|(?='[{_ALPHA}]))")
@@ -194,7 +201,7 @@ def detokenise_many(sentences: Sequence[str]) -> list[str]:
     adversarial text), the sentences of plain tokens all at once."""
     plain = [_plain(s) for s in sentences]
     joined = iter(_DETOK_LEFT.sub("", "\n".join(s for s, p in zip(sentences, plain) if p)).split("\n"))
-    return [next(joined) if p else _detok.detokenize(s.split()) for s, p in zip(sentences, plain)]
+    return [next(joined) if p else _sacremoses()[1].detokenize(s.split()) for s, p in zip(sentences, plain)]
 
 
 def _plain(sentence: str) -> bool:
