@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import asdict
+from pathlib import Path
 
 import pandas as pd
 import torch
@@ -105,10 +106,7 @@ def continue_from(trainer, opened: ModelFolder) -> None:
                                                                                trainer.model.cfg.to_dict()):
         raise WorkbenchError(f"{folder} has another model config than the one requested")
     retuned = saved != trainer.model.cfg  # another bottleneck: its STS-B dev is no candidate for best/
-    weights = opened.weights()
-    completed = trainer.model.completed_state(weights)
-    trainer.model.load_state_dict(completed)
-    fresh = sorted({k.split(".", 1)[0] for k, v in completed.items() if k not in weights or v is not weights[k]})
+    fresh = _load_weights(trainer.model, opened.weights())
     training = meta.get("training")  # an exported model's; a checkpoint's trainer state otherwise
     if training is None and (folder / "trainer_state.json").is_file():
         state = read_json(folder / "trainer_state.json")
@@ -131,21 +129,34 @@ def continue_from(trainer, opened: ModelFolder) -> None:
                       if len(semantic) and not retuned else None)
     torch.manual_seed(trainer.cfg.seed + update)
     if trainer.rank == 0 and not history.empty:
-        trainer.run_dir.mkdir(parents=True, exist_ok=True)
-        lines = []
-        for (at, pairs, seconds), rows in history.groupby(["update", "pairs_seen", "train_seconds"], sort=True):
-            line = {"update": int(at), "pairs_seen": int(pairs), "train_seconds": float(seconds),
-                    **({"hardware": training["hardware"]} if training.get("hardware") else {})}
-            for dev in DEV_METRICS:
-                scores = rows[rows["metric"] == dev]
-                if len(scores):
-                    line[dev] = dict(zip(scores["view"], scores["value"]))
-            if (rows["metric"] == "valid_loss").any():
-                line["valid_loss"] = float(rows[rows["metric"] == "valid_loss"]["value"].iloc[0])
-            lines.append(line)
-        atomic_write(trainer.run_dir / "metrics.jsonl", "".join(json.dumps(line) + "\n" for line in lines))
+        _carry_curve(trainer.run_dir, history, training.get("hardware"))
     log.info("continuing %s from update %d (fresh optimizer moments%s)", folder, update,
              "".join(f", fresh {name}" for name in fresh))
+
+
+def _load_weights(model, weights: dict) -> list[str]:
+    """Load a trained model's ``weights`` into ``model``; the parts it started afresh (training-only parts the
+    weights lack, e.g. BGT's adversaries exported without decoders)."""
+    completed = model.completed_state(weights)
+    model.load_state_dict(completed)
+    return sorted({k.split(".", 1)[0] for k, v in completed.items() if k not in weights or v is not weights[k]})
+
+
+def _carry_curve(run_dir: Path, history: pd.DataFrame, hardware: str | None) -> None:
+    """Write the curve so far (``history``: :func:`learning_curve` rows) as the new run's ``metrics.jsonl``."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for (at, pairs, seconds), rows in history.groupby(["update", "pairs_seen", "train_seconds"], sort=True):
+        line = {"update": int(at), "pairs_seen": int(pairs), "train_seconds": float(seconds),
+                **({"hardware": hardware} if hardware else {})}
+        for dev in DEV_METRICS:
+            scores = rows[rows["metric"] == dev]
+            if len(scores):
+                line[dev] = dict(zip(scores["view"], scores["value"]))
+        if (rows["metric"] == "valid_loss").any():
+            line["valid_loss"] = float(rows[rows["metric"] == "valid_loss"]["value"].iloc[0])
+        lines.append(line)
+    atomic_write(run_dir / "metrics.jsonl", "".join(json.dumps(line) + "\n" for line in lines))
 
 
 def warm_start(trainer, source: str) -> None:
