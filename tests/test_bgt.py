@@ -5,7 +5,7 @@ import torch
 from workbench.data.batching import collate
 from workbench.checks import WorkbenchError
 from workbench.models.transformer import shift_right
-from workbench.models.bgt import BGT, semantic_side
+from workbench.models.bgt import BGT, Guided, semantic_side
 from workbench.models.bgt_config import SETTINGS, BGTConfig
 from workbench.models.losses import kl_to_standard_normal, token_loss
 
@@ -174,6 +174,29 @@ def test_style_transfer_conditioning_takes_both_latents():
     assert len(out) == 4 and all(len(ids) <= 5 for ids in out)
     with pytest.raises(ValueError, match="conditioned on 16 dimensions, got 8; pass z_lang"):
         model.generate(z_sem, decoder="en")
+
+
+def test_guided_decoding_weighs_the_style_latent_up_and_the_away_latent_down():
+    torch.manual_seed(0)
+    model = BGT(config()).eval()
+    b = batch()
+    z_sem, _ = model.encoders["semantic"](b.en)
+    z_style, _ = model.encoders["en"](b.en.flip(0))
+    z_source, _ = model.encoders["en"](b.en)
+    decoder, prefix = model.decoders["en"], b.en[:, :3]
+    toward, away = torch.cat([z_style, z_sem], -1), torch.cat([z_source, z_sem], -1)
+    logp = {name: torch.log_softmax(decoder(prefix, cond)[:, -1], -1) for name, cond in (("toward", toward),
+                                                                                        ("away", away))}
+    steered = Guided(decoder, 0.5)(prefix, torch.cat([toward, away], -1))[:, -1]
+    torch.testing.assert_close(steered, 1.5 * logp["toward"] - 0.5 * logp["away"])
+    assert torch.equal(Guided(decoder, 0.0)(prefix, torch.cat([toward, away], -1))[:, -1], logp["toward"])
+    plain = model.generate(z_sem, z_style, decoder="en", max_len=6, beam=2)
+    assert model.generate(z_sem, z_style, decoder="en", max_len=6, beam=2, z_away=z_source, guidance=0.0) == plain
+    assert model.generate(z_sem, z_style, decoder="en", max_len=6, beam=2, z_away=z_style, guidance=0.0) == plain
+    steered_ids = model.generate(z_sem, z_style, decoder="en", max_len=6, beam=2, z_away=z_source, guidance=3.0)
+    assert steered_ids != plain  # a strong push changes what an untrained decoder writes
+    with pytest.raises(ValueError, match="guidance needs z_lang and a z_away of the same shape"):
+        model.generate(z_sem, z_style, decoder="en", guidance=1.0)
 
 
 def test_bad_configs_are_explained():

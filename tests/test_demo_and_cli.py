@@ -131,7 +131,14 @@ def test_unknown_choice_lists_valid_ones(capsys):
 def test_transfer_command(capsys):
     assert cli.main(["transfer", "--source", "where is the car ?", "--style", "thank you very much .",
                      "--beam", "1"]) == 0
-    assert capsys.readouterr().out.strip()
+    plain = capsys.readouterr().out.strip()
+    assert plain
+    assert cli.main(["transfer", "--source", "where is the car ?", "--style", "thank you very much .",
+                     "--beam", "1", "--guidance", "3"]) == 0  # a strong push toward the style's form
+    assert capsys.readouterr().out.strip() not in ("", plain)
+    assert cli.main(["transfer", "--source", "where is the car ?", "--style", "thank you very much .",
+                     "--guidance", "-1"]) == 2
+    assert "guidance must be a number from 0 (off) to 10, got -1.0" in capsys.readouterr().err
     assert cli.main(["transfer", "--source", "where is the car ?"]) == 2
     assert "give --source and --style" in capsys.readouterr().err
 

@@ -74,6 +74,11 @@ def test_style_transfer_app_generates_swaps_and_draws_examples():
     app.search.value = "beam, re-ranked"
     assert app.result == wb.transfer(model, examples[:1], examples[1:2], beam=5, max_len=40, rerank=RERANK)[0]
 
+    app.guidance.value = 0.5  # the style push: guided decoding
+    assert app.result == wb.transfer(model, examples[:1], examples[1:2], beam=5, max_len=40, rerank=RERANK,
+                                     guidance=0.5)[0]
+    app.guidance.value = 0.0
+
     app.search.value = "greedy"
     assert app.result == wb.transfer(model, examples[:1], examples[1:2], beam=1, max_len=40)[0]
 
@@ -115,6 +120,9 @@ def test_style_transfer_rejects_bad_input():
         wb.transfer(model, ["a", "b"], ["c"])
     with pytest.raises(wb.WorkbenchError, match="beam must be a whole number from 1"):
         wb.transfer(model, ["a"], ["c"], beam=0)
+    for guidance in (-0.1, 11, True, "1"):
+        with pytest.raises(wb.WorkbenchError, match=r"guidance must be a number from 0 \(off\) to 10"):
+            wb.transfer(model, ["a"], ["c"], guidance=guidance)
     with pytest.raises(wb.WorkbenchError, match="needs a BGT model"):
         wb.transfer(wb.load("bilingual_trans-en-fr"), ["a"], ["c"])
 

@@ -321,6 +321,9 @@ def _transfer_arguments(p: argparse.ArgumentParser) -> None:
                    help="pick among the beam's sentences by the model's own encoders: the decoder's score plus "
                         "MEANING x cosine to the source's semantic latent plus FORM x cosine to the style's language "
                         "latent (alone: the measured default, 2,1)")
+    p.add_argument("--guidance", type=float, default=0.0, metavar="G",
+                   help="steer each step toward the style's form and away from the source's own (0 = off; 0.3-0.5 "
+                        "trade meaning for form, docs/method.md#guidance)")
     p.add_argument("--eval", action="store_true",
                    help="score the transfer: meaning kept from the source (judged by sp-en-fr, and MiniLM when "
                         "installed), content words, form taken from the style, and the latent ablation, on --pairs "

@@ -55,7 +55,7 @@ def transfer_command(args) -> None:
     if batch:
         table = read_pairs(args.pairs)
         out = transfer_table(model, table, beam=args.beam, max_len=args.max_len, language=args.language,
-                             rerank=_rerank(args.rerank))
+                             rerank=_rerank(args.rerank), guidance=args.guidance)
         if args.out:
             spreadsheet_safe(out).to_csv(args.out, index=False)
         print(out.to_string(index=False))
@@ -63,7 +63,7 @@ def transfer_command(args) -> None:
     if not (args.source and args.style):
         raise WorkbenchError("give --source and --style sentences, or --pairs FILE with source and style columns")
     print(transfer(model, [args.source], [args.style], beam=args.beam, max_len=args.max_len, language=args.language,
-                   rerank=_rerank(args.rerank))[0])
+                   rerank=_rerank(args.rerank), guidance=args.guidance)[0])
 
 
 def _rerank(given: str | None) -> tuple[float, float] | None:
@@ -80,7 +80,8 @@ def _rerank(given: str | None) -> tuple[float, float] | None:
 
 def _transfer_eval(model, args) -> None:
     pairs = read_pairs(args.pairs) if args.pairs is not None else transfer_pairs(200 if args.n is None else args.n)
-    summary, scored = transfer_scores(model, pairs, beam=args.beam, rerank=_rerank(args.rerank))
+    summary, scored = transfer_scores(model, pairs, beam=args.beam, rerank=_rerank(args.rerank),
+                                      guidance=args.guidance)
     print(f"style transfer of {args.model} on {len(pairs)} pairs (shares with bootstrap 95% CIs):")
     print(summary.round(3).to_string(index=False))
     if args.out:

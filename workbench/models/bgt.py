@@ -227,18 +227,23 @@ class BGT(SentenceModel):
     # --- generation (style transfer) -----------------------------------------------------------------------
 
     def generate(self, z_sem: torch.Tensor, z_lang: torch.Tensor | None = None, decoder: str = "en",
-                 max_len: int = 100, beam: int = 1, no_repeat_ngram: int = 0) -> list[list[int]]:
+                 max_len: int = 100, beam: int = 1, no_repeat_ngram: int = 0, z_away: torch.Tensor | None = None,
+                 guidance: float = 0.0) -> list[list[int]]:
         """Decode sentences from latents with ``decoders[decoder]`` (a language, or e.g. ``"en->fr"``), conditioned
         on ``[z_lang ; z_sem]`` for BGT's generative decoders (style transfer: z_lang from the style sentence) and
         on ``z_sem`` alone otherwise: greedy (``beam=1``) or beam search as :func:`.transformer.beam_search`; id
-        lists without the final EOS (the best of :meth:`hypotheses`)."""
+        lists without the final EOS (the best of :meth:`hypotheses`, which also says what ``z_away`` and
+        ``guidance`` do)."""
         return [found[0][1] if found else [] for found in self.hypotheses(z_sem, z_lang, decoder, max_len, beam,
-                                                                          no_repeat_ngram)]
+                                                                          no_repeat_ngram, z_away, guidance)]
 
     @torch.no_grad()
     def hypotheses(self, z_sem: torch.Tensor, z_lang: torch.Tensor | None = None, decoder: str = "en",
-                   max_len: int = 100, beam: int = 1, no_repeat_ngram: int = 0) -> list[list[tuple[float, list[int]]]]:
-        """:meth:`generate`'s finished beam hypotheses per row, best first, as ``(score, ids)``: for re-ranking."""
+                   max_len: int = 100, beam: int = 1, no_repeat_ngram: int = 0, z_away: torch.Tensor | None = None,
+                   guidance: float = 0.0) -> list[list[tuple[float, list[int]]]]:
+        """:meth:`generate`'s finished beam hypotheses per row, best first, as ``(score, ids)``: for re-ranking.
+        With ``guidance`` γ > 0 and ``z_away`` (another language latent per row), each step's log-probabilities
+        are ``(1 + γ) log p(y | z_lang, z_sem) − γ log p(y | z_away, z_sem)``, renormalised (:class:`Guided`)."""
         if not self.decoders:
             raise ValueError("this model was shipped without its decoders (encoders only); style transfer needs a "
                              "model with decoders, such as the shipped bgt-en-fr or a training run")
@@ -248,5 +253,26 @@ class BGT(SentenceModel):
         if cond.shape[-1] != dec.cond_dim:
             raise ValueError(f"decoder {decoder!r} is conditioned on {dec.cond_dim} dimensions, got {cond.shape[-1]}"
                              + ("; pass z_lang as well" if z_lang is None else ""))
+        if guidance:
+            if z_away is None or z_lang is None or z_away.shape != z_lang.shape:
+                raise ValueError("guidance needs z_lang and a z_away of the same shape to steer away from")
+            dec, cond = Guided(dec, guidance), torch.cat([cond, torch.cat([z_away, z_sem], dim=-1)], dim=-1)
         with evaluating(self):
             return beam_hypotheses(dec, cond, self.cfg.eos_id, max_len, beam, no_repeat_ngram)
+
+
+class Guided:
+    """A decoder steered toward one language latent and away from another (contrastive guidance, as
+    classifier-free guidance steers a diffusion model): called with ``cond = [c_toward ; c_away]``, it returns at
+    the last position ``(1 + γ) log p(y | c_toward) − γ log p(y | c_away)``. In style transfer ``c_away`` holds the
+    source's own language latent: what the source's form alone makes likely is discounted, so the style's form
+    weighs more than the decoder's habit of following the semantic latent (docs/method.md#guidance)."""
+
+    def __init__(self, decoder: LatentDecoder, guidance: float):
+        self.decoder, self.guidance = decoder, guidance
+
+    def __call__(self, prev: torch.Tensor, cond: torch.Tensor) -> torch.Tensor:
+        toward, away = cond.chunk(2, dim=-1)
+        logits = self.decoder(prev.repeat(2, 1), torch.cat([toward, away]))[:, -1:].float()
+        logp_toward, logp_away = torch.log_softmax(logits, dim=-1).chunk(2)
+        return (1 + self.guidance) * logp_toward - self.guidance * logp_away

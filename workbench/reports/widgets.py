@@ -210,16 +210,19 @@ class StyleTransferApp:
                                                 "form by the model's own encoders"])
         self.beam = w.IntSlider(value=5, min=2, max=10, description="beam size")
         self.max_len = w.IntSlider(value=40, min=5, max=model.cfg.max_len, description="max pieces")
+        self.guidance = w.FloatSlider(value=0.0, min=0.0, max=1.0, step=0.1, description="style push",
+                                      tooltip="guidance: toward the style's form and away from the source's; more "
+                                              "form, less meaning (docs/method.md#guidance)")
         self.swap = w.Button(description="Swap", icon="exchange")
         self.example = w.Button(description="Random held-out pair", disabled=len(self.examples) < 2)
         self.output = w.HTML()
         self._draw, self._quiet = 0, False
         self.swap.on_click(lambda _: self._set(self.style.value, self.source.value))
         self.example.on_click(lambda _: self._random_example())
-        for control in (self.source, self.style, self.search, self.beam, self.max_len):
+        for control in (self.source, self.style, self.search, self.beam, self.max_len, self.guidance):
             control.observe(lambda _: None if self._quiet else self.update(), "value")
         self.update()
-        self.widget = w.VBox([self.chooser, self.source, self.style, w.HBox([self.search, self.beam, self.max_len]),
+        self.widget = w.VBox([self.chooser, self.source, self.style, w.HBox([self.search, self.beam, self.max_len, self.guidance]),
                               w.HBox([self.swap, self.example]), self.output])
 
     def _switch(self, name: str) -> None:
@@ -256,7 +259,7 @@ class StyleTransferApp:
         self.output.value = "<i>decoding…</i>"
         reranked = {"rerank": RERANK} if self.search.value == "beam, re-ranked" else {}
         self._result = self._transfer(self.model, [self.source.value], [self.style.value], beam=beam,
-                                      max_len=self.max_len.value, **reranked)[0]
+                                      max_len=self.max_len.value, guidance=self.guidance.value, **reranked)[0]
         cut = len(self.model.tokenizer.encode([self._result])[0]) > self.max_len.value  # no end of sentence came
         self.output.value = f"<b>Output:</b> {html.escape(self._result)}" + (
             f" <i>[cut at {self.max_len.value} pieces: raise max pieces]</i>" if cut else "")

@@ -190,16 +190,17 @@ def latent_kl(model, sentences: Sequence[str]) -> dict[str, float]:
 
 def transfer_scores(model, pairs: pd.DataFrame | None = None, judges: Sequence | None = None, beam: int = 5,
                     n_boot: int = 1000, seed: int = 0, ablation: bool = True,
-                    rerank: tuple[float, float] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+                    rerank: tuple[float, float] | None = None, guidance: float = 0.0
+                    ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Transfer ``pairs`` (default :func:`transfer_pairs`: 200 held-out pairs) with ``model`` (``beam`` and
-    ``rerank`` as :func:`~workbench.style_transfer.generation.transfer` takes them) and score the outputs. Returns ``(summary, per_pair)``: the summary has one row per metric (see
+    ``rerank``, ``guidance`` as :func:`~workbench.style_transfer.generation.transfer` takes them) and score the outputs. Returns ``(summary, per_pair)``: the summary has one row per metric (see
     :func:`summarise_transfers`) plus, with ``ablation``, ``semantic_only_keeps_word``,
     ``language_only_keeps_word`` and ``both_keeps_word`` from :func:`workbench.style_transfer.generation.latent_ablation` on the
     sources, and ``kl_nats[semantic]`` / ``kl_nats[en]`` (:func:`latent_kl` of the sources; no CI);
     ``per_pair`` is the scored table."""
     pairs = transfer_pairs() if pairs is None else pairs
     judges = default_judges(model) if judges is None else list(judges)
-    scored = score_transfers(transfer_table(model, pairs, beam=beam, rerank=rerank), judges)
+    scored = score_transfers(transfer_table(model, pairs, beam=beam, rerank=rerank, guidance=guidance), judges)
     summary = summarise_transfers(scored, n_boot, seed)
     if ablation:
         decoded = latent_ablation(model, list(pairs["source"]), beam=beam)

@@ -27,6 +27,7 @@ def _latents(model, view: str, sentences: Sequence[str]) -> torch.Tensor:
 
 MAX_BEAM = 64  # wider beams cost memory in proportion and find nothing a sentence-length search needs
 NO_REPEAT_NGRAM = 3  # no output repeats a trigram: the CPU models' decoders loop on a phrase otherwise
+MAX_GUIDANCE = 10.0  # beyond it the away term dominates: the outputs stop being sentences
 RERANK = (2.0, 1.0)  # re-ranking weights of meaning and form (docs/method.md#re-ranking: measured on bgt-en-fr)
 _PRONOUN_I = re.compile(r"\bi\b(?=$|[\s'’.,!?;:])")
 
@@ -55,14 +56,16 @@ def _check_search(model, beam: int, max_len: int | None) -> None:
 
 def transfer(model, sources: Sequence[str], styles: Sequence[str], beam: int = 5, max_len: int | None = None,
              language: str = "en", no_repeat_ngram: int = NO_REPEAT_NGRAM,
-             rerank: tuple[float, float] | None = None) -> list[str]:
+             rerank: tuple[float, float] | None = None, guidance: float = 0.0) -> list[str]:
     """Generate, for each (source, style) pair, a sentence with the source's meaning in the style's form
     (truecased: :func:`truecase`). ``beam=1`` is greedy; ``max_len`` caps generated pieces (default: the model's
     maximum length); ``no_repeat_ngram`` (0: off) keeps the search from repeating an n-gram. ``rerank=(a, b)``
     (e.g. :data:`RERANK`) picks among the beam's finished sentences by the model's own encoders
-    (:func:`reranked`) instead of the decoder's score alone."""
+    (:func:`reranked`) instead of the decoder's score alone. ``guidance`` γ > 0 steers each step toward the
+    style's language latent and away from the source's own (:class:`~workbench.models.bgt.Guided`)."""
     _check_search(model, beam, max_len)
     _check_rerank(rerank)
+    _check_guidance(guidance)
     for name, given in (("sources", sources), ("styles", styles)):
         if isinstance(given, str):  # a bare string would be transferred character by character
             raise WorkbenchError(f"{name} must be a list of sentences, not one string: transfer(model, "
@@ -85,8 +88,9 @@ def transfer(model, sources: Sequence[str], styles: Sequence[str], beam: int = 5
     if not sources:
         return []
     z_sem, z_lang = _latents(model, "semantic", sources), _latents(model, language, styles)
+    z_away = _latents(model, language, sources) if guidance else None
     found = model.hypotheses(z_sem, z_lang, decoder=language, max_len=max_len or model.cfg.max_len, beam=beam,
-                             no_repeat_ngram=no_repeat_ngram)
+                             no_repeat_ngram=no_repeat_ngram, z_away=z_away, guidance=guidance)
     if rerank is None:
         return [_text(model, row[0][1] if row else []) for row in found]
     kept = [[(score, ids) for score, ids in row if ids] for row in found]  # an empty sentence has no meaning
@@ -103,6 +107,11 @@ def _check_rerank(rerank) -> None:
             isinstance(w, (int, float)) and not isinstance(w, bool) and 0 <= w < float("inf") for w in rerank)):
         raise WorkbenchError(f"rerank takes two weights (meaning, form), each a number >= 0, e.g. {RERANK}; or None "
                              f"for the decoder's own best; got {rerank!r}")
+
+
+def _check_guidance(guidance) -> None:
+    if isinstance(guidance, bool) or not isinstance(guidance, (int, float)) or not 0 <= guidance <= MAX_GUIDANCE:
+        raise WorkbenchError(f"guidance must be a number from 0 (off) to {MAX_GUIDANCE:g}, got {guidance!r}")
 
 
 def reranked(model, language: str, texts: list[list[str]], scores: list[list[float]], z_sem: torch.Tensor,
@@ -134,8 +143,8 @@ def content_words(sentence: str) -> set[str]:
 
 def transfer_table(model, pairs: pd.DataFrame, beam: int = 5, max_len: int | None = None,
                    no_repeat_ngram: int = NO_REPEAT_NGRAM, language: str = "en",
-                   rerank: tuple[float, float] | None = None) -> pd.DataFrame:
-    """Batch mode: ``pairs`` has ``source`` and ``style`` columns (``language`` and ``rerank``: as for
+                   rerank: tuple[float, float] | None = None, guidance: float = 0.0) -> pd.DataFrame:
+    """Batch mode: ``pairs`` has ``source`` and ``style`` columns (``language``, ``rerank``, ``guidance``: as for
     :func:`transfer`); returns it with an ``output`` column and,
     to see where the output's meaning came from, ``from_source`` / ``from_style``: the content words
     (:func:`content_words`) the output shares with each, comma-separated."""
@@ -144,7 +153,7 @@ def transfer_table(model, pairs: pd.DataFrame, beam: int = 5, max_len: int | Non
         raise WorkbenchError(f"the pairs table lacks columns {sorted(missing)}; it needs 'source' and 'style'")
     out = pairs.assign(output=transfer(model, list(pairs["source"]), list(pairs["style"]), beam=beam,
                                        max_len=max_len, language=language, no_repeat_ngram=no_repeat_ngram,
-                                       rerank=rerank))
+                                       rerank=rerank, guidance=guidance))
     said = [content_words(o) for o in out["output"]]
     shared = {column: [", ".join(sorted(words & content_words(str(s)))) for words, s in zip(said, out[column])]
               for column in ("source", "style")}
