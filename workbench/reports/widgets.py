@@ -222,7 +222,8 @@ class StyleTransferApp:
         for control in (self.source, self.style, self.search, self.beam, self.max_len, self.guidance):
             control.observe(lambda _: None if self._quiet else self.update(), "value")
         self.update()
-        self.widget = w.VBox([self.chooser, self.source, self.style, w.HBox([self.search, self.beam, self.max_len, self.guidance]),
+        self.widget = w.VBox([self.chooser, self.source, self.style,
+                              w.HBox([self.search, self.beam, self.max_len, self.guidance]),
                               w.HBox([self.swap, self.example]), self.output])
 
     def _switch(self, name: str) -> None:
@@ -257,9 +258,10 @@ class StyleTransferApp:
             return
         beam = 1 if self.search.value == "greedy" else self.beam.value
         self.output.value = "<i>decoding…</i>"
-        reranked = {"rerank": RERANK} if self.search.value == "beam, re-ranked" else {}
+        options = {**({"rerank": RERANK} if self.search.value == "beam, re-ranked" else {}),
+                   **({"guidance": self.guidance.value} if self.guidance.value else {})}
         self._result = self._transfer(self.model, [self.source.value], [self.style.value], beam=beam,
-                                      max_len=self.max_len.value, guidance=self.guidance.value, **reranked)[0]
+                                      max_len=self.max_len.value, **options)[0]
         cut = len(self.model.tokenizer.encode([self._result])[0]) > self.max_len.value  # no end of sentence came
         self.output.value = f"<b>Output:</b> {html.escape(self._result)}" + (
             f" <i>[cut at {self.max_len.value} pieces: raise max pieces]</i>" if cut else "")
