@@ -37,9 +37,11 @@ STARTS = {"lang128-squeeze": "bgt-en-fr-lang128", "lang128-sample-all": "bgt-en-
           **{f"en-{lang}-ws-mean": f"bgt-en-{lang}" for lang in ("es", "ar", "tr", "ja")},
           "en-tr-ws-lang64": None, "en-ar-ws-lang64": None, "en-ja-ws-lang64": "bgt-en-ja",
           "en-tr-ws-lang96": "bgt-en-tr", "en-ar-ws-lang48": None, "en-ar-ws-lang56": None,
-          **{f"en-ar-ws-advw{w}": "bgt-en-ar" for w in (1, 3, 10)}}  # None: from scratch
-# (a new shape) or from the warm_start its recipe names; the pairs' warm starts continue their shipped part-way
-# models (exported with decoders) when their run folder is gone
+          **{f"en-ar-ws-advw{w}": "bgt-en-ar" for w in (1, 3, 10)},
+          **{f"en-ar-ws-advw10-lkl{w}": str(RUNS / "en-ar-ws-advw10" / "checkpoints" / "update-9600")
+             for w in (2, 4)}}
+# None: from scratch (a new shape) or from the warm_start its recipe names; the pairs' warm starts continue their
+# shipped part-way models (exported with decoders) when their run folder is gone
 FORM_TASKS = ("length", "punct_num", "punct_first")  # where the paper's language encoder beats the semantic one
 
 
