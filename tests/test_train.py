@@ -262,8 +262,10 @@ def test_content_adversaries_start_afresh_ship_with_the_decoders_and_go_on_in_a_
     from workbench.models.folder import ModelFolder, file_digests
     from workbench.zoo.packaging import _exported
     short = {"save_every": 2, "valid_every": 2, "eval_every": 0}
-    cfg = TrainConfig.from_preset("tiny", max_updates=32, overrides={"content_adversary": 1.0}, **short)
+    retuned = {"content_adversary": 1.0, "trans_weight": 0.5}  # a loss weighed anew, as a bottleneck set anew
+    cfg = TrainConfig.from_preset("tiny", max_updates=32, overrides=retuned, **short)
     trainer = Trainer(cfg, tmp_path / "adv", init_from=run_copy / "checkpoints" / "update-30", show_progress=False)
+    assert trainer.model.cfg.trans_weight == 0.5
     trainer.run()
     base, adversaries = trainer.optimizer.param_groups
     assert adversaries["lr"] == pytest.approx(trainer.model.ADVERSARY_LR_SCALE * base["lr"])
@@ -273,7 +275,7 @@ def test_content_adversaries_start_afresh_ship_with_the_decoders_and_go_on_in_a_
     assert all(r["adversary"] == 0 for r in metrics(run_copy) if "adversary" in r)
     checkpoint = tmp_path / "adv" / "checkpoints" / "update-32"
     assert "adversaries.en.net.0.weight" in load_file(str(checkpoint / "model.safetensors"))
-    Trainer(TrainConfig.from_preset("tiny", max_updates=33, overrides={"content_adversary": 1.0}, **short),
+    Trainer(TrainConfig.from_preset("tiny", max_updates=33, overrides=retuned, **short),
             tmp_path / "adv", resume=True, show_progress=False).run()  # a resume restores them as trained
     _, encoders, _, _, _ = _exported(tmp_path / "adv", "bgt-adv", False, "latest", None)
     assert not any(k.startswith(("adversaries.", "decoders.")) for k in encoders)  # encoder-only: what encoding needs

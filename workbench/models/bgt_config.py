@@ -85,11 +85,12 @@ PRESETS = {
 @dataclass
 class BGTConfig(ModelConfig):
     KEPT_FROM_START: ClassVar[tuple[str, ...]] = ("kl_x0",)  # the KL ramp (run_settings)
-    # settings that change how the latents are regularised but no shipped parameter: a run initialised from a
-    # trained model (``train --init-from``) may change them, to fine-tune it with another bottleneck (an adversary
-    # is trained only, TRAINING_ONLY: kept from a model shipped with it, else it starts afresh)
+    # settings that change how the latents are regularised or the losses weighed but no shipped parameter: a run
+    # initialised from a trained model (``train --init-from``) may change them, to fine-tune it with another
+    # bottleneck (an adversary is trained only, TRAINING_ONLY: kept from a model shipped with it, else it starts
+    # afresh)
     RETUNABLE: ClassVar[tuple[str, ...]] = ("decoder_latent", "language_kl_weight", "language_free_bits", "word_dropout",
-                                            "content_adversary", "adversary_target")
+                                            "content_adversary", "adversary_target", "recon_weight", "trans_weight")
     vocab_size: int
     languages: tuple[str, str] = ("en", "fr")
     setting: str = "bgt"
