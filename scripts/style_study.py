@@ -41,8 +41,10 @@ STARTS = {"lang128-squeeze": "bgt-en-fr-lang128", "lang128-sample-all": "bgt-en-
           **{f"en-ar-ws-advw10-lkl{w}": str(RUNS / "en-ar-ws-advw10" / "checkpoints" / "update-9600")
              for w in (2, 4)},
           **{f"ws-advw{w}-lkl003": str(RUNS / "ws-advw3" / "checkpoints" / "update-14000") for w in (3, 5)},
-          "ws-advw3-tw03": str(RUNS / "ws-advw3" / "checkpoints" / "update-14000"),
-          "en-ar-ws-advw10-tw3": str(RUNS / "en-ar-ws-advw10" / "checkpoints" / "update-9600")}
+          **{f"ws-advw3-{lever}": str(RUNS / "ws-advw3" / "checkpoints" / "update-14000")
+             for lever in ("tw03", "ind20")},
+          **{f"en-ar-ws-advw10-{lever}": str(RUNS / "en-ar-ws-advw10" / "checkpoints" / "update-9600")
+             for lever in ("tw3", "ind20")}}
 # None: from scratch (a new shape) or from the warm_start its recipe names; the pairs' warm starts continue their
 # shipped part-way models (exported with decoders) when their run folder is gone
 FORM_TASKS = ("length", "punct_num", "punct_first")  # where the paper's language encoder beats the semantic one

@@ -399,6 +399,58 @@ def test_a_content_words_adversary_reads_each_sentences_own_words_and_pushes_onl
     assert not torch.allclose(grad(words, "en"), grad(base, "en"))
 
 
+def test_direction_overlap_reads_which_sentences_are_alike_not_how_long_the_vectors_are():
+    from workbench.models.losses import direction_overlap
+    g = torch.Generator().manual_seed(0)
+    reference = torch.randn(64, 12, generator=g)
+    rotation, _ = torch.linalg.qr(torch.randn(12, 12, generator=g))
+    lengths = torch.rand(64, 1, generator=g) * 5 + 0.1
+    same = direction_overlap(reference @ rotation * lengths, reference)  # rotated, each row scaled anew
+    alike = direction_overlap(reference / reference.norm(dim=1, keepdim=True) @ rotation, reference)
+    torch.testing.assert_close(same, alike)  # a latent cannot lower it by changing its rows' lengths
+    assert alike > 0.99
+    unrelated = direction_overlap(torch.randn(64, 12, generator=g), reference)
+    assert 0 <= unrelated < 0.3
+    latent = (reference @ rotation).requires_grad_()
+    direction_overlap(latent, reference.requires_grad_()).backward()
+    assert latent.grad.abs().max() > 0 and reference.grad is None  # the reference is not moved
+
+
+def test_the_independence_penalty_pushes_only_the_language_encoders_and_stays_out_of_validation():
+    from workbench.data.tokenizer import Tokenizer
+    from workbench.models.folder import model_path
+    tokenizer = Tokenizer(model_path("bgt-en-fr") / "spm.model")
+    torch.manual_seed(0)
+    base = BGT(config(vocab_size=tokenizer.vocab_size))
+    penalised = BGT(config(vocab_size=tokenizer.vocab_size, language_independence=2.0))
+    assert penalised.state_dict().keys() == base.state_dict().keys()  # no parameters of its own
+    penalised.load_state_dict(base.state_dict())
+    english = ["The old man bought three red apples.", "Is it raining?", "The old man sold apples.", "Hello!"]
+    french = ["Le vieil homme a acheté trois pommes.", "Pleut-il ?", "Le vieil homme a vendu des pommes.", "Salut !"]
+    b = collate(tokenizer.encode(english), tokenizer.encode(french), [0, 1, 2, 3])
+    base.train(), penalised.train()
+    with pytest.raises(RuntimeError, match="use_tokenizer"):
+        penalised(b.en, b.xx, 50)
+    penalised.use_tokenizer(tokenizer)
+    assert set(penalised.content_words) == {"en", "fr"}
+    torch.manual_seed(1)
+    out = base(b.en, b.xx, 50)
+    torch.manual_seed(1)
+    out_p = penalised(b.en, b.xx, 50)
+    assert out["independence"] == 0 and 0 < out_p["independence"] <= 2 * 4  # two latents' CKA, each ≤ 1, × 4 pairs
+    torch.testing.assert_close(out_p["loss"] - out["loss"], 2.0 * out_p["independence"], rtol=0,
+                               atol=1e-6 * out["loss"].item())  # float32 sums of a few hundred
+    out["loss"].backward()
+    out_p["loss"].backward()
+
+    def grad(model, encoder):
+        return model.encoders[encoder].hidden2mean.weight.grad
+    torch.testing.assert_close(grad(penalised, "semantic"), grad(base, "semantic"))
+    assert not torch.allclose(grad(penalised, "en"), grad(base, "en"))
+    penalised.eval()
+    assert penalised(b.en, b.xx, 50)["independence"] == 0
+
+
 @pytest.mark.parametrize("change, message", [
     ({"decoder_latent": "z"}, "decoder_latent must be one of mean, sample, sample_language, not 'z'"),
     ({"language_latent_dim": 0}, "language_latent_dim must be a positive integer"),
@@ -407,7 +459,9 @@ def test_a_content_words_adversary_reads_each_sentences_own_words_and_pushes_onl
     ({"word_dropout": 1.0}, r"word_dropout must be a number in \[0, 1\)"),
     ({"content_adversary": -0.5}, "content_adversary must be a number ≥ 0"),
     ({"adversary_target": "style"}, "adversary_target must be one of translation, words, not 'style'"),
-    ({"setting": "bgt_no_langvars", "content_adversary": 1.0}, "content_adversary needs language latents")])
+    ({"setting": "bgt_no_langvars", "content_adversary": 1.0}, "content_adversary needs language latents"),
+    ({"language_independence": -1}, "language_independence must be a number ≥ 0"),
+    ({"setting": "bilingual_trans", "language_independence": 0.5}, "language_independence needs language latents")])
 def test_bottleneck_settings_are_checked(change, message):
     with pytest.raises(ValueError, match=message):
         config(**change)

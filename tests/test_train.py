@@ -301,7 +301,7 @@ def test_a_run_gives_content_words_adversaries_its_tokenizers_pieces(run_copy, t
                                   eval_every=0)
     trainer = Trainer(cfg, tmp_path / "words", init_from=run_copy / "checkpoints" / "update-30", show_progress=False)
     trainer.run()
-    content = trainer.model.adversaries.content_words["en"]
+    content = trainer.model.content_words["en"]
     pieces = [trainer.tokenizer.sp.id_to_piece(i) for i in content.nonzero()[:, 0].tolist()]
     assert pieces and all(p.startswith("\u2581") for p in pieces) and "\u2581the" not in pieces
     assert all(r["adversary"] > 0 for r in metrics(tmp_path / "words") if r["update"] > 30)

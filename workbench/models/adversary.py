@@ -97,7 +97,7 @@ def content_pieces(pieces: list[str], language: str) -> torch.Tensor:
 class LanguageAdversaries(nn.ModuleDict):
     """BGT's content adversaries, one per language latent, all of one ``target``: ``"translation"`` (the other
     side's semantic mean, :class:`ContentAdversary`) or ``"words"`` (the sentence's own content words,
-    :class:`ContentWordsAdversary`, which needs the run's tokenizer: :meth:`use_tokenizer`). Empty without
+    :class:`ContentWordsAdversary`, as :func:`content_bag` of the model's content pieces). Empty without
     languages, so a model without adversaries holds no parameters for them."""
 
     def __init__(self, languages: tuple[str, ...], target: str, latent_dim: int, hidden: int, semantic_dim: int,
@@ -106,21 +106,9 @@ class LanguageAdversaries(nn.ModuleDict):
                 "words": lambda: ContentWordsAdversary(latent_dim, hidden, vocab_size)}[target]
         super().__init__({lang: make() for lang in languages})
         self.target = target
-        self.content_words: dict[str, torch.Tensor] = {}  # per language, from the tokenizer
 
-    def use_tokenizer(self, tokenizer) -> None:
-        """Which pieces start a content word of each language (:func:`content_pieces`)."""
-        if len(self) and self.target == "words":
-            pieces = [tokenizer.sp.id_to_piece(i) for i in range(tokenizer.vocab_size)]
-            device = next(self.parameters()).device
-            self.content_words = {lang: content_pieces(pieces, lang).to(device) for lang in self}
-
-    def loss(self, lang: str, latent: torch.Tensor, tokens: torch.Tensor, translation: torch.Tensor,
+    def loss(self, lang: str, latent: torch.Tensor, translation: torch.Tensor, bag: torch.Tensor | None,
              weight: float) -> torch.Tensor:
-        """The adversary of ``lang`` on its ``latent`` of the sentences ``tokens``, whose translations' semantic
-        means are ``translation``."""
-        if self.target == "translation":
-            return self[lang](latent, translation, weight)
-        if lang not in self.content_words:
-            raise RuntimeError("a content-words adversary needs the run's tokenizer: call use_tokenizer first")
-        return self[lang](latent, content_bag(tokens, self.content_words[lang]), weight)
+        """The adversary of ``lang`` on its ``latent`` of sentences whose translations' semantic means are
+        ``translation`` and whose content words are ``bag`` (None where the target is the translation)."""
+        return self[lang](latent, translation if self.target == "translation" else bag, weight)

@@ -27,11 +27,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .adversary import LanguageAdversaries
+from .adversary import LanguageAdversaries, content_bag, content_pieces
 from .base import SentenceModel, evaluating
 from .bgt_config import SEM_SIDES, SETTINGS, BGTConfig
 from .bgt_warm_start import from_translation
-from .losses import drop_words, free_bits, kl_to_standard_normal, token_loss
+from .losses import direction_overlap, drop_words, free_bits, kl_to_standard_normal, token_loss
 from .transformer import LatentDecoder, SentenceEncoder, beam_hypotheses, shift_right
 
 
@@ -77,6 +77,7 @@ class BGT(SentenceModel):
             self.decoders[cfg.direction(direction)] = decoder(cfg.latent_dim)
         self.adversaries = LanguageAdversaries(cfg.languages if cfg.content_adversary else (), cfg.adversary_target,
                                                cfg.language_dim, cfg.d_model, cfg.latent_dim, cfg.vocab_size)
+        self.content_words: dict[str, torch.Tensor] = {}  # per language, from the run's tokenizer (use_tokenizer)
 
     # --- encoders ------------------------------------------------------------------------------------------
 
@@ -106,8 +107,16 @@ class BGT(SentenceModel):
     TRAINING_ONLY = ("adversaries",)
 
     def use_tokenizer(self, tokenizer) -> None:
-        """The content-words adversaries need to know which pieces start a content word of each language."""
-        self.adversaries.use_tokenizer(tokenizer)
+        """Which pieces start a content word of each language (:func:`.adversary.content_pieces`): what the
+        content-words adversaries predict, and what the independence penalty holds the language latents apart from."""
+        if self._reads_content_words:
+            pieces = [tokenizer.sp.id_to_piece(i) for i in range(tokenizer.vocab_size)]
+            device = next(self.parameters()).device
+            self.content_words = {lang: content_pieces(pieces, lang).to(device) for lang in self.cfg.languages}
+
+    @property
+    def _reads_content_words(self) -> bool:
+        return bool(self.cfg.language_independence or (len(self.adversaries) and self.adversaries.target == "words"))
 
     def parameter_groups(self) -> list[dict]:
         groups = [{"params": [p for name, p in self.named_parameters() if not name.startswith("adversaries.")]}]
@@ -126,7 +135,7 @@ class BGT(SentenceModel):
 
     # what the Trainer logs of each forward pass: terms summed over the update's micro-batches (also per token
     # where named), and values of the last micro-batch
-    LOGGED = ("recon", "trans", "kl", "kl_semantic", "kl_language", "adversary")
+    LOGGED = ("recon", "trans", "kl", "kl_semantic", "kl_language", "adversary", "independence")
     PER_TOKEN = ("recon", "trans")
     LAST = ("active_units",)
 
@@ -151,7 +160,8 @@ class BGT(SentenceModel):
         """
         cfg, setting = self.cfg, self.setting
         zero = en.new_zeros((), dtype=torch.float)
-        t = {"recon": zero, "trans": zero, "kl_sem": zero, "kl_lang": zero, "kl_lang_cost": zero, "adversary": zero}
+        t = {"recon": zero, "trans": zero, "kl_sem": zero, "kl_lang": zero, "kl_lang_cost": zero, "adversary": zero,
+             "independence": zero}
         if setting.reconstructs == "en":
             mu, logv = self.encoders["semantic"](en)
             means = [mu]
@@ -168,11 +178,12 @@ class BGT(SentenceModel):
         trans_weight = cfg.trans_weight if setting.trans_weight is None else setting.trans_weight  # docs/method.md#translation-loss
         kl = t["kl_sem"] + t["kl_lang"]
         loss = (cfg.recon_weight * t["recon"] + beta * (t["kl_sem"] + cfg.language_kl_weight * t["kl_lang_cost"])
-                + trans_weight * t["trans"] + t["adversary"])  # the adversary's own loss; its encoder's is reversed
+                + trans_weight * t["trans"] + t["adversary"]  # the adversary's own loss; its encoder's is reversed
+                + cfg.language_independence * t["independence"])
         active = (torch.cat(means, dim=-1).detach().float().var(dim=0) >= 0.01).sum() if en.shape[0] > 1 else 0
         return {"loss": loss, "recon": t["recon"].detach(), "trans": t["trans"].detach(), "kl": kl.detach(),
                 "kl_semantic": t["kl_sem"].detach(), "kl_language": t["kl_lang"].detach(),
-                "adversary": t["adversary"].detach(),
+                "adversary": t["adversary"].detach(), "independence": t["independence"].detach(),
                 "active_units": torch.as_tensor(active), "sentences": torch.tensor(en.shape[0]),
                 "tokens_en": (en != cfg.pad_id).sum(), "tokens_xx": (xx != cfg.pad_id).sum()}
 
@@ -212,9 +223,12 @@ class BGT(SentenceModel):
             if self.setting.language_latents:
                 mu_l, logv_l = self.encoders[lang](target)
                 means.append(mu_l)
+                bag = self._content_bag(lang, target) if self.training and self._reads_content_words else None
                 if self.training and lang in self.adversaries:
-                    t["adversary"] = t["adversary"] + self.adversaries.loss(lang, mu_l, target, translation,
+                    t["adversary"] = t["adversary"] + self.adversaries.loss(lang, mu_l, translation, bag,
                                                                             cfg.content_adversary)
+                if self.training and cfg.language_independence:  # per sentence, as every term (÷ the pairs)
+                    t["independence"] = t["independence"] + target.shape[0] * direction_overlap(mu_l, bag)
                 cond = torch.cat([self.latent(mu_l, logv_l, language=True), z_sem], dim=-1)  # [language ; semantic]
                 if logv_l is not None:
                     kl_l = kl_to_standard_normal(mu_l, logv_l)
@@ -223,6 +237,12 @@ class BGT(SentenceModel):
             # un-smoothed NLL (docs/method.md#losses)
             t["recon"] = t["recon"] + self._decoded(lang, target, cond, 0.0, cfg.word_dropout)
         return means
+
+    def _content_bag(self, lang: str, tokens: torch.Tensor) -> torch.Tensor:
+        if lang not in self.content_words:
+            raise RuntimeError("the content words of the sentences (a words adversary, the independence penalty) "
+                               "need the run's tokenizer: call use_tokenizer first")
+        return content_bag(tokens, self.content_words[lang])
 
     # --- generation (style transfer) -----------------------------------------------------------------------
 

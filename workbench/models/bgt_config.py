@@ -15,6 +15,8 @@ How the BGT variants bottleneck their latents (defaults: the released code):
                            layer (:mod:`.adversary`; default 0, none)
 ``adversary_target``       the content it reads: ``"translation"`` (the other side's semantic mean) or
                            ``"words"`` (the sentence's own content words as a bag)
+``language_independence``  λ of a penalty on the language latents' directions following the sentence's content
+                           words: their linear CKA over the batch (default 0, none)
 =========================  ========================================================================================
 
 The first three limit what the language latents can carry, so that the content must pass through z_sem (the
@@ -22,7 +24,9 @@ style-transfer premise). The floor does the opposite at the small end: a latent 
 carrying nothing, and the floor leaves it a few nats it may spend for free (meaningful with sampled language
 latents, where the KL is a real limit). Word dropout makes the decoders rely on the latents rather than on the
 words before. The adversary takes from the language latents what the translation shares, the content that a
-looser bottleneck lets in.
+looser bottleneck lets in. The independence penalty aims at what the English view's STS reads: the cosine of two
+latents, which neither the KL (it shortens a latent, and a cosine ignores length) nor an adversary that finds no
+content to predict takes away.
 """
 from __future__ import annotations
 
@@ -90,7 +94,8 @@ class BGTConfig(ModelConfig):
     # bottleneck (an adversary is trained only, TRAINING_ONLY: kept from a model shipped with it, else it starts
     # afresh)
     RETUNABLE: ClassVar[tuple[str, ...]] = ("decoder_latent", "language_kl_weight", "language_free_bits", "word_dropout",
-                                            "content_adversary", "adversary_target", "recon_weight", "trans_weight")
+                                            "content_adversary", "adversary_target", "language_independence",
+                                            "recon_weight", "trans_weight")
     vocab_size: int
     languages: tuple[str, str] = ("en", "fr")
     setting: str = "bgt"
@@ -110,6 +115,7 @@ class BGTConfig(ModelConfig):
     language_free_bits: float = 0.0  # nats of each language latent's KL (batch mean) that cost nothing
     word_dropout: float = 0.0  # share of the generative decoders' input tokens replaced by padding in training
     content_adversary: float = 0.0  # λ of the adversaries reading content from z_en / z_xx
+    language_independence: float = 0.0  # λ of the CKA of z_en's / z_xx's directions with the content words'
     adversary_target: str = "translation"  # what they read: the translation's semantic mean, or "words"
     sem_side: str = "example"  # "example" | "microbatch" (docs/method.md#semantic-side)
     attention_relu: bool = False  # the released code's sublayer is linear (docs/method.md#attention-relu)
@@ -133,6 +139,7 @@ class BGTConfig(ModelConfig):
                                ("language_free_bits", number(self.language_free_bits, 0), "a number of nats ≥ 0"),
                                ("word_dropout", number(self.word_dropout, 0, 1, open_high=True), "a number in [0, 1)"),
                                ("content_adversary", number(self.content_adversary, 0), "a number ≥ 0"),
+                               ("language_independence", number(self.language_independence, 0), "a number ≥ 0"),
                                ("adversary_target", self.adversary_target in ADVERSARY_TARGETS,
                                 f"one of {', '.join(ADVERSARY_TARGETS)}"),
                                ("sem_side", self.sem_side in SEM_SIDES, "'example' or 'microbatch'")):
@@ -143,10 +150,11 @@ class BGTConfig(ModelConfig):
         elif self.setting in SETTINGS and SETTINGS[self.setting].english_only and self.languages[0] != "en":
             problems.append(f"{self.setting} reads English on its first side: languages must be ('en', xx), not "
                             f"{self.languages}")
-        if (self.setting in SETTINGS and self.content_adversary and not
-                (SETTINGS[self.setting].language_latents and SETTINGS[self.setting].reconstructs == "languages")):
-            problems.append(f"content_adversary needs language latents beside z_sem, which {self.setting} has not "
-                            "(it applies to bgt and bgt_no_prior)")
+        for name in ("content_adversary", "language_independence"):
+            if (self.setting in SETTINGS and getattr(self, name) and not
+                    (SETTINGS[self.setting].language_latents and SETTINGS[self.setting].reconstructs == "languages")):
+                problems.append(f"{name} needs language latents beside z_sem, which {self.setting} has not "
+                                "(it applies to bgt and bgt_no_prior)")
         if problems:
             raise ValueError("; ".join(problems))
 

@@ -1,5 +1,6 @@
 """The pieces of the training losses the generative models share: a decoder's token loss, the KL of a Gaussian
-posterior to the standard normal prior, a free-bits floor under it, and word dropout on a decoder's input."""
+posterior to the standard normal prior, a free-bits floor under it, word dropout on a decoder's input, and how
+alike two latents' directions are over a batch."""
 from __future__ import annotations
 
 import torch
@@ -35,3 +36,15 @@ def drop_words(prev: torch.Tensor, rate: float, pad_id: int) -> torch.Tensor:
     drop = torch.rand(prev.shape, device=prev.device) < rate
     drop[:, 0] = False
     return prev.masked_fill(drop & (prev != pad_id), pad_id)
+
+
+def direction_overlap(latent: torch.Tensor, reference: torch.Tensor) -> torch.Tensor:
+    """Linear CKA (Kornblith et al. 2019) between the directions of ``latent``'s rows (scaled to unit length: what
+    a cosine reads, so a latent cannot lower it by growing shorter) and ``reference``'s (detached), over a batch:
+    the centred Gram matrices' cosine, 0 where which sentences a latent finds alike tells nothing of which the
+    reference finds alike, 1 where one is a rotation of the other."""
+    x = F.normalize(latent.float(), dim=-1)
+    y = F.normalize(reference.detach().float(), dim=-1)
+    x, y = x - x.mean(0), y - y.mean(0)
+    gram_x, gram_y = x @ x.T, y @ y.T
+    return (gram_x * gram_y).sum() / (gram_x.norm() * gram_y.norm()).clamp_min(1e-12)
