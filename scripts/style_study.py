@@ -14,7 +14,8 @@ evaluation on the 200 fixed held-out pairs (meaning, content words, form pooled 
 each latent, how much of the meaning z_en tells (held-out R² of the translation's semantic mean, 2,000 test
 pairs), and both halves of BGT's story on the probes (Length, PunctNum, PunctFirst for the semantic and the English
 view at the cards' sizes, with the English-minus-semantic difference and its paired bootstrap 95% CI);
-``measure shipped`` measures bgt-en-fr itself and ``measure model:NAME`` any shipped model (a candidate's start).
+``measure shipped`` measures bgt-en-fr itself, ``measure model:NAME`` any shipped model (a candidate's start) and
+``measure NAME@N`` a run's checkpoint of update N instead of its latest.
 """
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ STARTS = {"lang128-squeeze": "bgt-en-fr-lang128", "lang128-sample-all": "bgt-en-
           **{f"ws-advw3-{lever}": str(RUNS / "ws-advw3" / "checkpoints" / "update-14000")
              for lever in ("tw03", "ind20")},
           **{f"en-ar-ws-advw10-{lever}": str(RUNS / "en-ar-ws-advw10" / "checkpoints" / "update-9600")
-             for lever in ("tw3", "ind20")}}
+             for lever in ("tw3", "ind2", "ind5", "ind20")}}
 # None: from scratch (a new shape) or from the warm_start its recipe names; the pairs' warm starts continue their
 # shipped part-way models (exported with decoders) when their run folder is gone
 FORM_TASKS = ("length", "punct_num", "punct_first")  # where the paper's language encoder beats the semantic one
@@ -133,14 +134,15 @@ def measure(names: list[str]) -> None:
     rows = []
     for name in names:
         shipped = shipped_name(name)
-        model = load(shipped or RUNS / name)
+        run, _, at = name.partition("@")  # RUN@N: the run's checkpoint of update N, not its latest
+        model = load(shipped or (RUNS / run / "checkpoints" / f"update-{at}" if at else RUNS / run))
         if shipped:
             curve = pd.read_csv(ROOT / "trained" / shipped / "curve.csv")
             updates = card(shipped)["training"]["updates"]
             dev = curve[(curve["metric"] == "stsb_dev") & (curve["update"] == updates)].set_index("view")["value"]
         else:
-            metrics = [json.loads(line) for line in (RUNS / name / "metrics.jsonl").read_text().splitlines()]
-            last = [m for m in metrics if "stsb_dev" in m][-1]
+            metrics = [json.loads(line) for line in (RUNS / run / "metrics.jsonl").read_text().splitlines()]
+            last = [m for m in metrics if "stsb_dev" in m and (not at or m["update"] <= int(at))][-1]
             updates, dev = last["update"], last["stsb_dev"]
         row = {"candidate": shipped or name, "updates": updates, "stsb_dev": dev["semantic"], "stsb_dev_en": dev["en"]}
         for view in ("semantic", "en"):
