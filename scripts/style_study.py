@@ -44,6 +44,7 @@ STARTS = {"lang128-squeeze": "bgt-en-fr-lang128", "lang128-sample-all": "bgt-en-
           **{f"ws-advw{w}-lkl003": str(RUNS / "ws-advw3" / "checkpoints" / "update-14000") for w in (3, 5)},
           **{f"ws-advw3-{lever}": str(RUNS / "ws-advw3" / "checkpoints" / "update-14000")
              for lever in ("tw03", "ind5", "ind20")},
+          "ws-advw3-tw03-ind5": "bgt-en-fr",
           **{f"en-ar-ws-advw10-{lever}": str(RUNS / "en-ar-ws-advw10" / "checkpoints" / "update-9600")
              for lever in ("tw3", "ind2", "ind5", "ind20")}}
 # None: from scratch (a new shape) or from the warm_start its recipe names; the pairs' warm starts continue their
