@@ -154,7 +154,8 @@ class BGT(SentenceModel):
         counter) the semantic side under ``sem_side="microbatch"`` (:func:`semantic_side`). Returns ``loss`` (the
         weighted sum), the :data:`LOGGED` terms ``recon``, ``trans``, ``kl`` (the sum of ``kl_semantic`` and
         ``kl_language``, both language latents, unweighted), ``adversary`` (the content adversaries' error: squared, or
-        the cross-entropy of the words; in training: :mod:`.adversary`), ``sentences``, ``tokens_en``, ``tokens_xx``, and
+        the cross-entropy of the words; in training: :mod:`.adversary`), ``independence`` (the language latents' CKA
+        with their sentences' content words, summed; in training), ``sentences``, ``tokens_en``, ``tokens_xx``, and
         ``active_units`` (dimensions of the concatenated posterior means whose variance over the batch is ≥ 0.01:
         a posterior-collapse check).
         """

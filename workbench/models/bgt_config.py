@@ -115,7 +115,7 @@ class BGTConfig(ModelConfig):
     language_free_bits: float = 0.0  # nats of each language latent's KL (batch mean) that cost nothing
     word_dropout: float = 0.0  # share of the generative decoders' input tokens replaced by padding in training
     content_adversary: float = 0.0  # λ of the adversaries reading content from z_en / z_xx
-    language_independence: float = 0.0  # λ of the CKA of z_en's / z_xx's directions with the content words'
+    language_independence: float = 0.0  # λ of z_en's / z_xx's CKA with their content words (method.md#independence)
     adversary_target: str = "translation"  # what they read: the translation's semantic mean, or "words"
     sem_side: str = "example"  # "example" | "microbatch" (docs/method.md#semantic-side)
     attention_relu: bool = False  # the released code's sublayer is linear (docs/method.md#attention-relu)
