@@ -24,6 +24,21 @@ def batch(seed=0, B=4):
     return collate(en, xx, list(range(B)))
 
 
+def backward_both(base, other, b):
+    """Both models' training terms on batch ``b`` with the same random draws, each loss backpropagated."""
+    outs = []
+    for model in (base, other):
+        torch.manual_seed(1)
+        outs.append(model(b.en, b.xx, 50))
+        outs[-1]["loss"].backward()
+    return outs
+
+
+def mean_grad(model, encoder):
+    """The gradient on an encoder's posterior-mean layer: what a loss term pushes."""
+    return model.encoders[encoder].hidden2mean.weight.grad
+
+
 def test_shapes_and_conditioning_widths():
     torch.manual_seed(0)
     model = BGT(config())
@@ -335,20 +350,12 @@ def test_content_adversaries_read_each_language_latent_in_training_only():
     words.load_state_dict(moved)
     for model in (base, adversarial):
         model.train()
-    torch.manual_seed(1)
-    out = base(b.en, b.xx, 50)
-    torch.manual_seed(1)
-    out_a = adversarial(b.en, b.xx, 50)
+    out, out_a = backward_both(base, adversarial, b)
     assert out["adversary"] == 0 and out_a["adversary"] > 0
     torch.testing.assert_close(out_a["loss"] - out["loss"], out_a["adversary"])
-    out["loss"].backward()
-    out_a["loss"].backward()
     assert adversarial.adversaries["en"].net[0].weight.grad.abs().max() > 0
-
-    def grad(model, encoder):
-        return model.encoders[encoder].hidden2mean.weight.grad
-    torch.testing.assert_close(grad(adversarial, "semantic"), grad(base, "semantic"))  # its target is detached
-    assert not torch.allclose(grad(adversarial, "en"), grad(base, "en"))  # the latent it reads is pushed
+    torch.testing.assert_close(mean_grad(adversarial, "semantic"), mean_grad(base, "semantic"))  # target detached
+    assert not torch.allclose(mean_grad(adversarial, "en"), mean_grad(base, "en"))  # the latent it reads is pushed
     adversarial.eval()  # validation and encoding never see the adversaries
     torch.testing.assert_close(adversarial(b.en, b.xx, 50)["loss"], base.eval()(b.en, b.xx, 50)["loss"])
 
@@ -384,19 +391,11 @@ def test_a_content_words_adversary_reads_each_sentences_own_words_and_pushes_onl
     with pytest.raises(RuntimeError, match="use_tokenizer"):
         words(b.en, b.xx, 50)
     words.use_tokenizer(tokenizer)
-    torch.manual_seed(1)
-    out = base(b.en, b.xx, 50)
-    torch.manual_seed(1)
-    out_w = words(b.en, b.xx, 50)
+    out, out_w = backward_both(base, words, b)
     assert out_w["adversary"] > 0
     torch.testing.assert_close(out_w["loss"] - out["loss"], out_w["adversary"])
-    out["loss"].backward()
-    out_w["loss"].backward()
-
-    def grad(model, encoder):
-        return model.encoders[encoder].hidden2mean.weight.grad
-    torch.testing.assert_close(grad(words, "semantic"), grad(base, "semantic"))
-    assert not torch.allclose(grad(words, "en"), grad(base, "en"))
+    torch.testing.assert_close(mean_grad(words, "semantic"), mean_grad(base, "semantic"))
+    assert not torch.allclose(mean_grad(words, "en"), mean_grad(base, "en"))
 
 
 def test_direction_overlap_reads_which_sentences_are_alike_not_how_long_the_vectors_are():
@@ -433,20 +432,12 @@ def test_the_independence_penalty_pushes_only_the_language_encoders_and_stays_ou
         penalised(b.en, b.xx, 50)
     penalised.use_tokenizer(tokenizer)
     assert set(penalised.content_words) == {"en", "fr"}
-    torch.manual_seed(1)
-    out = base(b.en, b.xx, 50)
-    torch.manual_seed(1)
-    out_p = penalised(b.en, b.xx, 50)
+    out, out_p = backward_both(base, penalised, b)
     assert out["independence"] == 0 and 0 < out_p["independence"] <= 2 * 4  # two latents' CKA, each ≤ 1, × 4 pairs
     torch.testing.assert_close(out_p["loss"] - out["loss"], 2.0 * out_p["independence"], rtol=0,
                                atol=1e-6 * out["loss"].item())  # float32 sums of a few hundred
-    out["loss"].backward()
-    out_p["loss"].backward()
-
-    def grad(model, encoder):
-        return model.encoders[encoder].hidden2mean.weight.grad
-    torch.testing.assert_close(grad(penalised, "semantic"), grad(base, "semantic"))
-    assert not torch.allclose(grad(penalised, "en"), grad(base, "en"))
+    torch.testing.assert_close(mean_grad(penalised, "semantic"), mean_grad(base, "semantic"))
+    assert not torch.allclose(mean_grad(penalised, "en"), mean_grad(base, "en"))
     penalised.eval()
     assert penalised(b.en, b.xx, 50)["independence"] == 0
 
