@@ -10,7 +10,8 @@ judged at its last checkpoint:
     .venv/bin/python scripts/style_study.py table              # the markdown table for trained/HISTORY.md
 
 ``measure`` gives STS12-16 of the semantic and the English view, the last STS-B dev of the run, the style-transfer
-evaluation on the 200 fixed held-out pairs (meaning, content words, form pooled and per attribute), the KL of
+evaluation on the 200 fixed held-out pairs with the paper's decoding (meaning, content words, form pooled and per
+attribute; meaning and form with the default decoding too, in the columns ending ``@default``), the KL of
 each latent, how much of the meaning z_en tells (held-out R² of the translation's semantic mean, 2,000 test
 pairs), and both halves of BGT's story on the probes (Length, PunctNum, PunctFirst for the semantic and the English
 view at the cards' sizes, with the English-minus-semantic difference and its paired bootstrap 95% CI);
@@ -131,6 +132,7 @@ def measure(names: list[str]) -> None:
     from workbench.zoo.cards import card
     from workbench.evaluation import evaluate
     from workbench.style_transfer.evaluation import transfer_scores
+    from workbench.style_transfer.generation import PAPER_DECODING
     from workbench.models.folder import load
     rows = []
     for name in names:
@@ -152,11 +154,15 @@ def measure(names: list[str]) -> None:
                                                 & (sts["dataset"] == "all")]["value"].iloc[0])
         row.update(form_probes(model))
         row["meaning_in_z_en_r2"] = meaning_in_language_latent(model)
-        summary, _ = transfer_scores(model)
+        summary, _ = transfer_scores(model, **PAPER_DECODING)  # the study's columns, comparable since it began
         for metric in summary.itertuples():
             row[metric.metric] = metric.value if metric.metric.startswith("kl_") else 100 * metric.value
             if not metric.metric.startswith("kl_"):
                 row[f"{metric.metric}_ci"] = f"{100 * metric.ci_low:.1f}-{100 * metric.ci_high:.1f}"
+        summary, _ = transfer_scores(model, ablation=False)  # and the default decoding's (docs/method.md#decoding)
+        for metric in summary[summary["metric"].str.startswith(("closer_to_source", "form_follows"))].itertuples():
+            row[f"{metric.metric}@default"] = 100 * metric.value
+            row[f"{metric.metric}@default_ci"] = f"{100 * metric.ci_low:.1f}-{100 * metric.ci_high:.1f}"
         rows.append(row)
         print(pd.Series(row).to_string(), flush=True)
     frame = pd.DataFrame(rows)

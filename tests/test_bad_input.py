@@ -397,8 +397,9 @@ CLI_CASES = [  # (argv with {tmp} for the test's folder, a fragment of the one-l
     ("transfer --pairs ''", "--pairs '' is empty; give a value (`workbench transfer --help` says what it takes)"),
     ("transfer --beam 0 --source A --style B", "beam must be a whole number from 1 (greedy) to 64, got 0"),
     ("transfer --beam many --source A --style B", "argument --beam: invalid int value: 'many'"),
-    ("transfer --rerank 2 --source A --style B", "--rerank takes two weights MEANING,FORM (e.g. 2,1), or nothing"),
+    ("transfer --rerank 2 --source A --style B", "--rerank takes two weights MEANING,FORM (e.g. 2,1), or none"),
     ("transfer --rerank 2,-1 --source A --style B", "rerank takes two weights (meaning, form), each a number >= 0"),
+    ("transfer --paper --rerank none --source A --style B", "--paper is the paper's decoding"),
     ("transfer --pairs {tmp}/missing.csv", "{tmp}/missing.csv: no such file"),
     ("transfer --pairs {tmp}/badpairs.csv", "the pairs table lacks columns ['source', 'style']"),
     ("transfer --pairs {tmp}/ragged.tsv", "{tmp}/ragged.tsv: line 3 has another number of TSV cells than the "

@@ -442,6 +442,51 @@ def test_the_independence_penalty_pushes_only_the_language_encoders_and_stays_ou
     assert penalised(b.en, b.xx, 50)["independence"] == 0
 
 
+def test_marks_are_taken_out_of_a_padded_batch_and_the_rest_moves_left_in_order():
+    from workbench.models.losses import punctuation_pieces, without_pieces
+    marks = punctuation_pieces(["<pad>", "<unk>", "\u2581.", "?", "\u2581the", "n't", "\u2581\u00ab", "\u2581", "'s"])
+    assert marks.tolist() == [False, False, True, True, False, False, True, False, False]  # apostrophes stay words
+    drop = torch.zeros(V, dtype=torch.bool)
+    drop[[5, 6]] = True
+    tokens = torch.tensor([[5, 7, 6, 8, 3, 0], [9, 3, 0, 0, 0, 0], [6, 5, 3, 0, 0, 0]])
+    assert without_pieces(tokens, drop, 0).tolist() == [[7, 8, 3, 0, 0, 0], [9, 3, 0, 0, 0, 0], [3, 0, 0, 0, 0, 0]]
+
+
+def test_hiding_punctuation_reads_z_sem_from_the_sentences_without_their_marks_in_training_only():
+    from workbench.data.tokenizer import Tokenizer
+    from workbench.models.folder import model_path
+    from workbench.models.losses import without_pieces
+    tokenizer = Tokenizer(model_path("bgt-en-fr") / "spm.model")
+    torch.manual_seed(0)
+    base = BGT(config(vocab_size=tokenizer.vocab_size))
+    hiding = BGT(config(vocab_size=tokenizer.vocab_size, hide_punctuation=1.0))
+    assert hiding.state_dict().keys() == base.state_dict().keys()  # no parameters of its own
+    hiding.load_state_dict(base.state_dict())
+    english = ["Is it raining?", "The old man sold apples.", "Hello, you!", "We went home"]
+    french = ["Pleut-il ?", "Le vieil homme a vendu des pommes.", "Salut, toi !", "Nous sommes rentrés"]
+    b = collate(tokenizer.encode(english), tokenizer.encode(french), [0, 1, 2, 3])
+    base.train(), hiding.train()
+    with pytest.raises(RuntimeError, match="use_tokenizer"):
+        hiding(b.en, b.xx, 50)
+    hiding.use_tokenizer(tokenizer)
+    out, out_h = backward_both(base, hiding, b)
+    # every pair's z_sem (English on even positions, French on odd: sem_side "example") read without its marks
+    side = semantic_side(4)[:, None]
+    with torch.no_grad():
+        bare = [hiding.encoders["semantic"](without_pieces(t, hiding.punctuation, 0)) for t in (b.en, b.xx)]
+    mu, logv = (torch.where(side, bare[0][i], bare[1][i]) for i in (0, 1))
+    torch.testing.assert_close(out_h["kl_semantic"], kl_to_standard_normal(mu, logv).sum())
+    assert not torch.allclose(out_h["kl_semantic"], out["kl_semantic"])
+    torch.testing.assert_close(out_h["trans"], out["trans"])  # the translation loss reads the whole sentences
+    torch.testing.assert_close(out_h["kl_language"], out["kl_language"])
+    assert not torch.allclose(mean_grad(hiding, "semantic"), mean_grad(base, "semantic"))
+    unmarked = collate(tokenizer.encode(["We went home"]), tokenizer.encode(["Nous sommes rentrés"]), [0])
+    torch.testing.assert_close(hiding(unmarked.en, unmarked.xx, 50)["loss"], base(unmarked.en, unmarked.xx, 50)["loss"])
+    hiding.eval(), base.eval()
+    with torch.no_grad():
+        torch.testing.assert_close(hiding(b.en, b.xx, 50)["loss"], base(b.en, b.xx, 50)["loss"])
+
+
 @pytest.mark.parametrize("change, message", [
     ({"decoder_latent": "z"}, "decoder_latent must be one of mean, sample, sample_language, not 'z'"),
     ({"language_latent_dim": 0}, "language_latent_dim must be a positive integer"),
@@ -452,7 +497,9 @@ def test_the_independence_penalty_pushes_only_the_language_encoders_and_stays_ou
     ({"adversary_target": "style"}, "adversary_target must be one of translation, words, not 'style'"),
     ({"setting": "bgt_no_langvars", "content_adversary": 1.0}, "content_adversary needs language latents"),
     ({"language_independence": -1}, "language_independence must be a number ≥ 0"),
-    ({"setting": "bilingual_trans", "language_independence": 0.5}, "language_independence needs language latents")])
+    ({"setting": "bilingual_trans", "language_independence": 0.5}, "language_independence needs language latents"),
+    ({"hide_punctuation": 1.5}, r"hide_punctuation must be a share in \[0, 1\]"),
+    ({"setting": "bgt_no_langvars", "hide_punctuation": 0.5}, "hide_punctuation needs language latents")])
 def test_bottleneck_settings_are_checked(change, message):
     with pytest.raises(ValueError, match=message):
         config(**change)

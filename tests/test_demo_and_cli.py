@@ -143,6 +143,23 @@ def test_transfer_command(capsys):
     assert "give --source and --style" in capsys.readouterr().err
 
 
+def test_transfer_decodes_as_python_does_and_paper_is_the_papers_beam_search(capsys):
+    import workbench as wb
+    model = wb.load("bgt-en-fr")
+    source, style = "where did you go last night ?", "you are late again ."
+    for flags, options in (([], {}), (["--paper"], wb.PAPER_DECODING),
+                           (["--rerank", "none", "--guidance", "0.5", "--keep-punctuation"],
+                            {"rerank": None, "guidance": 0.5, "strip_punctuation": False})):
+        assert cli.main(["transfer", "--source", source, "--style", style, *flags]) == 0
+        assert capsys.readouterr().out.strip() == wb.transfer(model, [source], [style], **options)[0]
+    assert cli.main(["transfer", "--source", source, "--style", style, "--paper", "--guidance", "0.3"]) == 2
+    assert "give it alone" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # the help states the defaults Python uses (it imports no torch to say them)
+        cli.main(["transfer", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert f"default {wb.GUIDANCE:g};" in shown and "default {:g},{:g};".format(*wb.RERANK) in shown
+
+
 def test_report_command_from_csv(tmp_path, capsys):
     df = pd.DataFrame({"encoder": ["a", "b"], "task": ["length"] * 2, "metric": ["accuracy"] * 2,
                        "value": [0.5, 0.7], "ci_low": [0.45, 0.65], "ci_high": [0.55, 0.75], "n": [100, 100]})

@@ -6,8 +6,8 @@ import torch
 from workbench.data.tokenizer import detokenise
 from workbench.checks import WorkbenchError
 from workbench.style_transfer.evaluation import FORM
-from workbench.style_transfer.generation import (NO_REPEAT_NGRAM, content_words, latent_ablation, transfer,
-                                                 transfer_table, truecase)
+from workbench.style_transfer.generation import (NO_REPEAT_NGRAM, PAPER_DECODING, content_words, latent_ablation,
+                                                 transfer, transfer_table, truecase, without_punctuation)
 from workbench.models.folder import load
 
 
@@ -38,7 +38,7 @@ def test_latent_ablation_decodes_from_each_latent_with_the_other_at_the_prior_me
     table = latent_ablation(model, sentences, beam=1, max_len=30)
     assert list(table["latents"]) == ["both"] * 2 + ["semantic only"] * 2 + ["language only"] * 2
     both = table[table["latents"] == "both"]
-    assert list(both["output"]) == transfer(model, sentences, sentences, beam=1, max_len=30)
+    assert list(both["output"]) == transfer(model, sentences, sentences, beam=1, max_len=30, **PAPER_DECODING)
     z_sem = torch.as_tensor(model.encoder("semantic").encode(sentences))
     alone = model.generate(z_sem, torch.zeros(2, model.cfg.language_dim), decoder="en", max_len=30,
                            no_repeat_ngram=NO_REPEAT_NGRAM)
@@ -179,9 +179,9 @@ def test_reranking_picks_among_the_beams_sentences_by_the_models_own_encoders():
     model = load("bgt-en-fr")
     sources = ["when water freezes it becomes ice .", "i'm doing this for my family .", "the cat sat on the mat ."]
     styles = ["where did you go yesterday ?", "no !", "i don't think so ."]
-    plain = transfer(model, sources, styles, beam=6)
-    assert transfer(model, sources, styles, beam=6, rerank=(0, 0)) == plain
-    meaning = transfer(model, sources, styles, beam=6, rerank=(1000, 0))
+    plain = transfer(model, sources, styles, beam=6, **PAPER_DECODING)
+    assert transfer(model, sources, styles, beam=6, **{**PAPER_DECODING, "rerank": (0, 0)}) == plain
+    meaning = transfer(model, sources, styles, beam=6, **{**PAPER_DECODING, "rerank": (1000, 0)})
     semantic = model.encoder("semantic").encode
 
     def cosine(a, b):
@@ -192,3 +192,22 @@ def test_reranking_picks_among_the_beams_sentences_by_the_models_own_encoders():
     for bad in ((1, -1), (1,), "2,1", (True, 1)):
         with pytest.raises(WorkbenchError, match=r"rerank takes two weights \(meaning, form\)"):
             transfer(model, sources, styles, rerank=bad)
+
+
+def test_reading_the_source_without_its_punctuation_is_the_same_as_giving_it_without():
+    """strip_punctuation feeds the semantic encoder the source without its marks (apostrophes stay in their
+    words; a sentence of marks alone is kept); the language latents still read the sentences whole."""
+    assert without_punctuation("Where did you go, John?") == "Where did you go John"
+    assert without_punctuation("I don't «know» — really!") == "I don't know really"
+    assert without_punctuation("?!") == "?!"
+    model = load("bgt-en-fr")
+    sources = ["where did you go last night ?", "i don't know , really !", "the cat sat on the mat ."]
+    styles = ["you are late again .", "what is this ?", "no !"]
+    plain = {"rerank": None, "guidance": 0.0}
+    stripped = transfer(model, sources, styles, strip_punctuation=True, **plain)
+    assert stripped == transfer(model, [without_punctuation(s) for s in sources], styles, strip_punctuation=False,
+                                **plain)
+    assert stripped != transfer(model, sources, styles, strip_punctuation=False, **plain)
+    with pytest.raises(WorkbenchError, match="strip_punctuation must be True or False"):
+        transfer(model, sources, styles, strip_punctuation="yes")
+

@@ -6,7 +6,7 @@ import workbench as wb
 from workbench.reports.demo import compare
 from workbench.reports.paper import LANGUAGES, paper_table
 from workbench.reports.widgets import GapExplorer, ProbeExplorer, StyleTransferApp
-from workbench.style_transfer.generation import RERANK
+from workbench.style_transfer.generation import PAPER_DECODING
 
 SIZES = {"train": 600, "valid": 200, "test": 200}
 
@@ -67,24 +67,24 @@ def test_gap_explorer_follows_task_and_roles():
 def test_style_transfer_app_generates_swaps_and_draws_examples():
     model = wb.load("bgt-en-fr")
     examples = ["where did you go last night ?", "you are late again .", "thank you very much .", "i know him ."]
-    app = StyleTransferApp(model, examples=examples)
+    app = StyleTransferApp(model, examples=examples)  # the defaults: transfer's own (re-ranked, pushed, stripped)
     assert app.result == wb.transfer(model, examples[:1], examples[1:2], beam=5, max_len=40)[0]
     assert app.result and app.result in app.output.value
 
-    app.search.value = "beam, re-ranked"
-    assert app.result == wb.transfer(model, examples[:1], examples[1:2], beam=5, max_len=40, rerank=RERANK)[0]
-
-    app.guidance.value = 0.5  # the style push: guided decoding
-    assert app.result == wb.transfer(model, examples[:1], examples[1:2], beam=5, max_len=40, rerank=RERANK,
-                                     guidance=0.5)[0]
+    app.guidance.value, app.strip.value = 0.5, False
+    assert app.result == wb.transfer(model, examples[:1], examples[1:2], beam=5, max_len=40, guidance=0.5,
+                                     strip_punctuation=False)[0]
     app.guidance.value = 0.0
 
+    app.search.value = "beam"
+    assert app.result == wb.transfer(model, examples[:1], examples[1:2], beam=5, max_len=40, **PAPER_DECODING)[0]
+
     app.search.value = "greedy"
-    assert app.result == wb.transfer(model, examples[:1], examples[1:2], beam=1, max_len=40)[0]
+    assert app.result == wb.transfer(model, examples[:1], examples[1:2], beam=1, max_len=40, **PAPER_DECODING)[0]
 
     app.swap.click()
     assert (app.source.value, app.style.value) == (examples[1], examples[0])
-    assert app.result == wb.transfer(model, examples[1:2], examples[:1], beam=1, max_len=40)[0]
+    assert app.result == wb.transfer(model, examples[1:2], examples[:1], beam=1, max_len=40, **PAPER_DECODING)[0]
 
     app.example.click()
     assert app.source.value in examples and app.style.value in examples

@@ -10,7 +10,7 @@
     wb.report(df, "reports/x.html")     # self-contained HTML + CSV/JSON (+ PNG/PDF with Chromium)
     bgt = wb.load("bgt-en-fr")          # a shipped model (wb.shipped() lists them), a run, or a checkpoint
     wb.learning_curve("bgt-en-fr")      # STS-B dev per view and validation loss during its training
-    wb.transfer(bgt, ["source"], ["style"])   # style transfer (rerank=wb.RERANK: keeps more of the meaning)
+    wb.transfer(bgt, ["source"], ["style"])   # style transfer (**wb.PAPER_DECODING: the paper's beam search)
     wb.transfer_scores(bgt)             # does it transfer? meaning, content words and form on held-out pairs
     wb.erase(enc, "length")             # the encoder with the task's concept linearly erased (LEACE)
     mine = wb.hf_encoder("path/to/hf-model", layer=4)       # any local Hugging Face encoder ('hf' extra)
@@ -65,6 +65,9 @@ _PUBLIC = {
     "latent_ablation": ".style_transfer.generation",
     "transfer_table": ".style_transfer.generation",
     "RERANK": ".style_transfer.generation",
+    "GUIDANCE": ".style_transfer.generation",
+    "PAPER_DECODING": ".style_transfer.generation",
+    "without_punctuation": ".style_transfer.generation",
     "card": ".zoo.cards",
     "with_decoders": ".zoo.cards",
     "CARD_SIZES": ".zoo.cards",

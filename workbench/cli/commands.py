@@ -317,13 +317,18 @@ def _transfer_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true", help="replace --out if it exists")
     p.add_argument("--beam", type=int, default=5, help="beam size (1 = greedy; 5)")
     p.add_argument("--max-len", type=int, help="maximum generated pieces (the model's maximum)")
-    p.add_argument("--rerank", nargs="?", const="default", metavar="MEANING,FORM",
+    p.add_argument("--rerank", metavar="MEANING,FORM|none",
                    help="pick among the beam's sentences by the model's own encoders: the decoder's score plus "
                         "MEANING x cosine to the source's semantic latent plus FORM x cosine to the style's language "
-                        "latent (alone: the measured default, 2,1)")
-    p.add_argument("--guidance", type=float, default=0.0, metavar="G",
-                   help="steer each step toward the style's form and away from the source's own (0 = off; 0.3-0.5 "
-                        "trade meaning for form, docs/method.md#guidance)")
+                        "latent (default 2,1; none: the decoder's best)")
+    p.add_argument("--guidance", type=float, metavar="G",
+                   help="steer each step toward the style's form and away from the source's own (default 0.2; 0 = "
+                        "off; more trades meaning for form, docs/method.md#guidance)")
+    p.add_argument("--keep-punctuation", action="store_true",
+                   help="the semantic encoder reads the source with its punctuation (by default it reads it without, "
+                        "so the marks and sentence type come from the style: docs/method.md#decoding)")
+    p.add_argument("--paper", action="store_true",
+                   help="the paper's decoding: beam search alone (as --rerank none --guidance 0 --keep-punctuation)")
     p.add_argument("--eval", action="store_true",
                    help="score the transfer: meaning kept from the source (judged by sp-en-fr, and MiniLM when "
                         "installed), content words, form taken from the style, and the latent ablation, on --pairs "

@@ -12,7 +12,7 @@ from ..reports.results import cached_probes, read_results
 from ..reports.pages import report, spreadsheet_safe
 from ..reports.reproduction import reproduce
 from ..style_transfer.evaluation import transfer_pairs, transfer_scores
-from ..style_transfer.generation import RERANK, transfer, transfer_table
+from ..style_transfer.generation import GUIDANCE, PAPER_DECODING, RERANK, transfer, transfer_table
 from .inputs import read_pairs
 
 
@@ -55,7 +55,7 @@ def transfer_command(args) -> None:
     if batch:
         table = read_pairs(args.pairs)
         out = transfer_table(model, table, beam=args.beam, max_len=args.max_len, language=args.language,
-                             rerank=_rerank(args.rerank), guidance=args.guidance)
+                             **_decoding(args))
         if args.out:
             spreadsheet_safe(out).to_csv(args.out, index=False)
         print(out.to_string(index=False))
@@ -63,25 +63,35 @@ def transfer_command(args) -> None:
     if not (args.source and args.style):
         raise WorkbenchError("give --source and --style sentences, or --pairs FILE with source and style columns")
     print(transfer(model, [args.source], [args.style], beam=args.beam, max_len=args.max_len, language=args.language,
-                   rerank=_rerank(args.rerank), guidance=args.guidance)[0])
+                   **_decoding(args))[0])
+
+
+def _decoding(args) -> dict:
+    """The search's options from --rerank, --guidance, --keep-punctuation, or --paper alone."""
+    if args.paper:
+        if args.rerank is not None or args.guidance is not None or args.keep_punctuation:
+            raise WorkbenchError("--paper is the paper's decoding (--rerank none --guidance 0 --keep-punctuation); "
+                                 "give it alone or give those options instead")
+        return dict(PAPER_DECODING)
+    return {"rerank": _rerank(args.rerank), "guidance": GUIDANCE if args.guidance is None else args.guidance,
+            "strip_punctuation": not args.keep_punctuation}
 
 
 def _rerank(given: str | None) -> tuple[float, float] | None:
-    """--rerank's weights: none (the decoder's best), alone (the measured default) or MEANING,FORM."""
-    if given is None or given == "default":
-        return None if given is None else RERANK
+    """--rerank's weights: absent (the measured default), none (the decoder's best) or MEANING,FORM."""
+    if given is None or given.lower() == "none":
+        return RERANK if given is None else None
     try:
         meaning, form = (float(w) for w in given.split(","))
     except ValueError:
-        raise WorkbenchError(f"--rerank takes two weights MEANING,FORM (e.g. 2,1), or nothing for the default; got "
-                             f"{given!r}") from None
+        raise WorkbenchError(f"--rerank takes two weights MEANING,FORM (e.g. 2,1), or none for the decoder's own "
+                             f"best; got {given!r}") from None
     return meaning, form
 
 
 def _transfer_eval(model, args) -> None:
     pairs = read_pairs(args.pairs) if args.pairs is not None else transfer_pairs(200 if args.n is None else args.n)
-    summary, scored = transfer_scores(model, pairs, beam=args.beam, rerank=_rerank(args.rerank),
-                                      guidance=args.guidance)
+    summary, scored = transfer_scores(model, pairs, beam=args.beam, **_decoding(args))
     print(f"style transfer of {args.model} on {len(pairs)} pairs (shares with bootstrap 95% CIs):")
     print(summary.round(3).to_string(index=False))
     if args.out:

@@ -17,6 +17,7 @@ import hashlib
 import io
 import json
 import logging
+import re
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -33,6 +34,9 @@ log = logging.getLogger(__name__)
 
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
 TOKENIZER_VERSION = 2
+# a run of punctuation marks as style transfer counts them (the form it measures, the source it strips, the marks
+# hide_punctuation hides from z_sem): anything but letters, digits, spaces and the apostrophe (n't, 's, l')
+PUNCTUATION = re.compile(r"[^\w\s']+")
 MEMO_SIZE = 1 << 18  # preprocessed sentences remembered (a session encodes the same ones with several encoders)
 _memo: dict[str, str] = {}
 

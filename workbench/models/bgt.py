@@ -31,7 +31,8 @@ from .adversary import LanguageAdversaries, content_bag, content_pieces
 from .base import SentenceModel, evaluating
 from .bgt_config import SEM_SIDES, SETTINGS, BGTConfig
 from .bgt_warm_start import from_translation
-from .losses import direction_overlap, drop_words, free_bits, kl_to_standard_normal, token_loss
+from .losses import (direction_overlap, drop_words, free_bits, kl_to_standard_normal, punctuation_pieces, token_loss,
+                     without_pieces)
 from .transformer import LatentDecoder, SentenceEncoder, beam_hypotheses, shift_right
 
 
@@ -78,6 +79,7 @@ class BGT(SentenceModel):
         self.adversaries = LanguageAdversaries(cfg.languages if cfg.content_adversary else (), cfg.adversary_target,
                                                cfg.language_dim, cfg.d_model, cfg.latent_dim, cfg.vocab_size)
         self.content_words: dict[str, torch.Tensor] = {}  # per language, from the run's tokenizer (use_tokenizer)
+        self.punctuation: torch.Tensor | None = None  # (V,) the marks hide_punctuation hides (use_tokenizer)
 
     # --- encoders ------------------------------------------------------------------------------------------
 
@@ -108,11 +110,16 @@ class BGT(SentenceModel):
 
     def use_tokenizer(self, tokenizer) -> None:
         """Which pieces start a content word of each language (:func:`.adversary.content_pieces`): what the
-        content-words adversaries predict, and what the independence penalty holds the language latents apart from."""
+        content-words adversaries predict, and what the independence penalty holds the language latents apart from;
+        and which are punctuation marks (:func:`.losses.punctuation_pieces`), for ``hide_punctuation``."""
+        if not (self._reads_content_words or self.cfg.hide_punctuation):
+            return
+        pieces = [tokenizer.sp.id_to_piece(i) for i in range(tokenizer.vocab_size)]
+        device = next(self.parameters()).device
         if self._reads_content_words:
-            pieces = [tokenizer.sp.id_to_piece(i) for i in range(tokenizer.vocab_size)]
-            device = next(self.parameters()).device
             self.content_words = {lang: content_pieces(pieces, lang).to(device) for lang in self.cfg.languages}
+        if self.cfg.hide_punctuation:
+            self.punctuation = punctuation_pieces(pieces).to(device)
 
     @property
     def _reads_content_words(self) -> bool:
@@ -214,8 +221,10 @@ class BGT(SentenceModel):
             return [mu_en, mu_xx]
         side = semantic_side(en.shape[0], cfg.sem_side, step, en.device)[:, None]
         mu_sem = torch.where(side, mu_en, mu_xx)
-        means = [mu_sem]
         logv_sem = None if logv_en is None else torch.where(side, logv_en, logv_xx)
+        if self.training and cfg.hide_punctuation:
+            mu_sem, logv_sem = self._without_punctuation(en, xx, side[:, 0], mu_sem, logv_sem)
+        means = [mu_sem]
         z_sem = self.latent(mu_sem, logv_sem)
         if logv_sem is not None:
             t["kl_sem"] = kl_to_standard_normal(mu_sem, logv_sem).sum()
@@ -238,6 +247,24 @@ class BGT(SentenceModel):
             # un-smoothed NLL (docs/method.md#losses)
             t["recon"] = t["recon"] + self._decoded(lang, target, cond, 0.0, cfg.word_dropout)
         return means
+
+    def _without_punctuation(self, en: torch.Tensor, xx: torch.Tensor, side: torch.Tensor, mu: torch.Tensor,
+                             logv: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """z_sem's posterior with a ``hide_punctuation`` share of the pairs (drawn anew each batch) read again
+        from their semantic side's sentence without its punctuation marks (docs/method.md#hide-punctuation)."""
+        if self.punctuation is None:
+            raise RuntimeError("hide_punctuation needs the run's tokenizer (which pieces are marks): call "
+                               "use_tokenizer first")
+        hide = torch.rand(side.shape, device=side.device) < self.cfg.hide_punctuation
+        mu, logv = mu.clone(), None if logv is None else logv.clone()
+        for rows, tokens in ((hide & side, en), (hide & ~side, xx)):
+            if rows.any():
+                mu_b, logv_b = self.encoders["semantic"](without_pieces(tokens[rows], self.punctuation,
+                                                                        self.cfg.pad_id))
+                mu[rows] = mu_b
+                if logv is not None:
+                    logv[rows] = logv_b
+        return mu, logv
 
     def _content_bag(self, lang: str, tokens: torch.Tensor) -> torch.Tensor:
         if lang not in self.content_words:

@@ -17,6 +17,8 @@ How the BGT variants bottleneck their latents (defaults: the released code):
                            ``"words"`` (the sentence's own content words as a bag)
 ``language_independence``  λ of a penalty on the language latents' directions following the sentence's content
                            words: their linear CKA over the batch (default 0, none)
+``hide_punctuation``       share of pairs whose z_sem, on the generative path, reads its sentence without its
+                           punctuation marks (default 0, none)
 =========================  ========================================================================================
 
 The first three limit what the language latents can carry, so that the content must pass through z_sem (the
@@ -26,7 +28,9 @@ latents, where the KL is a real limit). Word dropout makes the decoders rely on 
 words before. The adversary takes from the language latents what the translation shares, the content that a
 looser bottleneck lets in. The independence penalty aims at what the English view's STS reads: the cosine of two
 latents, which neither the KL (it shortens a latent, and a cosine ignores length) nor an adversary that finds no
-content to predict takes away.
+content to predict takes away. Hiding punctuation from z_sem works from the other side: the decoders must then
+take the marks (and whether a sentence asks or exclaims) from the language latents, as style transfer does when
+it reads the source without them.
 """
 from __future__ import annotations
 
@@ -95,7 +99,7 @@ class BGTConfig(ModelConfig):
     # afresh)
     RETUNABLE: ClassVar[tuple[str, ...]] = ("decoder_latent", "language_kl_weight", "language_free_bits", "word_dropout",
                                             "content_adversary", "adversary_target", "language_independence",
-                                            "recon_weight", "trans_weight")
+                                            "hide_punctuation", "recon_weight", "trans_weight")
     vocab_size: int
     languages: tuple[str, str] = ("en", "fr")
     setting: str = "bgt"
@@ -116,6 +120,7 @@ class BGTConfig(ModelConfig):
     word_dropout: float = 0.0  # share of the generative decoders' input tokens replaced by padding in training
     content_adversary: float = 0.0  # λ of the adversaries reading content from z_en / z_xx
     language_independence: float = 0.0  # λ of z_en's / z_xx's CKA with their content words (method.md#independence)
+    hide_punctuation: float = 0.0  # share of pairs whose z_sem is read without punctuation (method.md#hide-punctuation)
     adversary_target: str = "translation"  # what they read: the translation's semantic mean, or "words"
     sem_side: str = "example"  # "example" | "microbatch" (docs/method.md#semantic-side)
     attention_relu: bool = False  # the released code's sublayer is linear (docs/method.md#attention-relu)
@@ -140,6 +145,7 @@ class BGTConfig(ModelConfig):
                                ("word_dropout", number(self.word_dropout, 0, 1, open_high=True), "a number in [0, 1)"),
                                ("content_adversary", number(self.content_adversary, 0), "a number ≥ 0"),
                                ("language_independence", number(self.language_independence, 0), "a number ≥ 0"),
+                               ("hide_punctuation", number(self.hide_punctuation, 0, 1), "a share in [0, 1]"),
                                ("adversary_target", self.adversary_target in ADVERSARY_TARGETS,
                                 f"one of {', '.join(ADVERSARY_TARGETS)}"),
                                ("sem_side", self.sem_side in SEM_SIDES, "'example' or 'microbatch'")):
@@ -150,7 +156,7 @@ class BGTConfig(ModelConfig):
         elif self.setting in SETTINGS and SETTINGS[self.setting].english_only and self.languages[0] != "en":
             problems.append(f"{self.setting} reads English on its first side: languages must be ('en', xx), not "
                             f"{self.languages}")
-        for name in ("content_adversary", "language_independence"):
+        for name in ("content_adversary", "language_independence", "hide_punctuation"):
             if (self.setting in SETTINGS and getattr(self, name) and not
                     (SETTINGS[self.setting].language_latents and SETTINGS[self.setting].reconstructs == "languages")):
                 problems.append(f"{name} needs language latents beside z_sem, which {self.setting} has not "

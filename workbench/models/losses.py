@@ -1,10 +1,12 @@
 """The pieces of the training losses the generative models share: a decoder's token loss, the KL of a Gaussian
-posterior to the standard normal prior, a free-bits floor under it, word dropout on a decoder's input, and how
-alike two latents' directions are over a batch."""
+posterior to the standard normal prior, a free-bits floor under it, word dropout on a decoder's input, an
+encoder's input without some pieces (punctuation), and how alike two latents' directions are over a batch."""
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+
+from ..data.tokenizer import PUNCTUATION
 
 
 def token_loss(logits: torch.Tensor, target: torch.Tensor, pad_id: int, smoothing: float) -> torch.Tensor:
@@ -36,6 +38,21 @@ def drop_words(prev: torch.Tensor, rate: float, pad_id: int) -> torch.Tensor:
     drop = torch.rand(prev.shape, device=prev.device) < rate
     drop[:, 0] = False
     return prev.masked_fill(drop & (prev != pad_id), pad_id)
+
+
+def punctuation_pieces(pieces: list[str]) -> torch.Tensor:
+    """(V,) bool: the pieces that are punctuation marks alone (sentencepiece's ``▁`` aside), such as ``▁.``,
+    ``?`` or ``▁«``; the tokenizer splits marks from words, so a mark is a piece of its own."""
+    marks = [bool(PUNCTUATION.fullmatch(piece.removeprefix("\u2581"))) for piece in pieces]
+    return torch.tensor(marks, dtype=torch.bool)
+
+
+def without_pieces(tokens: torch.Tensor, drop: torch.Tensor, pad_id: int) -> torch.Tensor:
+    """``tokens`` (B, T, right-padded) with the pieces that ``drop`` (a (V,) bool mask) marks taken out, the rest
+    moved left in order, so positions count from the first kept piece as in a sentence that never had them."""
+    keep = (tokens != pad_id) & ~drop[tokens]
+    order = torch.sort((~keep).to(torch.int8), dim=1, stable=True).indices  # kept pieces first, in order
+    return tokens.gather(1, order).masked_fill(~keep.gather(1, order), pad_id)
 
 
 def direction_overlap(latent: torch.Tensor, reference: torch.Tensor) -> torch.Tensor:

@@ -175,7 +175,8 @@ def _torch_threads(n: int):
 
 def style_transfer_note(name: str = "bgt-en-fr", n_examples: int = 3) -> str:
     """HTML: the style-transfer model's transfer evaluation (from its card: 200 fixed held-out pairs) beside
-    ``n_examples`` transfers of fixed held-out pairs (beam 5), so the examples are read with the numbers."""
+    ``n_examples`` transfers of fixed held-out pairs, decoded as the card's were (``transfer``'s defaults), so the
+    examples are read with the numbers."""
     scores = card(name).get("style_transfer")
     if not scores:
         return ""
@@ -188,11 +189,13 @@ def style_transfer_note(name: str = "bgt-en-fr", n_examples: int = 3) -> str:
             near = next(v for m, v in measured.items() if m.startswith("closer_to_source"))
             others.append(f"{html.escape(other)}: closer to the source {near[0]}%, form follows the style "
                           f"{measured['form_follows_style'][0]}%")
-    table = transfer_table(load(name), transfer_pairs(n_examples), beam=5)
+    table = transfer_table(load(name), transfer_pairs(n_examples))
     rows = "".join(f"<tr><td>{html.escape(r.source)}</td><td>{html.escape(r.style)}</td>"
                    f"<td>{html.escape(r.output)}</td></tr>" for r in table.itertuples())
     return (f"<h2>Style transfer with {html.escape(name)}</h2><p>Meaning from the source (semantic latent), form "
-            f"from the style sentence (English language latent). On 200 fixed held-out pairs (its card; "
+            f"from the style sentence (English language latent), decoded by <code>workbench transfer</code>'s default "
+            f"(beam 5, re-ranked, a style push of 0.2, the source read without its punctuation; <code>--paper</code> "
+            f"for the paper's beam search). On 200 fixed held-out pairs (its card; "
             f"<code>workbench transfer --eval</code>): the output is closer in meaning to the source than to the "
             f"style sentence in {closer[0]}% of pairs [{closer[1]}–{closer[2]}], and its form (length, "
             f"punctuation, first word, sentence type, negation, person) follows the style sentence in {form[0]}% [{form[1]}–{form[2]}]: "

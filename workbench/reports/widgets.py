@@ -19,7 +19,7 @@ import plotly.graph_objects as go
 
 from ..models.folder import load
 from ..probing.build import default_sizes
-from ..style_transfer.generation import RERANK, transfer as default_transfer
+from ..style_transfer.generation import GUIDANCE, RERANK, transfer as default_transfer
 from ..zoo.cards import CARD_SIZES
 from .figures import ci_bars, layer_lines, majority_marks
 from .results import tidy
@@ -203,27 +203,30 @@ class StyleTransferApp:
                                  continuous_update=False, layout={"width": "95%"})
         self.style = w.Textarea(value=first[1], description="Style", placeholder="form comes from here",
                                 continuous_update=False, layout={"width": "95%"})
-        self.search = w.ToggleButtons(options=["greedy", "beam", "beam, re-ranked"], value="beam",
+        self.search = w.ToggleButtons(options=["greedy", "beam", "beam, re-ranked"], value="beam, re-ranked",
                                       description="decoding",
                                       tooltips=["the likeliest piece each step", "the likeliest sentence",
                                                 "the beam's sentence nearest the source's meaning and the style's "
                                                 "form by the model's own encoders"])
         self.beam = w.IntSlider(value=5, min=2, max=10, description="beam size")
         self.max_len = w.IntSlider(value=40, min=5, max=model.cfg.max_len, description="max pieces")
-        self.guidance = w.FloatSlider(value=0.0, min=0.0, max=1.0, step=0.1, description="style push",
+        self.guidance = w.FloatSlider(value=GUIDANCE, min=0.0, max=1.0, step=0.1, description="style push",
                                       tooltip="guidance: toward the style's form and away from the source's; more "
                                               "form, less meaning (docs/method.md#guidance)")
+        self.strip = w.Checkbox(value=True, description="source without punctuation",
+                                tooltip="the semantic encoder reads the source without its marks, so they come from "
+                                        "the style (docs/method.md#decoding)")
         self.swap = w.Button(description="Swap", icon="exchange")
         self.example = w.Button(description="Random held-out pair", disabled=len(self.examples) < 2)
         self.output = w.HTML()
         self._draw, self._quiet = 0, False
         self.swap.on_click(lambda _: self._set(self.style.value, self.source.value))
         self.example.on_click(lambda _: self._random_example())
-        for control in (self.source, self.style, self.search, self.beam, self.max_len, self.guidance):
+        for control in (self.source, self.style, self.search, self.beam, self.max_len, self.guidance, self.strip):
             control.observe(lambda _: None if self._quiet else self.update(), "value")
         self.update()
         self.widget = w.VBox([self.chooser, self.source, self.style,
-                              w.HBox([self.search, self.beam, self.max_len, self.guidance]),
+                              w.HBox([self.search, self.beam, self.max_len]), w.HBox([self.guidance, self.strip]),
                               w.HBox([self.swap, self.example]), self.output])
 
     def _switch(self, name: str) -> None:
@@ -258,10 +261,10 @@ class StyleTransferApp:
             return
         beam = 1 if self.search.value == "greedy" else self.beam.value
         self.output.value = "<i>decoding…</i>"
-        options = {**({"rerank": RERANK} if self.search.value == "beam, re-ranked" else {}),
-                   **({"guidance": self.guidance.value} if self.guidance.value else {})}
         self._result = self._transfer(self.model, [self.source.value], [self.style.value], beam=beam,
-                                      max_len=self.max_len.value, **options)[0]
+                                      max_len=self.max_len.value,
+                                      rerank=RERANK if self.search.value == "beam, re-ranked" else None,
+                                      guidance=self.guidance.value, strip_punctuation=self.strip.value)[0]
         cut = len(self.model.tokenizer.encode([self._result])[0]) > self.max_len.value  # no end of sentence came
         self.output.value = f"<b>Output:</b> {html.escape(self._result)}" + (
             f" <i>[cut at {self.max_len.value} pieces: raise max pieces]</i>" if cut else "")

@@ -27,11 +27,12 @@ import torch
 
 from ..checks import WorkbenchError, whole
 from ..data.corpora import load_splits
+from ..data.tokenizer import PUNCTUATION
 from ..evaluation.sts import cosine, embed_unique
 from ..models.losses import kl_to_standard_normal
 from ..models.folder import load
 from ..models.huggingface import minilm
-from .generation import content_words, latent_ablation, transfer_table
+from .generation import GUIDANCE, RERANK, content_words, latent_ablation, transfer_table
 
 JUDGE = "sp-en-fr"  # a shipped paraphrastic model: cheap, good at STS, and not a BGT
 LENGTH_EDGES = (5, 9, 13, 17, 21)  # length bins by token count: 1-4, 5-8, 9-12, 13-16, 17-20, 21+
@@ -42,7 +43,6 @@ PERSONS = {1: frozenset({"i", "me", "my", "mine", "myself", "we", "us", "our", "
            3: frozenset({"he", "him", "his", "himself", "she", "her", "hers", "herself", "it", "its", "itself",
                          "they", "them", "their", "theirs", "themselves"})}
 _TOKEN = re.compile(r"[^\W_]+(?:'[^\W_]+)?|[^\w\s]")
-_PUNCTUATION = re.compile(r"[^\w\s']")
 
 
 def transfer_pairs(n: int = 200, seed: int = 0, pair: str = "en-fr", min_tokens: int = 4,
@@ -73,11 +73,11 @@ def form(sentence: str) -> dict[str, object]:
     """The form the style sentence should lend: length bin, punctuation marks in order, first word, sentence
     type (by its last mark), negation, and the person of its first personal pronoun (0: none)."""
     toks = tokens(sentence)
-    words = [t for t in toks if not _PUNCTUATION.fullmatch(t)]
+    words = [t for t in toks if not PUNCTUATION.fullmatch(t)]
     last = toks[-1] if toks else ""
     heads = [w.split("'")[0] for w in words]  # "i'm" -> "i", "don't" stays "don" (negation reads the suffix)
     return {"length": int(np.searchsorted(LENGTH_EDGES, len(toks), side="right")),
-            "punctuation": "".join(t for t in toks if _PUNCTUATION.fullmatch(t)),
+            "punctuation": "".join(t for t in toks if PUNCTUATION.fullmatch(t)),
             "first_word": words[0] if words else "",
             "sentence_type": {"?": "question", "!": "exclamation"}.get(last, "statement"),
             "negation": any(w in NEGATIONS or w.endswith("n't") for w in words),
@@ -190,17 +190,19 @@ def latent_kl(model, sentences: Sequence[str]) -> dict[str, float]:
 
 def transfer_scores(model, pairs: pd.DataFrame | None = None, judges: Sequence | None = None, beam: int = 5,
                     n_boot: int = 1000, seed: int = 0, ablation: bool = True,
-                    rerank: tuple[float, float] | None = None, guidance: float = 0.0
-                    ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Transfer ``pairs`` (default :func:`transfer_pairs`: 200 held-out pairs) with ``model`` (``beam`` and
-    ``rerank``, ``guidance`` as :func:`~workbench.style_transfer.generation.transfer` takes them) and score the outputs. Returns ``(summary, per_pair)``: the summary has one row per metric (see
+                    rerank: tuple[float, float] | None = RERANK, guidance: float = GUIDANCE,
+                    strip_punctuation: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Transfer ``pairs`` (default :func:`transfer_pairs`: 200 held-out pairs) with ``model`` (``beam``,
+    ``rerank``, ``guidance`` and ``strip_punctuation`` as :func:`~workbench.style_transfer.generation.transfer`
+    takes them) and score the outputs. Returns ``(summary, per_pair)``: the summary has one row per metric (see
     :func:`summarise_transfers`) plus, with ``ablation``, ``semantic_only_keeps_word``,
     ``language_only_keeps_word`` and ``both_keeps_word`` from :func:`workbench.style_transfer.generation.latent_ablation` on the
     sources, and ``kl_nats[semantic]`` / ``kl_nats[en]`` (:func:`latent_kl` of the sources; no CI);
     ``per_pair`` is the scored table."""
     pairs = transfer_pairs() if pairs is None else pairs
     judges = default_judges(model) if judges is None else list(judges)
-    scored = score_transfers(transfer_table(model, pairs, beam=beam, rerank=rerank, guidance=guidance), judges)
+    scored = score_transfers(transfer_table(model, pairs, beam=beam, rerank=rerank, guidance=guidance,
+                                            strip_punctuation=strip_punctuation), judges)
     summary = summarise_transfers(scored, n_boot, seed)
     if ablation:
         decoded = latent_ablation(model, list(pairs["source"]), beam=beam)

@@ -2,7 +2,10 @@
 
 The Source goes through the semantic encoder (z_sem = mu), the Style sentence through the English language
 encoder (z_en = mu), and the English decoder generates from ``[z_en ; z_sem]`` — the conditioning it was
-trained on (the spec's recommended fix of the released code, which fed an untrained projection).
+trained on (the spec's recommended fix of the released code, which fed an untrained projection). By default the
+semantic encoder reads the source without its punctuation, the search is pushed a little toward the style's form
+and its sentences are re-ranked by the model's own encoders (docs/method.md#decoding); :data:`PAPER_DECODING` is
+the paper's beam search.
 """
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ import torch
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from ..checks import WorkbenchError, whole
-from ..data.tokenizer import detokenise
+from ..data.tokenizer import PUNCTUATION, detokenise
 from ..evaluation.sts import cosine
 from ..models.kinds import can
 
@@ -29,6 +32,9 @@ MAX_BEAM = 64  # wider beams cost memory in proportion and find nothing a senten
 NO_REPEAT_NGRAM = 3  # no output repeats a trigram: the CPU models' decoders loop on a phrase otherwise
 MAX_GUIDANCE = 10.0  # beyond it the away term dominates: the outputs stop being sentences
 RERANK = (2.0, 1.0)  # re-ranking weights of meaning and form (docs/method.md#re-ranking: measured on bgt-en-fr)
+GUIDANCE = 0.2  # the default style push: the smallest that, with the other defaults, reached 30% form at 80% meaning
+# on 200 held-out selection pairs apart from the evaluation's (docs/method.md#decoding)
+PAPER_DECODING = {"rerank": None, "guidance": 0.0, "strip_punctuation": False}  # the paper's beam search, as released
 _PRONOUN_I = re.compile(r"\bi\b(?=$|[\s'’.,!?;:])")
 
 
@@ -37,6 +43,12 @@ def truecase(sentence: str) -> str:
     pronoun *I* (i, i'm, i've, ...) are capitalised. Scoring lowercases, so this changes no measure."""
     sentence = _PRONOUN_I.sub("I", sentence)
     return sentence[:1].upper() + sentence[1:]
+
+
+def without_punctuation(sentence: str) -> str:
+    """``sentence`` without its punctuation marks (apostrophes inside words stay): what the semantic encoder reads
+    of a source when its form should come from the style sentence. A sentence of marks alone stays as it is."""
+    return " ".join(PUNCTUATION.sub(" ", sentence).split()) or sentence
 
 
 def _check_search(model, beam: int, max_len: int | None) -> None:
@@ -56,16 +68,21 @@ def _check_search(model, beam: int, max_len: int | None) -> None:
 
 def transfer(model, sources: Sequence[str], styles: Sequence[str], beam: int = 5, max_len: int | None = None,
              language: str = "en", no_repeat_ngram: int = NO_REPEAT_NGRAM,
-             rerank: tuple[float, float] | None = None, guidance: float = 0.0) -> list[str]:
+             rerank: tuple[float, float] | None = RERANK, guidance: float = GUIDANCE,
+             strip_punctuation: bool = True) -> list[str]:
     """Generate, for each (source, style) pair, a sentence with the source's meaning in the style's form
     (truecased: :func:`truecase`). ``beam=1`` is greedy; ``max_len`` caps generated pieces (default: the model's
     maximum length); ``no_repeat_ngram`` (0: off) keeps the search from repeating an n-gram. ``rerank=(a, b)``
-    (e.g. :data:`RERANK`) picks among the beam's finished sentences by the model's own encoders
-    (:func:`reranked`) instead of the decoder's score alone. ``guidance`` γ > 0 steers each step toward the
-    style's language latent and away from the source's own (:class:`~workbench.models.bgt.Guided`)."""
+    picks among the beam's finished sentences by the model's own encoders (:func:`reranked`; None: the decoder's
+    score alone). ``guidance`` γ > 0 steers each step toward the style's language latent and away from the
+    source's own (:class:`~workbench.models.bgt.Guided`). ``strip_punctuation``: the semantic encoder reads the
+    source :func:`without_punctuation`, so its marks (and sentence type) are left to the style. The defaults are
+    the measured best trade of form for meaning (docs/method.md#decoding); ``**PAPER_DECODING`` is the paper's."""
     _check_search(model, beam, max_len)
     _check_rerank(rerank)
     _check_guidance(guidance)
+    if not isinstance(strip_punctuation, bool):
+        raise WorkbenchError(f"strip_punctuation must be True or False, got {strip_punctuation!r}")
     for name, given in (("sources", sources), ("styles", styles)):
         if isinstance(given, str):  # a bare string would be transferred character by character
             raise WorkbenchError(f"{name} must be a list of sentences, not one string: transfer(model, "
@@ -87,7 +104,8 @@ def transfer(model, sources: Sequence[str], styles: Sequence[str], beam: int = 5
         raise WorkbenchError("source and style sentences must be non-empty")
     if not sources:
         return []
-    z_sem, z_lang = _latents(model, "semantic", sources), _latents(model, language, styles)
+    meaning = without_punctuation if strip_punctuation else str
+    z_sem, z_lang = _latents(model, "semantic", [meaning(s) for s in sources]), _latents(model, language, styles)
     z_away = _latents(model, language, sources) if guidance else None
     found = model.hypotheses(z_sem, z_lang, decoder=language, max_len=max_len or model.cfg.max_len, beam=beam,
                              no_repeat_ngram=no_repeat_ngram, z_away=z_away, guidance=guidance)
@@ -95,7 +113,7 @@ def transfer(model, sources: Sequence[str], styles: Sequence[str], beam: int = 5
         return [_text(model, row[0][1] if row else []) for row in found]
     kept = [[(score, ids) for score, ids in row if ids] for row in found]  # an empty sentence has no meaning
     return reranked(model, language, [[_text(model, ids) for _, ids in row] for row in kept],
-                    [[score for score, _ in row] for row in kept], z_sem, z_lang, rerank)
+                    [[score for score, _ in row] for row in kept], z_sem, z_lang, rerank, strip_punctuation)
 
 
 def _text(model, ids: list[int]) -> str:
@@ -115,17 +133,19 @@ def _check_guidance(guidance) -> None:
 
 
 def reranked(model, language: str, texts: list[list[str]], scores: list[list[float]], z_sem: torch.Tensor,
-             z_lang: torch.Tensor, weights: tuple[float, float]) -> list[str]:
+             z_lang: torch.Tensor, weights: tuple[float, float], strip_punctuation: bool = False) -> list[str]:
     """Each row's sentence (of its beam's finished ones, ``texts`` with their decoder ``scores``: log-probability
     per piece) that maximises ``score + a·cos(z_sem(s), z_sem) + b·cos(z_lang(s), z_lang)``: the model's own
     semantic encoder checks the meaning kept from the source and its language encoder the form taken from the
-    style, which the decoder's likelihood alone trades for fluent generic sentences."""
+    style, which the decoder's likelihood alone trades for fluent generic sentences. With ``strip_punctuation``
+    the semantic encoder reads each sentence :func:`without_punctuation`, as it read the source."""
     flat = [text for row in texts for text in row]
     if not flat:
         return ["" for _ in texts]
     owner = np.repeat(np.arange(len(texts)), [len(row) for row in texts])  # each sentence's pair
     score = (np.concatenate([np.asarray(row, dtype=np.float64) for row in scores])
-             + weights[0] * cosine(_latents(model, "semantic", flat).numpy(), z_sem.numpy()[owner])
+             + weights[0] * cosine(_latents(model, "semantic", [without_punctuation(t) for t in flat]
+                                           if strip_punctuation else flat).numpy(), z_sem.numpy()[owner])
              + weights[1] * cosine(_latents(model, language, flat).numpy(), z_lang.numpy()[owner]))
     out, at = [], 0
     for row in texts:
@@ -143,9 +163,10 @@ def content_words(sentence: str) -> set[str]:
 
 def transfer_table(model, pairs: pd.DataFrame, beam: int = 5, max_len: int | None = None,
                    no_repeat_ngram: int = NO_REPEAT_NGRAM, language: str = "en",
-                   rerank: tuple[float, float] | None = None, guidance: float = 0.0) -> pd.DataFrame:
-    """Batch mode: ``pairs`` has ``source`` and ``style`` columns (``language``, ``rerank``, ``guidance``: as for
-    :func:`transfer`); returns it with an ``output`` column and,
+                   rerank: tuple[float, float] | None = RERANK, guidance: float = GUIDANCE,
+                   strip_punctuation: bool = True) -> pd.DataFrame:
+    """Batch mode: ``pairs`` has ``source`` and ``style`` columns (``language``, ``rerank``, ``guidance``,
+    ``strip_punctuation``: as for :func:`transfer`); returns it with an ``output`` column and,
     to see where the output's meaning came from, ``from_source`` / ``from_style``: the content words
     (:func:`content_words`) the output shares with each, comma-separated."""
     missing = {"source", "style"} - set(pairs.columns)
@@ -153,7 +174,7 @@ def transfer_table(model, pairs: pd.DataFrame, beam: int = 5, max_len: int | Non
         raise WorkbenchError(f"the pairs table lacks columns {sorted(missing)}; it needs 'source' and 'style'")
     out = pairs.assign(output=transfer(model, list(pairs["source"]), list(pairs["style"]), beam=beam,
                                        max_len=max_len, language=language, no_repeat_ngram=no_repeat_ngram,
-                                       rerank=rerank, guidance=guidance))
+                                       rerank=rerank, guidance=guidance, strip_punctuation=strip_punctuation))
     said = [content_words(o) for o in out["output"]]
     shared = {column: [", ".join(sorted(words & content_words(str(s)))) for words, s in zip(said, out[column])]
               for column in ("source", "style")}
