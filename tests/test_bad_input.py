@@ -424,7 +424,7 @@ CLI_CASES = [  # (argv with {tmp} for the test's folder, a fragment of the one-l
     ("models export {tmp}/emptyrun --name ''", "name the model to export"),
     ("models export {tmp}/missing --name x1", "{tmp}/missing is neither a checkpoint"),
     ("models export {tmp}/emptyrun --name x2", "{tmp}/emptyrun is neither a checkpoint"),
-    ("models export {tmp}/emptyrun --name x2 --checkpoint first", "argument --checkpoint: invalid choice"),
+    ("models export {tmp}/emptyrun --name x2 --checkpoint first", "checkpoint must be best, latest or an update number, not 'first'"),
     ("models import {tmp}/missing", "{tmp}/missing is not a model package (no manifest.json)"),
     ("models import {tmp}/pkg",
      "unknown package format None (expected 'bgt-workbench model package 2' or the older 'bgt-workbench model package 1')"),

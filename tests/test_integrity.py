@@ -421,6 +421,29 @@ def test_an_export_reads_the_runs_config_and_metrics_once_and_hashes_its_weights
     assert manifest["config"]["training"]["updates"] == 4 and manifest["curve"]
 
 
+def test_an_export_takes_any_kept_checkpoint_by_its_update_or_its_folder(run_copy, tmp_path):
+    """A run keeps several checkpoints; a model may be shipped from any of them (the one a study measured), named
+    by its update or given as the folder itself; an update it does not keep is refused with those it does."""
+    from workbench.zoo.packaging import export_shards
+
+    def exported(given, checkpoint):
+        package = export_shards(given, tmp_path / f"p{len(list(tmp_path.iterdir()))}", name="bgt-tiny",
+                                checkpoint=checkpoint)
+        manifest = json.loads((package / "manifest.json").read_text())
+        return manifest["config"]["training"], manifest["restored_sha256"]
+    folder = run_copy / "checkpoints" / "update-2"
+    picked = [exported(given, checkpoint) for given, checkpoint in ((run_copy, 2), (run_copy, "2"), (folder, "best"))]
+    for record, weights in picked:
+        assert record["updates"] == 2 and record["run_updates"] == 4 and record["checkpoint"] == "update 2"
+        assert weights == picked[0][1]
+    latest, weights = exported(run_copy, "latest")
+    assert latest["updates"] == 4 and latest["checkpoint"] == "latest" and weights != picked[0][1]
+    with pytest.raises(WorkbenchError, match="has no checkpoint of update 3; it keeps updates 2, 4"):
+        export_shards(run_copy, tmp_path / "none", name="bgt-tiny", checkpoint=3)
+    with pytest.raises(WorkbenchError, match="checkpoint must be best, latest or an update number, not 'last'"):
+        export_shards(run_copy, tmp_path / "none", name="bgt-tiny", checkpoint="last")
+
+
 def test_config_json_records_its_format_and_an_older_one_is_read_only_when_trusted_or_migrated(run_copy, tmp_path):
     """Every folder written now says which layout its config.json has and the libraries that wrote it; a format-1
     folder (whose seal left the files' digests out) is read only where pinned or trusted by name, and `models

@@ -162,15 +162,16 @@ def _models_arguments(p: argparse.ArgumentParser) -> None:
     q.add_argument("--markdown", action="store_true", help="trained/README.md's table, from the cards "
                                                            "(`bash scripts/docs --write` puts it there)")
     q = msub.add_parser("export", help="copy a run into trained/NAME (fp16) and measure it for its card")
-    q.add_argument("run", help="run directory or checkpoint folder")
+    q.add_argument("run", help="run directory, or one of its checkpoints (RUN/checkpoints/update-N)")
     q.add_argument("--name", required=True, help="model name, e.g. bgt-en-fr (letters, digits, _ . -)")
     q.add_argument("--force", action="store_true", help="replace an existing model of that name (once the new "
                                                          "one is measured)")
     q.add_argument("--keep-decoders", action=argparse.BooleanOptionalAction, default=None,
                    help="keep the decoders (default: only for bgt-en-fr, the style-transfer model)")
-    q.add_argument("--checkpoint", choices=("best", "latest"), default="best",
+    q.add_argument("--checkpoint", default="best", metavar="best|latest|UPDATE",
                    help="best: the run's best semantic dev score (best/: STS-B dev, or a pair without English's "
-                        "validation retrieval), where it has one; latest: its last")
+                        "validation retrieval), where it has one; latest: its last; UPDATE: its checkpoint of that "
+                        "update")
     q = msub.add_parser("card", help="measure one section of shipped models' cards again (after its evaluation "
                                      "or its tasks changed); the other numbers stay as measured")
     q.add_argument("names", nargs="+", metavar="NAME", help="shipped BGTs")

@@ -21,7 +21,7 @@ import pandas as pd
 import torch
 from safetensors.torch import save_file
 
-from ..checks import WorkbenchError, check_keys, check_name, plain_name, sha256_hex, whole
+from ..checks import WorkbenchError, check_keys, plain_name, sha256_hex, whole
 from ..data import sha256_of
 from ..models.kinds import KINDS, checked_config, fitted
 from ..models.checkpoint import checkpoint_update
@@ -77,12 +77,19 @@ def check_model_name(name: str) -> str:
     return name
 
 
-def _checkpoint(run: Path, checkpoint: str) -> tuple[ModelFolder, int, bool]:
+def _checkpoint(run: Path, checkpoint: str | int) -> tuple[ModelFolder, int, bool]:
     """The folder a Trainer run ships (opened), the update it holds and whether it is the run's best. ``"best"``:
     the run's ``best/``; for a run started from a trained model (``--init-from``) that none of its own updates beat
     on its dev score (STS-B dev, or a pair without English's validation retrieval), that model, as long as it is
     still the one the run started from (same update and dev score); else (and for ``"latest"``) the latest
-    checkpoint."""
+    checkpoint. An update number: the run's checkpoint of that update."""
+    if not isinstance(checkpoint, str):
+        folder = run / "checkpoints" / f"update-{checkpoint}"
+        if not folder.is_dir():
+            kept = sorted(checkpoint_update(f) for f in (run / "checkpoints").glob("update-*") if f.is_dir())
+            raise WorkbenchError(f"{run} has no checkpoint of update {checkpoint}; it keeps updates "
+                                 f"{', '.join(map(str, kept)) or 'none'} (or give best or latest)")
+        return ModelFolder(folder), checkpoint, False
     latest = latest_checkpoint(run)
     if checkpoint == "best":
         if (run / "best").is_dir():
@@ -100,13 +107,25 @@ def _checkpoint(run: Path, checkpoint: str) -> tuple[ModelFolder, int, bool]:
     return ModelFolder(latest), checkpoint_update(latest), False
 
 
+def _run_and_checkpoint(run: Path, checkpoint: str | int) -> tuple[Path, str | int]:
+    """A Trainer run and which of its checkpoints: ``checkpoint`` is ``"best"``, ``"latest"`` or an update number
+    (an int, or its digits); a checkpoint folder given as the run (``RUN/checkpoints/update-N``) is that run's
+    update N."""
+    if isinstance(checkpoint, str) and checkpoint.isdigit():
+        checkpoint = int(checkpoint)
+    if not (checkpoint in ("best", "latest") or whole(checkpoint)):
+        raise WorkbenchError(f"checkpoint must be best, latest or an update number, not {checkpoint!r}")
+    if run.parent.name == "checkpoints" and (run.parent.parent / "latest").is_file():
+        return run.parent.parent, checkpoint_update(run)
+    return run, checkpoint
+
+
 def _exported(run: str | Path, name: str | None, keep_decoders: bool | None, checkpoint: str,
               hardware_text: str | None) -> tuple[str, dict, dict, bytes | None, pd.DataFrame | None]:
     """What a shipped model of ``run`` holds: (name, float16 state dict, config.json, spm.model's bytes, curve).
     The folder is opened once (:class:`ModelFolder`: config read and files verified once), and so is the run's
     ``metrics.jsonl``."""
-    check_name("checkpoint", checkpoint, ("best", "latest"))
-    run = Path(run)
+    run, checkpoint = _run_and_checkpoint(Path(run), checkpoint)
     single = (run / "config.json").is_file()  # a one-go fit's single folder, else a Trainer run
     # opened once, never a damaged or replaced checkpoint
     opened, update, is_best = (ModelFolder(run), None, False) if single else _checkpoint(run, checkpoint)
@@ -122,7 +141,8 @@ def _exported(run: str | Path, name: str | None, keep_decoders: bool | None, che
     if one_go:
         return name, one_go.shipped(opened.weights()), {**meta, "training": record}, None, None
     chosen_by = DEV_METRICS[next((m for m in DEV_METRICS if m in meta), "stsb_dev")][0]
-    record["checkpoint"] = f"best {chosen_by} (semantic)" if is_best else "latest"
+    record["checkpoint"] = (f"best {chosen_by} (semantic)" if is_best
+                            else "latest" if update == record.get("run_updates") else f"update {update}")
     # what only training reads (BGT's adversaries) goes with the decoders, into a model meant to train on: a
     # continuation that began them afresh gave back in 400 updates what they had taken out of z_en in 2,800
     training_only = () if keep else KINDS[setting].network.TRAINING_ONLY
