@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+from filelock import FileLock
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = ROOT / "runs" / "style"
@@ -166,9 +167,10 @@ def measure(names: list[str]) -> None:
         rows.append(row)
         print(pd.Series(row).to_string(), flush=True)
     frame = pd.DataFrame(rows)
-    if STUDY.is_file():
-        frame = pd.concat([pd.read_csv(STUDY), frame]).drop_duplicates("candidate", keep="last")
-    frame.to_csv(STUDY, index=False)
+    with FileLock(f"{STUDY}.lock"):  # two measures side by side each add their rows, neither reads a half-written file
+        if STUDY.is_file():
+            frame = pd.concat([pd.read_csv(STUDY), frame]).drop_duplicates("candidate", keep="last")
+        frame.to_csv(STUDY, index=False)
     print(f"study: {STUDY}")
 
 

@@ -170,6 +170,7 @@ def test_outputs_repeat_no_trigram_and_are_truecased():
     output = transfer(model, source, style)[0]
     assert output[0].isupper() and output == truecase(output)
     assert truecase("i think i'm here, said i.") == "I think I'm here, said I." and truecase("iris is in.") == "Iris is in."
+    assert truecase("'japan's warm.") == "'Japan's warm." and truecase("« oui »") == "« Oui »" and truecase("") == ""
 
 
 def test_reranking_picks_among_the_beams_sentences_by_the_models_own_encoders():

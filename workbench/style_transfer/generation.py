@@ -36,13 +36,14 @@ GUIDANCE = 0.2  # the default style push: the smallest that, with the other defa
 # on 200 held-out selection pairs apart from the evaluation's (docs/method.md#decoding)
 PAPER_DECODING = {"rerank": None, "guidance": 0.0, "strip_punctuation": False}  # the paper's beam search, as released
 _PRONOUN_I = re.compile(r"\bi\b(?=$|[\s'’.,!?;:])")
+_FIRST_LETTER = re.compile(r"^([^\w]*)(\w)")  # after any opening quote or bracket
 
 
 def truecase(sentence: str) -> str:
-    """An output as a reader expects it: the models read and write lower case, so its first letter and the
-    pronoun *I* (i, i'm, i've, ...) are capitalised. Scoring lowercases, so this changes no measure."""
+    """An output as a reader expects it: the models read and write lower case, so its first letter (after an opening
+    quote) and the pronoun *I* (i, i'm, i've, ...) are capitalised. Scoring lowercases, so this changes no measure."""
     sentence = _PRONOUN_I.sub("I", sentence)
-    return sentence[:1].upper() + sentence[1:]
+    return _FIRST_LETTER.sub(lambda m: m.group(1) + m.group(2).upper(), sentence, count=1)
 
 
 def without_punctuation(sentence: str) -> str:
