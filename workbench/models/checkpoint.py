@@ -10,6 +10,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import save_file
 
+from ..checks import WorkbenchError, whole
 from ..data.tokenizer import Tokenizer
 from ..paths import atomic_write, read_json, swap_folder, temp_sibling
 from .folder import read_weights, write_weights
@@ -62,3 +63,26 @@ def checkpoint_update(folder: Path) -> int:
     state = folder / "trainer_state.json"
     meta = read_json(state if state.is_file() else folder / "config.json")
     return int(meta["update"])
+
+
+def kept_checkpoint(run: Path, update: int) -> Path:
+    """The checkpoint folder of ``update`` that the Trainer run ``run`` keeps; an error lists those it keeps."""
+    folder = run / "checkpoints" / f"update-{update}"
+    if not folder.is_dir():
+        kept = sorted(checkpoint_update(f) for f in (run / "checkpoints").glob("update-*") if f.is_dir())
+        raise WorkbenchError(f"{run} has no checkpoint of update {update}; it keeps updates "
+                             f"{', '.join(map(str, kept)) or 'none'} (or give best or latest)")
+    return folder
+
+
+def run_and_checkpoint(run: Path, checkpoint: str | int) -> tuple[Path, str | int]:
+    """A Trainer run and which of its checkpoints: ``checkpoint`` is ``"best"``, ``"latest"`` or an update number
+    (an int, or its digits); a checkpoint folder given as the run (``RUN/checkpoints/update-N``) is that run's
+    update N."""
+    if isinstance(checkpoint, str) and checkpoint.isdigit():
+        checkpoint = int(checkpoint)
+    if not (checkpoint in ("best", "latest") or whole(checkpoint)):
+        raise WorkbenchError(f"checkpoint must be best, latest or an update number, not {checkpoint!r}")
+    if run.parent.name == "checkpoints" and (run.parent.parent / "latest").is_file():
+        return run.parent.parent, checkpoint_update(run)
+    return run, checkpoint

@@ -24,7 +24,7 @@ from safetensors.torch import save_file
 from ..checks import WorkbenchError, check_keys, plain_name, sha256_hex, whole
 from ..data import sha256_of
 from ..models.kinds import KINDS, checked_config, fitted
-from ..models.checkpoint import checkpoint_update
+from ..models.checkpoint import checkpoint_update, kept_checkpoint, run_and_checkpoint
 from ..models.folder import ModelFolder, file_digests, latest_checkpoint, read_weights, shipped
 from ..models.pins import pin
 from ..models.runlog import (CURVE_COLUMNS, DEV_METRICS, lacking_curve_columns, learning_curve, metrics_curve,
@@ -84,12 +84,7 @@ def _checkpoint(run: Path, checkpoint: str | int) -> tuple[ModelFolder, int, boo
     still the one the run started from (same update and dev score); else (and for ``"latest"``) the latest
     checkpoint. An update number: the run's checkpoint of that update."""
     if not isinstance(checkpoint, str):
-        folder = run / "checkpoints" / f"update-{checkpoint}"
-        if not folder.is_dir():
-            kept = sorted(checkpoint_update(f) for f in (run / "checkpoints").glob("update-*") if f.is_dir())
-            raise WorkbenchError(f"{run} has no checkpoint of update {checkpoint}; it keeps updates "
-                                 f"{', '.join(map(str, kept)) or 'none'} (or give best or latest)")
-        return ModelFolder(folder), checkpoint, False
+        return ModelFolder(kept_checkpoint(run, checkpoint)), checkpoint, False
     latest = latest_checkpoint(run)
     if checkpoint == "best":
         if (run / "best").is_dir():
@@ -107,25 +102,12 @@ def _checkpoint(run: Path, checkpoint: str | int) -> tuple[ModelFolder, int, boo
     return ModelFolder(latest), checkpoint_update(latest), False
 
 
-def _run_and_checkpoint(run: Path, checkpoint: str | int) -> tuple[Path, str | int]:
-    """A Trainer run and which of its checkpoints: ``checkpoint`` is ``"best"``, ``"latest"`` or an update number
-    (an int, or its digits); a checkpoint folder given as the run (``RUN/checkpoints/update-N``) is that run's
-    update N."""
-    if isinstance(checkpoint, str) and checkpoint.isdigit():
-        checkpoint = int(checkpoint)
-    if not (checkpoint in ("best", "latest") or whole(checkpoint)):
-        raise WorkbenchError(f"checkpoint must be best, latest or an update number, not {checkpoint!r}")
-    if run.parent.name == "checkpoints" and (run.parent.parent / "latest").is_file():
-        return run.parent.parent, checkpoint_update(run)
-    return run, checkpoint
-
-
 def _exported(run: str | Path, name: str | None, keep_decoders: bool | None, checkpoint: str,
               hardware_text: str | None) -> tuple[str, dict, dict, bytes | None, pd.DataFrame | None]:
     """What a shipped model of ``run`` holds: (name, float16 state dict, config.json, spm.model's bytes, curve).
     The folder is opened once (:class:`ModelFolder`: config read and files verified once), and so is the run's
     ``metrics.jsonl``."""
-    run, checkpoint = _run_and_checkpoint(Path(run), checkpoint)
+    run, checkpoint = run_and_checkpoint(Path(run), checkpoint)
     single = (run / "config.json").is_file()  # a one-go fit's single folder, else a Trainer run
     # opened once, never a damaged or replaced checkpoint
     opened, update, is_best = (ModelFolder(run), None, False) if single else _checkpoint(run, checkpoint)
