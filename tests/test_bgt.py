@@ -34,6 +34,22 @@ def backward_both(base, other, b):
     return outs
 
 
+def twin_with(english, french, **changes):
+    """The shipped en-fr tokenizer, a small BGT, its twin with ``changes`` (the same weights: a setting that adds no
+    parameters), both in training mode, and the sentences as a batch."""
+    from workbench.data.tokenizer import Tokenizer
+    from workbench.models.folder import model_path
+    tokenizer = Tokenizer(model_path("bgt-en-fr") / "spm.model")
+    torch.manual_seed(0)
+    base = BGT(config(vocab_size=tokenizer.vocab_size))
+    twin = BGT(config(vocab_size=tokenizer.vocab_size, **changes))
+    assert twin.state_dict().keys() == base.state_dict().keys()  # no parameters of its own
+    twin.load_state_dict(base.state_dict())
+    base.train(), twin.train()
+    batch = collate(tokenizer.encode(english), tokenizer.encode(french), list(range(len(english))))
+    return tokenizer, base, twin, batch
+
+
 def mean_grad(model, encoder):
     """The gradient on an encoder's posterior-mean layer: what a loss term pushes."""
     return model.encoders[encoder].hidden2mean.weight.grad
@@ -416,18 +432,9 @@ def test_direction_overlap_reads_which_sentences_are_alike_not_how_long_the_vect
 
 
 def test_the_independence_penalty_pushes_only_the_language_encoders_and_stays_out_of_validation():
-    from workbench.data.tokenizer import Tokenizer
-    from workbench.models.folder import model_path
-    tokenizer = Tokenizer(model_path("bgt-en-fr") / "spm.model")
-    torch.manual_seed(0)
-    base = BGT(config(vocab_size=tokenizer.vocab_size))
-    penalised = BGT(config(vocab_size=tokenizer.vocab_size, language_independence=2.0))
-    assert penalised.state_dict().keys() == base.state_dict().keys()  # no parameters of its own
-    penalised.load_state_dict(base.state_dict())
     english = ["The old man bought three red apples.", "Is it raining?", "The old man sold apples.", "Hello!"]
     french = ["Le vieil homme a acheté trois pommes.", "Pleut-il ?", "Le vieil homme a vendu des pommes.", "Salut !"]
-    b = collate(tokenizer.encode(english), tokenizer.encode(french), [0, 1, 2, 3])
-    base.train(), penalised.train()
+    tokenizer, base, penalised, b = twin_with(english, french, language_independence=2.0)
     with pytest.raises(RuntimeError, match="use_tokenizer"):
         penalised(b.en, b.xx, 50)
     penalised.use_tokenizer(tokenizer)
@@ -453,19 +460,10 @@ def test_marks_are_taken_out_of_a_padded_batch_and_the_rest_moves_left_in_order(
 
 
 def test_hiding_punctuation_reads_z_sem_from_the_sentences_without_their_marks_in_training_only():
-    from workbench.data.tokenizer import Tokenizer
-    from workbench.models.folder import model_path
     from workbench.models.losses import without_pieces
-    tokenizer = Tokenizer(model_path("bgt-en-fr") / "spm.model")
-    torch.manual_seed(0)
-    base = BGT(config(vocab_size=tokenizer.vocab_size))
-    hiding = BGT(config(vocab_size=tokenizer.vocab_size, hide_punctuation=1.0))
-    assert hiding.state_dict().keys() == base.state_dict().keys()  # no parameters of its own
-    hiding.load_state_dict(base.state_dict())
     english = ["Is it raining?", "The old man sold apples.", "Hello, you!", "We went home"]
     french = ["Pleut-il ?", "Le vieil homme a vendu des pommes.", "Salut, toi !", "Nous sommes rentrés"]
-    b = collate(tokenizer.encode(english), tokenizer.encode(french), [0, 1, 2, 3])
-    base.train(), hiding.train()
+    tokenizer, base, hiding, b = twin_with(english, french, hide_punctuation=1.0)
     with pytest.raises(RuntimeError, match="use_tokenizer"):
         hiding(b.en, b.xx, 50)
     hiding.use_tokenizer(tokenizer)

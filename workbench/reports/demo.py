@@ -28,7 +28,7 @@ from ..probing.build import pending
 from ..probing.probe import probe, task_dataset
 from ..progress import progress_bar
 from ..style_transfer.evaluation import transfer_pairs
-from ..style_transfer.generation import transfer_table
+from ..style_transfer.generation import GUIDANCE, transfer_table
 from ..probing.tasks import get_task
 from ..zoo.cards import CARD_SIZES, GENDER_TASKS, TABLE3_TASKS, card, halves_won
 from .pages import report
@@ -194,8 +194,8 @@ def style_transfer_note(name: str = "bgt-en-fr", n_examples: int = 3) -> str:
                    f"<td>{html.escape(r.output)}</td></tr>" for r in table.itertuples())
     return (f"<h2>Style transfer with {html.escape(name)}</h2><p>Meaning from the source (semantic latent), form "
             f"from the style sentence (English language latent), decoded by <code>workbench transfer</code>'s default "
-            f"(beam 5, re-ranked, a style push of 0.2, the source read without its punctuation; <code>--paper</code> "
-            f"for the paper's beam search). On 200 fixed held-out pairs (its card; "
+            f"(beam 5, re-ranked, a style push of {GUIDANCE:g}, the source read without its punctuation; "
+            f"<code>--paper</code> for the paper's beam search). On 200 fixed held-out pairs (its card; "
             f"<code>workbench transfer --eval</code>): the output is closer in meaning to the source than to the "
             f"style sentence in {closer[0]}% of pairs [{closer[1]}–{closer[2]}], and its form (length, "
             f"punctuation, first word, sentence type, negation, person) follows the style sentence in {form[0]}% [{form[1]}–{form[2]}]: "

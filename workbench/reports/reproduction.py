@@ -26,7 +26,7 @@ from ..models.kinds import build_model
 from ..models.folder import load, shipped
 from ..paths import REPO_ROOT, atomic_write
 from ..probing.erase import erasure_effects
-from ..style_transfer.generation import latent_ablation, transfer_table
+from ..style_transfer.generation import GUIDANCE, latent_ablation, transfer_table
 from ..zoo.cards import CARD_SIZES, TABLE3_MODELS, card, measure, summarise_views
 from .demo import why_shown
 from .distance import METRIC, gap_correlations, language_distances, missing_features
@@ -320,7 +320,7 @@ def _table4_section(bgt, cards: dict, transfer_examples: int, data: dict) -> str
     data["style_transfer"] = table4
     kept, borrowed = table4["from_source"].str.len().gt(0).sum(), table4["from_style"].str.len().gt(0).sum()
     parts.append("<h2>Table 4 — style transfer (meaning from Source via z_sem, style via z_en; beam 5, re-ranked, "
-                 "style push 0.2, the source read without its punctuation: docs/method.md#decoding)</h2>"
+                 f"style push {GUIDANCE:g}, the source read without its punctuation: docs/method.md#decoding)</h2>"
                  + table4.to_html(index=False, border=0) + "<ul>"
                  + html_check(kept > len(table4) / 2, f"{kept} of {len(table4)} outputs keep a content word of "
                                                   f"the source ({borrowed} take one from the style sentence)")
@@ -331,8 +331,8 @@ def _table4_section(bgt, cards: dict, transfer_examples: int, data: dict) -> str
         data["transfer_evaluation"] = evaluation
         closer = next(v[0] for m, v in scores.items() if m.startswith("closer_to_source"))
         parts.append("<h3>The transfer evaluation: 200 fixed held-out pairs, decoded as Table 4 (% of pairs, "
-                     "bootstrap 95% CI; from the model cards, <code>workbench transfer --eval</code>), for every shipped BGT "
-                     "with decoders</h3>" + evaluation.to_html(index=False, border=0, na_rep="–") + "<ul>"
+                     "bootstrap 95% CI; from the model cards, <code>workbench transfer --eval</code>), for every "
+                     "shipped BGT with decoders</h3>" + evaluation.to_html(index=False, border=0, na_rep="–") + "<ul>"
                      + html_check(closer >= 60, f"bgt-en-fr's outputs closer in meaning to the source than to the "
                                             f"style sentence: {closer}% (target ≥ 60%)")
                      + html_check(scores["form_follows_style"][0] >= 60, f"their form (length bin, punctuation, first "
