@@ -41,6 +41,14 @@ def test_import_workbench_loads_no_model_code_until_a_name_is_used():
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO_ROOT)
 
 
+def test_the_train_command_loads_no_probing_stack():
+    """`workbench train`'s handlers need neither the probes, the cards nor scikit-learn (a second of every training
+    process's start): `models` and `curve`, which do, live in their own module."""
+    code = ("import sys, workbench.cli.training; heavy = [m for m in ('sklearn', 'workbench.zoo.cards', "
+            "'workbench.reports') if m in sys.modules]; assert not heavy, heavy")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO_ROOT)
+
+
 def test_encoding_with_a_shipped_bgt_imports_neither_the_compiler_nor_scikit_learn():
     """What a fresh process pays to load and use a model: the compiler came in through the size count's meta
     tensors (0.9 s), scikit-learn through the model registry (WMF's vectorizer)."""

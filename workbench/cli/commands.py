@@ -202,7 +202,7 @@ def _models_arguments(p: argparse.ArgumentParser) -> None:
 
 MODELS_COMMAND = Command(
     "models", "list the shipped models, export a training run into trained/, or retrain them",
-    _models_arguments, "training:models_command")
+    _models_arguments, "models:models_command")
 
 
 def _curve_arguments(p: argparse.ArgumentParser) -> None:
@@ -213,7 +213,7 @@ def _curve_arguments(p: argparse.ArgumentParser) -> None:
 
 CURVE_COMMAND = Command(
     "curve", "learning curves of training runs or shipped models (dev score, valid loss)",
-    _curve_arguments, "training:curve_command", out="folder")
+    _curve_arguments, "models:curve_command", out="folder")
 
 
 def _train_arguments(p: argparse.ArgumentParser) -> None:
