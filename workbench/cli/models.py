@@ -1,5 +1,6 @@
 """What ``models`` and ``curve`` do (their arguments: :mod:`.commands`): shipped models, their cards and exports,
-and learning curves. Apart from ``train``, whose process should not load the probing stack these need."""
+and learning curves. Kept out of :mod:`.training`, so that a training process does not load the probing stack
+(scikit-learn, the cards) these need."""
 from __future__ import annotations
 
 from pathlib import Path
