@@ -1,8 +1,8 @@
 """The ``workbench`` command: one :class:`~.common.Command` record per subcommand in :mod:`.commands` (its
-arguments, the handler that does its work in :mod:`.training`, :mod:`.models`, :mod:`.measuring` or :mod:`.reporting`, and what
-its ``--out`` is); here the parser built from them, the checks every command shares, and how errors reach the
-user. Only the command given is built and only its handler's modules are imported, so ``--help`` and argument
-errors answer at once."""
+arguments, the handler that does its work in :mod:`.training`, :mod:`.models`, :mod:`.measuring` or
+:mod:`.reporting`, and what its ``--out`` is); here the parser built from them, the checks every command shares,
+and how errors reach the user. Only the command given is built and only its handler's modules are imported, so
+``--help`` and argument errors answer at once."""
 from __future__ import annotations
 
 import argparse
