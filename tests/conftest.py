@@ -14,15 +14,15 @@ from filelock import FileLock
 _HOME = tempfile.mkdtemp(prefix="workbench-test-home-")
 os.environ["WORKBENCH_HOME"] = _HOME
 atexit.register(shutil.rmtree, _HOME, ignore_errors=True)
-# pytest-xdist workers (scripts/test) share what the workbench stores under its home as a pure function of its
-# inputs and writes atomically: the sentencepiece models (about 25 s each on one core), the splits and the probing
-# builders' candidates. The first worker to need one makes it (the tokenizers under a lock; the others at worst
-# twice, with the same bytes) instead of each worker making its own. Everything else in a home stays a worker's
-# own (the embedding caches: tests count what they encode), but for the shipped models' embeddings and results:
-# many tests and both workers evaluate those on the same data. The folder is made by the process that starts the
-# workers, which removes it at its end.
+# pytest-xdist workers (scripts/test) share what the workbench stores under its home as a pure function of its inputs
+# and writes atomically: the sentencepiece models (about 25 s each on one core), the splits, the parses of sentences
+# that are not a shipped pool (tests parse slices of the pools) and the probing builders' candidates. The first
+# worker to need one makes it (the tokenizers under a lock; the others at worst twice, with the same bytes) instead
+# of each worker making its own. Everything else in a home stays a worker's own (the embedding caches: tests count
+# what they encode), but for the shipped models' embeddings and results: many tests and both workers evaluate those
+# on the same data. The folder is made by the process that starts the workers, which removes it at its end.
 REPO = Path(__file__).resolve().parent.parent
-SHARED = ("tokenizers", "splits", "probing/candidates",
+SHARED = ("tokenizers", "splits", "parses", "probing/candidates",
           *(f"cache/{kind}/{view['fingerprint'][:16]}" for path in sorted(REPO.glob("trained/*/card.json"))
             for view in json.loads(path.read_text())["views"].values() for kind in ("embeddings", "results")))
 RESULT_KEY = "cache/results/.key"  # the shared results are keyed: every worker reads them under one key

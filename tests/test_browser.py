@@ -16,7 +16,7 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # not "module": made again whenever a worker comes back to this module
 def exported(tmp_path_factory):
     enc = wb.untrained_encoder("random-sp-average", pair="en-fr")
     df = pd.concat([wb.probe_all([enc], ["length"], sizes={"train": 400, "valid": 100, "test": 100}),

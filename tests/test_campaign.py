@@ -37,6 +37,11 @@ def step(name, out, runs, *extra, jobs=JOBS, env=None, preexec_fn=None):
                           capture_output=True, text=True, timeout=900, preexec_fn=preexec_fn)
 
 
+# The tests that read the dry run's ``train`` go to one worker (scripts/test): spread over two, both waited on its
+# lock at once, one of them idle for the ~25 s it takes.
+ON_THE_TRAINED_WORKER = pytest.mark.xdist_group("campaign-train")
+
+
 @pytest.fixture(scope="session")
 def trained():
     """``train`` of the tiny dry run: (its $OUT, its runs folder, what it printed), made once for all workers."""
@@ -113,6 +118,7 @@ def test_every_job_is_a_gpu_scale_bgt_with_decoders_whose_int8_package_fits_one_
         campaign_jobs.chosen()
 
 
+@ON_THE_TRAINED_WORKER
 def test_train_returns_the_first_package_int8_with_decoders_and_fetch_the_next(trained, tmp_path):
     out, runs, stdout = trained
     used = campaign.check_return(out)  # raises beyond 8 files / 16 MiB each / 64 MiB / 2 folders down
@@ -136,6 +142,7 @@ def test_train_returns_the_first_package_int8_with_decoders_and_fetch_the_next(t
     assert "wait for the next call" not in stdout
 
 
+@ON_THE_TRAINED_WORKER
 def test_whole_packages_travel_first_and_unbundle_joins_those_that_came_back(trained, tmp_path, monkeypatch):
     _, runs, _ = trained
     monkeypatch.setattr(bundle_module, "PART_BYTES", 300_000)  # several parts a package: the tiny ones are MBs
@@ -205,6 +212,7 @@ def test_the_calls_of_a_loan_carry_the_uploads_within_the_tree_limit():
 
 
 @pytest.mark.slow
+@ON_THE_TRAINED_WORKER
 def test_a_later_loan_continues_an_uploaded_int8_package(trained, tmp_path, monkeypatch):
     """pack --continue bundles the packages a loan brought back into upload folders; on the device, train joins
     them, restores each to a model folder (its fingerprint checked) and continues it with --init-from."""
@@ -228,6 +236,7 @@ def test_a_later_loan_continues_an_uploaded_int8_package(trained, tmp_path, monk
     assert campaign.unbundle([tmp_path / "out"], tmp_path / "again")[0].name == FIRST
 
 
+@ON_THE_TRAINED_WORKER
 def test_an_int8_package_restores_to_its_fingerprint_and_is_refused_when_it_does_not(trained, tmp_path):
     _, runs, _ = trained
     from workbench.zoo.packaging import unpack_shards
@@ -257,6 +266,7 @@ def test_an_int8_package_restores_to_its_fingerprint_and_is_refused_when_it_does
 
 
 @pytest.mark.slow
+@ON_THE_TRAINED_WORKER
 def test_a_package_split_into_small_shards_imports_as_the_same_model(trained, tmp_path):
     _, runs, _ = trained
     package = export_shards(runs / FIRST, tmp_path / "packages", name=FIRST, shard_mib=0.05)
@@ -276,6 +286,7 @@ def test_a_package_split_into_small_shards_imports_as_the_same_model(trained, tm
     assert (folder / "curve.csv").is_file()
 
 
+@ON_THE_TRAINED_WORKER
 def test_import_refuses_damaged_packages_and_unsafe_names(trained, tmp_path):
     _, runs, _ = trained
     package = tmp_path / FIRST
@@ -338,6 +349,7 @@ def test_import_refuses_damaged_packages_and_unsafe_names(trained, tmp_path):
     assert not (tmp_path / "trained").exists() or not any((tmp_path / "trained").iterdir())
 
 
+@ON_THE_TRAINED_WORKER
 def test_an_existing_model_is_replaced_only_with_force_and_names_stay_inside_trained(trained, tmp_path, capsys):
     from workbench.cli import main
     _, runs, _ = trained

@@ -164,7 +164,6 @@ def test_training_budgets_say_which_pairs_had_shorter_runs():
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("shipped-sts")  # meant to share test_shipped's worker (scripts/test: not kept so now)
 def test_reproduce_writes_the_report(tmp_path):
     # every section and branch on the smallest data: STS16 alone (a tenth of STS12-16's pairs) in the ~30 paired
     # bootstraps of ~30 encoders, 200 resamples (1,000 by default), one disentanglement pair, two transfers; no

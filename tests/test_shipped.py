@@ -18,7 +18,6 @@ from workbench.models.folder import shipped
 from workbench.paths import trained_dir
 from workbench.zoo.packaging import WITH_DECODERS
 
-pytestmark = pytest.mark.xdist_group("shipped-sts")  # meant for the reproduction test's worker (scripts/test)
 SHIPPED = shipped()
 STS_YEARS = tuple(STS_DATASETS)
 TABLE3 = [f"{model}-en-{lang}" for lang in ("fr", "es", "ar", "tr", "ja") for model in ("bgt", "bilingual_trans")]

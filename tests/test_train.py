@@ -34,13 +34,15 @@ def write_config(path, **values):
     return path
 
 
-@pytest.fixture(scope="module")
+# Session fixtures, not module ones: xdist interleaves the modules, and pytest makes a module's fixtures again each
+# time a worker comes back to it (the 30-update run was trained three times in one suite).
+@pytest.fixture(scope="session")
 def tiny_tokenizer():
     """The tiny preset's 1,000-piece en-fr model, trained once before any subprocess needs it."""
     return TrainConfig.from_preset("tiny").tokenizer()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def tiny_run(tmp_path_factory, tiny_tokenizer):
     run_dir = tmp_path_factory.mktemp("tiny") / "run"
     trainer = Trainer(TrainConfig.from_preset("tiny", max_updates=30, valid_every=10, save_every=10), run_dir,
