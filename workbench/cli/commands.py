@@ -84,7 +84,8 @@ def _probes_arguments(p: argparse.ArgumentParser) -> None:
     psub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     psub.add_parser("list", help="the task cards")
     q = psub.add_parser("build", help="build datasets (already built ones are reused: resumable)")
-    q.add_argument("--tasks", nargs="+", choices=task_names(), default=task_names())
+    q.add_argument("--tasks", nargs="+", choices=task_names(), default=task_names(), metavar="TASK",
+                   help="task names (`workbench probes list`; default: every task)")
     q.add_argument("--force", action="store_true", help="rebuild even if built")
     q.add_argument("--ship-parses", action="store_true",
                    help="write the shipped pairs' splits and the probe pools' parses into workbench/probes/splits/ "
@@ -97,8 +98,8 @@ def _probes_arguments(p: argparse.ArgumentParser) -> None:
     size_args(q)
     q = psub.add_parser("baselines", help="Conneau et al. (2018)'s text-only baselines on our tasks, beside their "
                                           "published accuracies on SentEval's data (an external check)")
-    q.add_argument("--tasks", nargs="+", choices=task_names(), default=list(SENTEVAL_NAMES),
-                   help="tasks (default: the ten SentEval tasks)")
+    q.add_argument("--tasks", nargs="+", choices=task_names(), default=list(SENTEVAL_NAMES), metavar="TASK",
+                   help="task names (`workbench probes list`; default: the ten SentEval tasks)")
     q.add_argument("--baselines", nargs="+", choices=list(BASELINES), default=list(BASELINES),
                    help="; ".join(f"{name}: {what}" for name, (what, _, _) in BASELINES.items()))
     q.add_argument("--out", help="also write the tidy results as CSV")

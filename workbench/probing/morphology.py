@@ -82,6 +82,7 @@ _TRAILING = ("補助記号", "空白")
 _PAST, _POLITE = "助動詞-タ", ("助動詞-マス", "助動詞-デス")
 
 
+@lru_cache(maxsize=2 ** 16)  # Tense and Politeness read the same pool: Sudachi reads each sentence once
 def japanese_predicate(sentence: str) -> Predicate | None:
     """The final predicate of a Japanese sentence: the run of verbs, adjectives and auxiliaries at its end (after
     punctuation and sentence-final particles such as か, ね, よ). ``PAST`` when it ends in the auxiliary た/だ,

@@ -3,6 +3,7 @@ object number, coordination inversion, semantic odd man out, article gender). Se
 several sentences are left out."""
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
@@ -152,19 +153,25 @@ def odd_man_out(sentences: Sequence[str], language: str, tolerance: float = 0.1,
     tag_words: dict[str, set[str]] = defaultdict(set)
     for word, tags in tag_of.items():
         tag_words[tags.most_common(1)[0][0]].add(word)
+    # the words with a tag that follow a word, in (frequency, word) order (so the random pick below does not depend
+    # on set order), made once per (word, tag): a frequency band is then a bisection of it, not a scan of the words
+    # after "the" at every noun that follows one (four fifths of this builder's time)
+    ranked: dict[tuple[str, str], list[tuple[int, str]]] = {}
     out = []
     for doc in single_rooted(docs):
         spots = [t for t in doc if t.pos_ in ("NOUN", "VERB") and t.text.isalpha() and 0 < t.i < len(doc) - 1]
         rng.shuffle(spots)
         change = None
         for t in spots:
-            word, words, freq = t.text.lower(), tag_words.get(t.tag_, set()), counts[t.text.lower()]
+            word, freq = t.text.lower(), counts[t.text.lower()]
             low, high = (int(freq * (1 - tolerance)), ""), (int(freq * (1 + tolerance)), "\uffff")
             left, right = doc[t.i - 1].text.lower(), doc[t.i + 1].text.lower()
-            # the words after ``left`` (few) that have the tag, the frequency band and ``right`` after them, in
-            # (frequency, word) order, so the random pick among them does not depend on set order
-            options = [w for _, w in sorted((counts[w], w) for w in after[left] & words
-                                            if w != word and low <= (counts[w], w) <= high and right in after[w])]
+            if (left, t.tag_) not in ranked:
+                ranked[left, t.tag_] = sorted((counts[w], w) for w in after[left] & tag_words.get(t.tag_, set()))
+            followers = ranked[left, t.tag_]
+            # those in the frequency band with ``right`` after them
+            options = [w for _, w in followers[bisect_left(followers, low):bisect_right(followers, high)]
+                       if w != word and right in after[w]]
             if options:
                 change = (t.i, options[rng.integers(len(options))])
                 break
