@@ -220,9 +220,26 @@ def test_an_evaluation_is_recomputed_when_its_gold_scores_change(tmp_path, monke
         return rows[(rows.task == "STS12") & (rows.dataset == "MSRvid")]["value"].iloc[0]
 
     before = sts12()
-    assert sts12() == before and encoder.calls == 1  # the second answer came from the results cache
+    assert encoder.calls == 5  # the five years' sentences, each year an entry of its own (STS16 alone reads its one)
+    assert sts12() == before and encoder.calls == 5  # the second answer came from the results cache
     gold = tmp_path / "eval" / "sts" / "STS12" / "MSRvid.tsv"
     header, *lines = gold.read_text().splitlines()
     flipped = [f"{5 - float(line.split(chr(9))[0]):.3f}\t{line.split(chr(9), 1)[1]}" for line in lines]
     gold.write_text("\n".join([header, *flipped]) + "\n")
     assert sts12() == pytest.approx(-before)  # reversed gold scores: the correlation changes sign
+
+
+def test_sts16_alone_reads_what_sts12_16_encoded():
+    """The STS years are cached one entry a year: a quick STS16 comparison after the cards' STS12–16 (or the
+    reverse) encodes nothing again."""
+    from workbench.evaluation import compare_sts, evaluate
+    encoder = CountingEncoder(salt="years")
+    every_year = evaluate(encoder, "sts")
+    assert encoder.calls == 5
+    alone = compare_sts(encoder, CountingEncoder(salt="years"), years=(2016,), n_boot=100)
+    assert encoder.calls == 5 and alone["difference"].tolist() == [0.0]  # the same vectors on either side
+    sts16 = every_year.query("task == 'STS16' and dataset == 'all' and metric == 'pearson'")["value"].item()
+    from workbench.evaluation.sts import evaluate_sts
+    assert evaluate_sts(cached(encoder), years=(2016,)).query(
+        "task == 'STS16' and dataset == 'all' and metric == 'pearson'")["value"].item() == sts16
+    assert encoder.calls == 5

@@ -20,7 +20,7 @@ from ..paths import data_dir
 from .retrieval import distinct_pairs, mteb_scores, retrieval_errors
 from .significance import bootstrap_differences, summarise
 from .sts import (COLUMNS, cosine, embed_unique, evaluate_hard_sts, evaluate_sts, evaluate_sts17, evaluate_stsb,
-                  years_task)
+                  year_similarities, years_task)
 
 log = logging.getLogger(__name__)
 
@@ -292,7 +292,7 @@ def compare_sts(encoder_a: Encoder, encoder_b: Encoder, years=tuple(STS_DATASETS
     Pearson over the year's datasets) and over all years; rows ``task, difference, ci_low, ci_high, p_value``."""
     data = {year: load_sts(year) for year in years}
     frames = [(f"STS{year % 100}", name, frame) for year, sets in data.items() for name, frame in sets.items()]
-    sims = _paired_similarities({"a": encoder_a, "b": encoder_b}, [f for _, _, f in frames])
+    sims = {"a": year_similarities(cached(encoder_a), data), "b": year_similarities(cached(encoder_b), data)}
     gold = np.concatenate([f["score"].to_numpy() for _, _, f in frames])
     task = np.concatenate([[t] * len(f) for t, _, f in frames])
     dataset = np.concatenate([[f"{t}/{n}"] * len(f) for t, n, f in frames])
