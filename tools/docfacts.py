@@ -192,6 +192,7 @@ FACTS: dict[str, Callable[..., str]] = {  # NAME -> its generator, given the mar
     "time-demo": _time("demo_first_run"),
     "time-demo-again": _time("demo_second_run"),
     "time-suite": _time("suite"),
+    "time-probes-build": _time("probes_build_first_run"),
     "time-notebook-00": _time("notebook_00_run_all"),
     "time-notebook-01": _time("notebook_01_run_all"),
     "time-notebook-02": _time("notebook_02_run_all"),

@@ -129,19 +129,12 @@ def coordination_inversion(sentences: Sequence[str], language: str, seed: int = 
     return out
 
 
-@builder(parses=True)
-def odd_man_out(sentences: Sequence[str], language: str, tolerance: float = 0.1, seed: int = 0
-                ) -> list[Candidate]:
-    """SOMO (*frequency-matched analogue*; SentEval also filtered with a language model, which we lack): of the
-    sentences where one noun or verb can be replaced by another word with the same tag, a pool frequency
-    within ±``tolerance`` and both new bigrams attested in the pool, half (chosen at random) get that
-    replacement (``C``) and the rest stay intact (``O``). Sentences without a possible replacement are left out
-    of both classes, so the classes differ in the replacement alone."""
-    rng = np.random.default_rng(seed)
-    docs = parse(sentences, language)  # frequencies and bigrams from the whole pool
+def _pool_tables(docs) -> tuple[Counter, dict[str, set[str]], dict[str, set[str]]]:
+    """SOMO's tables of a parsed pool: each lower-cased word's count, the words seen after it (the attested
+    bigrams), and the alphabetic nouns and verbs under their most frequent tag."""
     lowered = [[t.text.lower() for t in doc] for doc in docs]
     counts = Counter(word for words in lowered for word in words)
-    after: dict[str, set[str]] = defaultdict(set)  # the attested bigrams, as each word's followers
+    after: dict[str, set[str]] = defaultdict(set)
     for words in lowered:
         for a, b in zip(words, words[1:]):
             after[a].add(b)
@@ -153,6 +146,20 @@ def odd_man_out(sentences: Sequence[str], language: str, tolerance: float = 0.1,
     tag_words: dict[str, set[str]] = defaultdict(set)
     for word, tags in tag_of.items():
         tag_words[tags.most_common(1)[0][0]].add(word)
+    return counts, after, tag_words
+
+
+@builder(parses=True)
+def odd_man_out(sentences: Sequence[str], language: str, tolerance: float = 0.1, seed: int = 0
+                ) -> list[Candidate]:
+    """SOMO (*frequency-matched analogue*; SentEval also filtered with a language model, which we lack): of the
+    sentences where one noun or verb can be replaced by another word with the same tag, a pool frequency
+    within ±``tolerance`` and both new bigrams attested in the pool, half (chosen at random) get that
+    replacement (``C``) and the rest stay intact (``O``). Sentences without a possible replacement are left out
+    of both classes, so the classes differ in the replacement alone."""
+    rng = np.random.default_rng(seed)
+    docs = parse(sentences, language)  # frequencies and bigrams from the whole pool
+    counts, after, tag_words = _pool_tables(docs)
     # the words with a tag that follow a word, in (frequency, word) order (so the random pick below does not depend
     # on set order), made once per (word, tag): a frequency band is then a bisection of it, not a scan of the words
     # after "the" at every noun that follows one (four fifths of this builder's time)
@@ -184,7 +191,6 @@ def odd_man_out(sentences: Sequence[str], language: str, tolerance: float = 0.1,
         else:
             out.append(("O", doc.text, doc[change[0]].text))
     return out
-
 
 
 # Article swaps for the Gender task (BGT paper §5.2): masculine ↔ feminine counterpart.
