@@ -21,7 +21,8 @@ CASES = {
     "probe_suite.py": (["--encoder", "random-sp-average", "--tasks", "length", "--sizes", "300", "60", "60"],
                        "results cached"),
 }
-# Run end to end by another test, with these arguments: the GPU campaign's dry run benchmarks training with it.
+# Run end to end by another test: the GPU campaign's dry run (its bench step) runs train_throughput.py on the tiny
+# preset, as this test did, and asserts its table.
 ELSEWHERE = {"train_throughput.py": "test_campaign.py::test_check_runs_the_gpu_tests_and_bench_the_steady_state_"
                                     "throughput_with_its_phases"}
 
