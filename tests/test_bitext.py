@@ -121,7 +121,7 @@ def test_a_pair_is_registered_once_with_its_digest_and_its_language_tasks(home, 
 def test_the_marks_a_new_language_probes_are_chosen_as_the_shipped_cards_chose_them(language):
     from workbench.data.splitting import SplitConfig
     from workbench.probing.pair_tasks import first_marks
-    from workbench.probing.pool import tokenised_pool
+    from workbench.data.corpora import tokenised_pool
     from workbench.probing.tasks import get_task
     pool = tokenised_pool(language, SplitConfig())
     assert first_marks(pool, language) == get_task(f"punct_first_{language}").params["marks"]

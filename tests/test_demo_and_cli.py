@@ -63,7 +63,7 @@ def test_first_run_line_names_what_is_still_to_build():
     from workbench.reports.demo import first_run_line
     from workbench.probing.build import build_task, pending
     from workbench.probing.parse import stored_parses
-    from workbench.probing.pool import tokenised_pool
+    from workbench.data.corpora import tokenised_pool
     sizes = {"train": 301, "valid": 31, "test": 31}  # sizes no other test builds
     assert pending(("length", "punct_num"), sizes) == (["length", "punct_num"], {})  # neither parses
     build_task("length", sizes=sizes)

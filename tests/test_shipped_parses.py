@@ -8,7 +8,7 @@ import pytest
 from workbench.data import sha256_of
 from workbench.data.splitting import SplitConfig
 from workbench.probing import parse as parse_module
-from workbench.probing.pool import tokenised_pool
+from workbench.data.corpora import tokenised_pool
 from workbench.probing.builders import PARSING
 from workbench.probing.parse import SHIPPED, parse, stored_parses
 from workbench.probing.tasks import get_task, task_names
@@ -33,10 +33,14 @@ def test_the_shipped_parses_equal_a_fresh_parse_of_a_slice(language, tmp_path, m
     pool = tokenised_pool(language, SplitConfig())
     shipped = parse(pool, language, show_progress=False)
     assert len(shipped) == len(pool)
-    monkeypatch.setenv("WORKBENCH_HOME", str(tmp_path))  # nothing stored there: the slice is parsed anew
+    monkeypatch.setenv("WORKBENCH_HOME", str(tmp_path))
     sample = list(range(0, len(pool), len(pool) // 150))[:150]
-    fresh = parse([pool[i] for i in sample], language, show_progress=False)
+    fresh = parse([pool[i] for i in sample], language, show_progress=False, fresh=True)
     assert _parsed(fresh) == _parsed([shipped[i] for i in sample])
+    # a slice of the pool is read from the pool's parses (what parsing it again gives, as above), not parsed
+    monkeypatch.setattr(parse_module, "pipeline", lambda language: pytest.fail("parsed a slice of the pool"))
+    again = parse([pool[i] for i in sample[::-1]] + [pool[sample[0]]], language, show_progress=False)
+    assert _parsed(again) == _parsed([shipped[i] for i in sample[::-1]] + [shipped[sample[0]]])
 
 
 def test_a_damaged_shipped_file_is_not_used(tmp_path, monkeypatch, caplog):

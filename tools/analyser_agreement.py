@@ -18,7 +18,7 @@ import re
 from workbench.data.splitting import SplitConfig
 from workbench.data.tokenizer import detokenise
 from workbench.probing.morphology import FEATURES, japanese_predicate, turkish_predicates
-from workbench.probing.pool import tokenised_pool
+from workbench.data.corpora import tokenised_pool
 
 
 def mecab_predicate(tagger, sentence: str) -> tuple[str, bool] | None:

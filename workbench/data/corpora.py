@@ -18,6 +18,7 @@ from ..checks import DataFormatError, WorkbenchError, check_name
 from ..paths import PROBES_DIR, atomic_write, data_dir, home_dir, ship_files, shipped_file
 from . import sha256_of, utf8_lines
 from .languages import PAIRS, languages_of_pair, pair_name
+from .moses import tokenise_many
 from .splitting import (HELD_OUT_ORDER, SPLIT_VERSION, SPLITS, Pair, SplitConfig, bucket, by_code, normalise,
                         split_codes)
 
@@ -315,6 +316,12 @@ def _probe_pool(pairs: tuple[str, ...], config: SplitConfig, language: str, path
             if key and key not in seen and bucket(english, config) == "probe":
                 seen[key] = english
     return tuple(seen[k] for k in sorted(seen, key=_stable_order))
+
+
+@lru_cache(maxsize=None)
+def tokenised_pool(language: str, config: SplitConfig) -> tuple[str, ...]:
+    """The language's probe pool, Moses-tokenised: what the probing builders (and the parser) read."""
+    return tuple(tokenise_many(probe_pool(language=language, config=config)))
 
 
 def _stable_order(key: str) -> bytes:

@@ -23,13 +23,14 @@ import numpy as np
 import pandas as pd
 
 from ..checks import WorkbenchError, check_sizes
+from ..data.corpora import tokenised_pool
 from ..data.splitting import SplitConfig
 from ..data.moses import tokenise_many
 from ..paths import PROBES_DIR, atomic_write, home_dir, read_json
 from ..progress import progress_bar
 from .builders import BUILDERS, PARSING, VERSIONS
 from .parse import parse, ship, stored_parses
-from .pool import builder_params, candidates_path, is_paired, labelled, pool_candidates, pool_key, tokenised_pool
+from .pool import builder_params, candidates_path, is_paired, labelled, pool_candidates, pool_key
 from .tasks import TaskCard, get_task, task_names
 
 log = logging.getLogger(__name__)

@@ -16,12 +16,12 @@ from pathlib import Path
 import numpy as np
 
 from ..data.bitext import pivot_bitext, register_bitext
-from ..data.corpora import own_folder
+from ..data.corpora import own_folder, tokenised_pool
 from ..data.splitting import SplitConfig
 from ..data.languages import LANGUAGES, language_name, languages_of_pair
 from ..paths import atomic_write
 from .builders import punctuation
-from .pool import pair_pool, tokenised_pool, translations
+from .pool import pair_pool, translations
 from .tasks import forget_cards, task_names
 
 log = logging.getLogger(__name__)

@@ -13,9 +13,10 @@ from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
-from ..data.corpora import PAIRS, corpus_digest, languages_of, load_splits, pair_of_language, probe_pool
+from ..data.corpora import (PAIRS, corpus_digest, languages_of, load_splits, pair_of_language, probe_pool,
+                            tokenised_pool)
 from ..data.splitting import SplitConfig, bucket, normalise
-from ..data.moses import detokenise_many, tokenise_many
+from ..data.moses import detokenise_many
 from ..paths import atomic_write, home_dir
 from .builders import BUILDERS, VERSIONS
 from .tasks import TaskCard
@@ -63,12 +64,6 @@ def translations(pair: str, config: SplitConfig = SplitConfig()) -> dict[str, st
     """The first side's sentence key (:func:`normalise`; English in en-XX) → its translation, over the pair's
     held-out pairs."""
     return {normalise(first): second for first, second in pair_pool(pair, config)}
-
-
-@lru_cache(maxsize=None)
-def tokenised_pool(language: str, config: SplitConfig) -> tuple[str, ...]:
-    """The language's probe pool, Moses-tokenised: what the builders (and the parser) read."""
-    return tuple(tokenise_many(probe_pool(language=language, config=config)))
 
 
 def labelled(builder: str, language: str, paired: bool, params: dict, sentences: Sequence
