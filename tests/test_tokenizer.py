@@ -20,7 +20,7 @@ def test_batched_moses_rules_give_sacremoses_output_on_real_and_adversarial_text
     moses = MosesTokenizer(lang="en")
     real = [s for pair in PAIRS for en_xx in load_splits(pair)["train"][:5000] for s in en_xx]  # 50,000 sentences
     rng = random.Random(0)  # the characters every rule keys on, whitespace and control characters, markers
-    alphabet = [*"ab AZ.,'\"`-!?()[]{}<>;:@#$%&/0123456789sdt\t\n\x01\x1f\u00a0\u2028é€", "DOTMULTI", "n't",
+    alphabet = [*"ab AZ.,'\"`-!?()[]{}<>;:@#$%&/0123456789sdt\t\n\x00\x01\x1f\u00a0\u2028é€", "DOTMULTI", "n't",
                 "Mr.", "No.", "'s", "..."]
     odd = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 25))) for _ in range(20000)]
     for sentences in (real, odd):

@@ -19,10 +19,9 @@ from __future__ import annotations
 
 import json
 import re
-from bisect import bisect_right
 from collections.abc import Sequence
 from functools import cache
-from itertools import accumulate
+from itertools import chain
 from pathlib import Path
 
 _TABLES = json.loads((Path(__file__).with_name("moses_en.json")).read_text(encoding="utf-8"))
@@ -54,7 +53,9 @@ _SPACES = re.compile(r"[^\S\n]+")
 _SPACE_RUNS = re.compile("  +")
 _JUNK = re.compile(r"[\000-\011\013-\037]")
 _EDGES = re.compile(r"\n +| +\n *")  # spaces at sentence edges (the text's own ends: str.strip)
-_PAD_NOT_ALNUM = re.compile(rf"([^{_ALNUM}\s\.'`,\-])")
+# a character neither alphanumeric nor a space nor one of .'`,- : searched by the small class of the ASCII ones
+# it can't be, then checked against the 1,201-range class behind it (2.7x faster than that class alone)
+_PAD_NOT_ALNUM = re.compile(rf"([^a-zA-Z0-9 \n\.'`,\-](?<![{_ALNUM}\s]))")
 _MULTIDOT = re.compile(r"\.\.+")  # literal-first: many times faster to search than \.{2,}
 # Moses' comma and apostrophe rules (each consumes the characters around its match) and the same rules written
 # literal-first with lookarounds, one alternation per replacement (many times faster to search). They match the
@@ -109,10 +110,11 @@ def _split_inside_period(match: re.Match) -> str:
 
 def _split_periods(text: str) -> str:
     """The non-breaking-prefix rule for every token ending in a period: those inside a sentence by one search,
-    the sentence-final ones (most of them) line by line, which is several times faster than a match each."""
+    the sentence-final ones (most of them) line by line, which is several times faster than a match each. Every
+    line comes back stripped (as Moses rejoins the tokens of a single-spaced text)."""
     lines = _PERIOD_INSIDE.sub(_split_inside_period, text).split("\n")
     for i, line in enumerate(lines):
-        line = line.rstrip(" ")
+        line = lines[i] = line.strip(" ")
         if line.endswith("."):
             prefix = line[line.rfind(" ") + 1:-1]
             if prefix and not _keeps_period(prefix, None):
@@ -122,27 +124,28 @@ def _split_periods(text: str) -> str:
 
 def _around(text: str, rules: tuple) -> str:
     """Apply one group of rules: the literal-first forms, and the consuming forms on the sentences where two
-    of its characters are close (blanked out while the fast forms run)."""
+    of its characters are close (a few in thousands: each stands as a NUL, which no rule matches and no text here
+    holds, while the fast forms run)."""
     exact, fast, close = rules
-    hits = [match.start() for match in close.finditer(text)]
-    if hits:
-        lines = text.split("\n")
-        starts = list(accumulate((len(line) + 1 for line in lines), initial=0))
-        index = sorted({bisect_right(starts, at) - 1 for at in hits})
-        part = "\n".join(lines[i] for i in index)
-        for i in index:
-            lines[i] = ""
-        text = "\n".join(lines)
+    spans = list(dict.fromkeys((text.rfind("\n", 0, match.start()) + 1, _line_end(text, match.start()))
+                               for match in close.finditer(text)))
+    if spans:
+        part = "\n".join(text[start:end] for start, end in spans)
+        ends = [0, *(end for _, end in spans)]
+        text = "\0".join(text[ends[i]:start] for i, (start, _) in enumerate(spans)) + "\0" + text[ends[-1]:]
     for pattern, replacement in fast:
         text = pattern.sub(replacement, text)
-    if not hits:
+    if not spans:
         return text
     for pattern, replacement in exact:
         part = pattern.sub(replacement, part)
-    lines = text.split("\n")
-    for i, line in zip(index, part.split("\n")):
-        lines[i] = line
-    return "\n".join(lines)
+    pieces = text.split("\0")
+    return "".join(chain.from_iterable(zip(pieces, part.split("\n")))) + pieces[-1]
+
+
+def _line_end(text: str, at: int) -> int:
+    end = text.find("\n", at)
+    return len(text) if end < 0 else end
 
 
 def tokenise_many(sentences: Sequence[str]) -> list[str]:
@@ -170,7 +173,8 @@ def tokenise_many(sentences: Sequence[str]) -> list[str]:
 
 def _spaced_rules(sentences: Sequence[str]) -> list[str]:
     """The rules on sentences whose only whitespace is " " and that hold no control character."""
-    text = _single_spaces("\n".join(sentences)).replace(" \n", "\n").replace("\n ", "\n").strip(" ")
+    text = "\n".join(sentences)
+    text = (_single_spaces(text) if "  " in text else text).replace(" \n", "\n").replace("\n ", "\n").strip(" ")
     return _rules(text) if sentences else []
 
 
@@ -178,8 +182,7 @@ def _rules(text: str) -> list[str]:
     """The Moses rules after whitespace is normalised, on sentences joined by newlines."""
     text = _multidots(" ".join(_PAD_NOT_ALNUM.split(text)))  # " c " for each such c (split keeps it)
     text = _around(_around(text, _COMMAS), _APOSTROPHES)
-    text = _split_periods(text)
-    text = _single_spaces(text).replace(" \n", "\n").replace("\n ", "\n").strip(" ")
+    text = _split_periods(_single_spaces(text))  # the tokens Moses reads there: split at single spaces
     text = _TRAILING_DOT_APOSTROPHE.sub(" . ' ", text)
     if "MULTI" in text:
         text = _MULTIDOT_MARKER.sub(lambda m: "." * ((m.end() - m.start() - 5) // 3), text)
