@@ -89,16 +89,21 @@ def ship(paths: Sequence[Path]) -> Path:
                       "spaCy DocBin parses of the probe pools (workbench probes build --ship-parses)", "*.spacy")
 
 
+FROM_POOL_AT = 1000  # fewer sentences parse in less time than assembling a pool takes (English: 3.6 s)
+
+
 def _from_pool(sentences: Sequence[str], language: str) -> list | None:
-    """The parses of ``sentences`` read from the stored parses of the language's probe pool, or None when one of
-    them is not a pool sentence or the pool's parses are not stored. The parser reads each sentence on its own,
-    so these are the trees parsing the sentences again gives (tests/test_shipped_parses.py); reading the first
-    4,000 of the English pool's takes 1.2 s, parsing them 5.7 s. Only the pool's docs up to the last one asked
-    for are read."""
+    """The parses of ``sentences`` read from the stored parses of the language's probe pool, or None when there
+    are fewer than :data:`FROM_POOL_AT`, one of them is not a pool sentence or the pool's parses are not stored.
+    The parser reads each sentence on its own, so these are the trees parsing the sentences again gives
+    (tests/test_shipped_parses.py); reading the first 4,000 of the English pool's takes 1.2 s, parsing them 5.7 s.
+    Only the pool's docs up to the last one asked for are read."""
     import spacy
 
+    if len(sentences) < FROM_POOL_AT:
+        return None
     pool = tokenised_pool(language, SplitConfig())
-    stored = stored_parses(pool, language) if sentences else None
+    stored = stored_parses(pool, language)
     if stored is None:
         return None
     wanted = [_pool_positions(pool).get(" ".join(s.split())) for s in sentences]
