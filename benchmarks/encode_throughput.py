@@ -17,9 +17,10 @@ best of three (a single timing of a fraction of a second varied by ±10% between
 preprocessing alone: sacremoses one sentence at a time (how it was done before) next to the batched rules of
 :mod:`workbench.data.moses` (the same output), and sentencepiece.
 
-Where SP's time from raw text goes (2 cores, nothing else running, 20,000 en-fr sentences, 2026-12-04): the Moses
-rules 0.071 s, sentencepiece's batch call 0.033 s (two threads), the averaging 0.034 s, the rest 0.02 s; raw text
-runs at 0.22x bare sentencepiece, and with the rules free it could not pass 0.45x.
+Where SP's time from raw text goes (2 cores, nothing else running, 20,000 en-fr sentences, 2026-12-06, best of 15):
+the Moses rules 0.058 s and lower-casing with the memo 0.009 s more, sentencepiece's batch call 0.042-0.049 s (two
+threads), the averaging 0.028-0.032 s; raw text runs at 0.24x bare sentencepiece. With the preprocessing free it
+would reach about 0.5x: the network alone costs two thirds of sentencepiece's time.
 """
 import argparse
 import time
