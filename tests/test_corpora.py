@@ -150,6 +150,6 @@ def test_the_ascii_path_of_the_leakage_key_is_the_regex_key(text):
 
 
 def test_the_leakage_key_of_real_sentences_is_the_regex_key():
-    sentences = [s for pair in corpora.PAIRS for pair_ in corpora.load_splits(pair)["test"][:3000] for s in pair_]
+    sentences = [s for pair in corpora.PAIRS for en_xx in corpora.load_splits(pair)["test"][:3000] for s in en_xx]
     assert sum(s.isascii() for s in sentences) > 1000 and sum(not s.isascii() for s in sentences) > 1000
     assert [splitting.normalise(s) for s in sentences] == [_regex_key(s) for s in sentences]

@@ -46,7 +46,7 @@ class SplitConfig:
 
 _NON_WORD = re.compile(r"\W+")
 # the ASCII characters \W matches (all but letters, digits and "_"): an ASCII sentence (most English ones) drops
-# them with bytes.translate, 4x faster than the regex over a corpus's English side
+# them with bytes.translate, 3.8x faster than the regex over a corpus's English side
 _ASCII_NON_WORD = bytes(c for c in range(128) if not (chr(c).isalnum() or chr(c) == "_"))
 
 
