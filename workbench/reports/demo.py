@@ -10,8 +10,8 @@ import html
 import logging
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
-from contextlib import contextmanager
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 import pandas as pd
@@ -24,6 +24,7 @@ from ..data.sts import STS_DATASETS
 from ..evaluation.sts import evaluate_sts
 from ..models.folder import load, shipped
 from ..paths import home_dir
+from ..probing.background import SetBuilder
 from ..probing.build import pending
 from ..probing.probe import probe, task_dataset
 from ..progress import progress_bar
@@ -102,9 +103,9 @@ def compare(pairs: tuple[str, ...] = ("en-fr",), sizes: dict[str, int] = CARD_SI
             n_jobs: int | None = None) -> pd.DataFrame:
     """Table 3's comparison as a tidy frame with a ``pair`` column: probes (with selectivity when
     ``control``) and STS for each pair's encoders (:func:`demo_encoders`). ``save_to``: a CSV rewritten after
-    every step. The probing sets are built first; then the probes and STS run ``n_jobs`` at a time in threads
-    (default: one per core, at most 4), torch's threads shared out among them (the same numbers as one at a
-    time: each probe is deterministic)."""
+    every step. The probes and STS run ``n_jobs`` at a time in threads (default: one per core, at most 4), torch's
+    threads shared out among them (the same numbers as one at a time: each probe is deterministic). The probing
+    sets not yet built are built meanwhile by another process, in the order the probes need them."""
     check_sizes(sizes)  # before any work
     jobs = min(4, os.cpu_count() or 1) if n_jobs is None else n_jobs
     if not whole(jobs, 1):
@@ -112,39 +113,54 @@ def compare(pairs: tuple[str, ...] = ("en-fr",), sizes: dict[str, int] = CARD_SI
                              "None for one per core")
     plan = _steps(pairs, tasks)
     to_build = list(dict.fromkeys(task for _, _, task in plan if task is not None))
-    steps = progress_bar(total=len(to_build) + len(plan), desc="compare", disable=not show_progress, unit="step")
-    for task in to_build:  # here, so that the threads below only encode and fit
-        steps.set_postfix_str(f"probing set {task}")
-        task_dataset(task, sizes=sizes)
-        steps.update()
+    # STS first (it needs no probing set), then each task's probes together, in the order their sets are built
+    order = sorted(range(len(plan)), key=lambda i: -1 if plan[i][2] is None else to_build.index(plan[i][2]))
+    missing, _ = pending(to_build, sizes)
+    steps = progress_bar(total=len(missing) + len(plan), desc="compare", disable=not show_progress, unit="step")
 
-    def run(pair: str, encoder, task: str | None) -> pd.DataFrame:
+    def run(pair: str, encoder, task: str | None, built: Future | None) -> pd.DataFrame:
         if task is None:
             return evaluate_sts(encoder, years).assign(pair=pair)
+        if built is not None:
+            built.result()  # its probing set, built by the other process
         result = probe(encoder, task, sizes=sizes, control=control)
         log.info("%s", result)
         return result.to_frame().assign(pair=pair)
 
+    frames = _run_steps(plan, order, run, missing, sizes, jobs, steps, save_to)
+    steps.close()
+    df = pd.concat(frames, ignore_index=True)
+    if save_to:
+        df.to_csv(save_to, index=False)
+    return df
+
+
+def _run_steps(plan: list[tuple], order: list[int], run, missing: list[str], sizes: dict[str, int], jobs: int,
+               steps, save_to: Path | None) -> list[pd.DataFrame]:
+    """Each step's ``run(*step, its set's build or None)``, ``jobs`` at a time in threads, taken in ``order``, while
+    another process builds the ``missing`` sets one after the other (:mod:`~workbench.probing.background`); the
+    frames in the plan's order."""
     frames: list[pd.DataFrame | None] = [None] * len(plan)
-    with _torch_threads(max(1, torch.get_num_threads() // jobs)), ThreadPoolExecutor(jobs) as pool:
-        futures = {pool.submit(run, *step): i for i, step in enumerate(plan)}
+    builder = SetBuilder(missing, sizes) if missing else nullcontext({})
+    with _torch_threads(max(1, torch.get_num_threads() // jobs)), builder as built, ThreadPoolExecutor(jobs) as pool:
+        for task in missing:
+            built[task].add_done_callback(lambda _, task=task: (steps.set_postfix_str(f"probing set {task}"),
+                                                                steps.update()))
+        futures = {pool.submit(run, *plan[i], built[plan[i][2]] if plan[i][2] in missing else None): i
+                   for i in order}
         try:
             for future in as_completed(futures):
                 i = futures[future]
                 frames[i] = future.result()
-                pair, encoder, task = plan[i]
-                steps.set_postfix_str(f"{'STS' if task is None else 'probe ' + task} / {encoder.name}")
+                steps.set_postfix_str(f"{'STS' if plan[i][2] is None else 'probe ' + plan[i][2]} / "
+                                      f"{plan[i][1].name}")
                 steps.update()
                 if save_to:
                     pd.concat([f for f in frames if f is not None], ignore_index=True).to_csv(save_to, index=False)
         except BaseException:  # an error or Ctrl-C: what has not started does not start
             pool.shutdown(cancel_futures=True)
             raise
-    steps.close()
-    df = pd.concat(frames, ignore_index=True)
-    if save_to:
-        df.to_csv(save_to, index=False)
-    return df
+    return frames
 
 
 def _steps(pairs: tuple[str, ...], tasks: tuple[str, ...]) -> list[tuple]:
