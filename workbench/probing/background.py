@@ -3,9 +3,9 @@
 Building is Python (reading parses, the builders, detokenising) and encoding and fitting are mostly torch's own
 threads, but between torch's operations they need Python's lock, which a building thread beside them held: on 2
 cores the demo's first run took 80 and 81 s with the sets built by a process, 87 and 91 s by a thread, 97 and 82 s
-built before the probes (each run after the other, twice). The other process is a plain ``python -m`` of this module (not
-``multiprocessing``, whose "spawn" runs the caller's script again where it lacks a ``__main__`` guard); it prints
-each task's name once its set is stored, and the caller reads the set from the cache.
+built before the probes (each run after the other, twice). The other process is a plain ``python -m`` of this
+module (not ``multiprocessing``, whose "spawn" runs the caller's script again where it lacks a ``__main__`` guard);
+it prints each task's name once its set is stored, and the caller reads the set from the cache.
 
     python -m workbench.probing.background SIZES_JSON TASK [TASK ...]
 """

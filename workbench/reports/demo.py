@@ -94,7 +94,8 @@ def first_run_line(pairs: tuple[str, ...], sizes: dict[str, int], tasks: tuple[s
     parsing = [f"parsing {n:,} {language} pool sentences once (~{n / PARSE_RATE:.0f} s)"
                for language, n in to_parse.items()]
     return (f"first run: building {len(missing)} probing sets" + "".join(", " + p for p in parsing)
-            + f", then encoding and probing; later runs read all of it from the cache ({home_dir()})")
+            + f" in another process while encoding and probing run; later runs read all of it from the cache "
+            f"({home_dir()})")
 
 
 def compare(pairs: tuple[str, ...] = ("en-fr",), sizes: dict[str, int] = CARD_SIZES,
