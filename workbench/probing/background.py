@@ -11,6 +11,7 @@ it prints each task's name once its set is stored, and the caller reads the set 
 """
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import subprocess
@@ -41,25 +42,35 @@ class SetBuilder:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH"))
                                                            if p)}
         self.process = subprocess.Popen([sys.executable, "-m", __name__, json.dumps(self.sizes), *self.tasks],
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         self.reader = threading.Thread(target=self._read, name="set-builder", daemon=True)
         self.reader.start()
         return self
 
     def _read(self) -> None:
-        errors: list[str] = []
-        drain = threading.Thread(target=lambda: errors.extend(self.process.stderr), daemon=True)
+        said = bytearray()  # the end of what the other process wrote to stderr, which goes on to ours as it comes
+        drain = threading.Thread(target=self._pass_on, args=(said,), daemon=True)
         drain.start()
         for line in self.process.stdout:
-            if line.strip() in self.futures:
-                self.futures[line.strip()].set_result(line.strip())
+            task = line.decode().strip()
+            if task in self.futures:
+                self.futures[task].set_result(task)
         code = self.process.wait()
         drain.join()
         failure = WorkbenchError(f"building the probing sets in another process stopped (exit {code}): "
-                                 + "".join(errors[-20:]).strip())
+                                 + said.decode(errors="replace").strip())
         for future in self.futures.values():
             if not future.done():
                 future.set_exception(failure)
+
+    def _pass_on(self, said: bytearray) -> None:
+        """Its progress bars and warnings shown here as they come (a first build that parses takes minutes)."""
+        text = codecs.getincrementaldecoder("utf-8")(errors="replace")  # a character may span two reads
+        for chunk in iter(lambda: os.read(self.process.stderr.fileno(), 4096), b""):
+            sys.stderr.write(text.decode(chunk))
+            sys.stderr.flush()
+            said += chunk
+            del said[:-4000]
 
     def __exit__(self, *exc) -> None:
         if self.process.poll() is None:
