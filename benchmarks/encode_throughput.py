@@ -21,6 +21,13 @@ Where SP's time from raw text goes (2 cores, nothing else running, 20,000 en-fr 
 the Moses rules 0.058 s and lower-casing with the memo 0.009 s more, sentencepiece's batch call 0.042-0.049 s (two
 threads), the averaging 0.028-0.032 s; raw text runs at 0.24x bare sentencepiece. With the preprocessing free it
 would reach about 0.5x: the network alone costs two thirds of sentencepiece's time.
+
+A cache of each word's ids (Moses reads a word's neighbours only through whether it starts or ends the sentence
+and, after a period, the next word's first character; sentencepiece never cuts across a space) was tried and
+dropped (2026-12-06, same 20,000 sentences, ids only): 0.54-0.58x bare sentencepiece once every word was cached,
+but 0.13-0.29x from an empty cache or after 20,000 other sentences (half the words still new), slower than these
+rules; and sentencepiece breaks ties between equally likely cuts by the sentence around a word ("6000" as
+"_6 00 0" or "_6 0 00"), so 25 of 200,000 sentences came out with the same pieces in another order.
 """
 import argparse
 import time
