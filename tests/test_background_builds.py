@@ -27,6 +27,8 @@ def test_sets_built_by_another_process_are_those_built_here_and_a_script_without
 
 
 def test_a_failed_build_fails_its_task_and_those_after_it_with_the_other_processs_words():
+    with pytest.raises(WorkbenchError, match="probing sizes must give train, valid, test"):
+        SetBuilder(["length"], {"train": 10})
     with SetBuilder(["punct_first", "no_such_task", "length"], SIZES) as sets:
         assert sets["punct_first"].result(timeout=300) == "punct_first"
         for task in ("no_such_task", "length"):

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from concurrent.futures import Future
 from pathlib import Path
 
-from ..checks import WorkbenchError
+from ..checks import WorkbenchError, check_sizes
 from .build import build_task
 
 
@@ -31,7 +31,7 @@ class SetBuilder:
     words. Leaving the block stops the other process if it is still building."""
 
     def __init__(self, tasks: Sequence[str], sizes: dict[str, int]):
-        self.tasks, self.sizes = list(tasks), sizes
+        self.tasks, self.sizes = list(tasks), check_sizes(sizes)  # refused here, not in the other process
         self.futures: dict[str, Future] = {task: Future() for task in self.tasks}
 
     def __getitem__(self, task: str) -> Future:
