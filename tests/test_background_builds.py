@@ -36,7 +36,11 @@ def test_a_failed_build_fails_its_task_and_those_after_it_with_the_other_process
                 sets[task].result(timeout=60)
 
 
-def test_leaving_the_block_stops_a_build_still_running():
+def test_leaving_the_block_or_stop_ends_a_build_still_running_and_what_waits_on_it_hears_at_once():
+    with SetBuilder(["word_content", "length"], {"train": 5002, "valid": 1002, "test": 1002}) as sets:
+        sets.stop()  # as the demo does when a step fails while others wait on their sets
+        with pytest.raises(WorkbenchError, match="another process stopped"):
+            sets["length"].result(timeout=30)
     start = time.perf_counter()
     with pytest.raises(KeyboardInterrupt):
         with SetBuilder(["word_content"], {"train": 5001, "valid": 1001, "test": 1001}) as sets:

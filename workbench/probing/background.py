@@ -28,7 +28,7 @@ from .build import build_task
 class SetBuilder:
     """``with SetBuilder(tasks, sizes) as sets: sets[task].result()`` waits until ``task``'s set is stored (in the
     order given); a failed build fails that task's future and those after it, with the other process's last
-    words. Leaving the block stops the other process if it is still building."""
+    words. Leaving the block (or :meth:`stop`) stops the other process if it is still building."""
 
     def __init__(self, tasks: Sequence[str], sizes: dict[str, int]):
         self.tasks, self.sizes = list(tasks), check_sizes(sizes)  # refused here, not in the other process
@@ -72,9 +72,13 @@ class SetBuilder:
             said += chunk
             del said[:-4000]
 
-    def __exit__(self, *exc) -> None:
+    def stop(self) -> None:
+        """Stop building (the sets not yet stored fail): what waits on them hears at once."""
         if self.process.poll() is None:
             self.process.terminate()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
         self.reader.join()
 
 

@@ -26,7 +26,7 @@ from ..models.folder import load, shipped
 from ..paths import home_dir
 from ..probing.background import SetBuilder
 from ..probing.build import pending
-from ..probing.probe import probe, task_dataset
+from ..probing.probe import probe
 from ..progress import progress_bar
 from ..style_transfer.evaluation import transfer_pairs
 from ..style_transfer.generation import GUIDANCE, transfer_table
@@ -158,8 +158,10 @@ def _run_steps(plan: list[tuple], order: list[int], run, missing: list[str], siz
                 steps.update()
                 if save_to:
                     pd.concat([f for f in frames if f is not None], ignore_index=True).to_csv(save_to, index=False)
-        except BaseException:  # an error or Ctrl-C: what has not started does not start
+        except BaseException:  # an error or Ctrl-C: what has not started does not start, nor waits on a set
             pool.shutdown(cancel_futures=True)
+            if missing:
+                built.stop()
             raise
     return frames
 
