@@ -92,14 +92,21 @@ def ship(paths: Sequence[Path]) -> Path:
 FROM_POOL_AT = 1000  # fewer sentences parse in less time than assembling a pool takes (English: 3.6 s)
 
 
+def _stored_docs(path: Path):
+    """The docs of a stored DocBin, one by one. A bare vocabulary reads them: the stored attributes (text, tag, POS,
+    morphology, head, dependency) and strings are all a builder reads, and making a language's own vocabulary
+    (``spacy.blank``) took 2.5 s for French; a builder reading a lexical attribute (``like_num``) would need it."""
+    import spacy  # (its tokens and vocab modules with it)
+
+    return spacy.tokens.DocBin().from_disk(path).get_docs(spacy.vocab.Vocab())
+
+
 def _from_pool(sentences: Sequence[str], language: str) -> list | None:
     """The parses of ``sentences`` read from the stored parses of the language's probe pool, or None when there
     are fewer than :data:`FROM_POOL_AT`, one of them is not a pool sentence or the pool's parses are not stored.
     The parser reads each sentence on its own, so these are the trees parsing the sentences again gives
     (tests/test_shipped_parses.py); reading the first 4,000 of the English pool's takes 1.2 s, parsing them 5.7 s.
     Only the pool's docs up to the last one asked for are read."""
-    import spacy
-
     if len(sentences) < FROM_POOL_AT:
         return None
     pool = tokenised_pool(language, SplitConfig())
@@ -109,7 +116,7 @@ def _from_pool(sentences: Sequence[str], language: str) -> list | None:
     wanted = [_pool_positions(pool).get(" ".join(s.split())) for s in sentences]
     if None in wanted:
         return None
-    docs = spacy.tokens.DocBin().from_disk(stored).get_docs(spacy.vocab.Vocab())
+    docs = _stored_docs(stored)
     needed = set(wanted)
     read = {i: doc for i, doc in enumerate(islice(docs, max(wanted) + 1)) if i in needed}
     return [read[i] for i in wanted]
@@ -130,8 +137,8 @@ def parse(sentences: Sequence[str], language: str, show_progress: bool = True, f
     Doc, DocBin = spacy.tokens.Doc, spacy.tokens.DocBin
     path = parses_path(sentences, language)
     stored = None if fresh else stored_parses(sentences, language)
-    if stored is not None:  # the stored attributes and strings are all a builder reads: a bare vocabulary reads
-        docs = list(DocBin().from_disk(stored).get_docs(spacy.vocab.Vocab()))  # them (French's takes 2.5 s to make)
+    if stored is not None:
+        docs = list(_stored_docs(stored))
         if [doc.text for doc in docs] == [" ".join(s.split()) for s in sentences]:
             return docs
         log.warning("stored parses %s do not match their sentences; parsing again", stored)
