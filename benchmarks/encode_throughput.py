@@ -8,19 +8,23 @@ and a few ``--models`` take under a minute.
 By default: the shipped SP, BILSTM, b-WMF, multilingual NMT and BGT (semantic view) models, the untrained
 encoders, and all-MiniLM-L6-v2 when the 'minilm' extra is installed. Two rates per encoder:
 
-* ``text_per_s``: from raw text, as a user pays it (Moses + sentencepiece + network; the preprocessing memo is
-  cleared first);
+* ``text_per_s``: from raw text, as a user pays it (Moses + sentencepiece + network);
 * ``ids_per_s``: from sentencepiece ids (the network alone; what the SP paper's 855k sentences/s on a GPU times).
 
 ``x_bgt`` divides each rate by the BGT semantic encoder's. A warm-up call precedes the timings; each rate is the
 best of three (a single timing of a fraction of a second varied by ±10% between runs here). Then the
-preprocessing alone: sacremoses one sentence at a time (how it was done before) next to the batched rules of
-:mod:`workbench.data.moses` (the same output), and sentencepiece.
+preprocessing alone: sacremoses one sentence at a time (how it was done before), the rules of
+:mod:`workbench.data.moses` as regular expressions over the batch and compiled (the same output), and
+sentencepiece.
 
-Where SP's time from raw text goes (2 cores, nothing else running, 20,000 en-fr sentences, 2026-12-06, best of 15):
-the Moses rules 0.058 s and lower-casing with the memo 0.009 s more, sentencepiece's batch call 0.042-0.049 s (two
-threads), the averaging 0.028-0.032 s; raw text runs at 0.24x bare sentencepiece. With the preprocessing free it
-would reach about 0.5x: the network alone costs two thirds of sentencepiece's time.
+Where SP's time from raw text goes (2 cores, nothing else running, 20,000 en-fr sentences, 2026-12-06, best of 9,
+one call of each part): the compiled Moses rules with lower-casing 0.009 s (0.015 s in one thread; the regular
+expressions took 0.058 s), sentencepiece's batch call 0.036-0.037 s (two threads; 0.059 s in one), turning its id
+lists into one array 0.0065 s and freeing them 0.003 s, the averaging 0.021 s (a gather of 348k rows of 2 KB:
+memory-bound, 0.032 s in one thread); raw text runs at 0.43x bare sentencepiece (0.24x with the regular
+expressions). Sentencepiece and the averaging alone come to ~0.5x, so the target of 0.5x would need a cheaper
+average (a smaller or half-precision table changes the vectors). Running sentencepiece on the next chunk in a
+thread while this chunk is averaged was slower (0.26-0.36x: both want both cores).
 
 A cache of each word's ids (Moses reads a word's neighbours only through whether it starts or ends the sentence
 and, after a period, the next word's first character; sentencepiece never cuts across a space) was tried and
@@ -37,7 +41,8 @@ import torch
 from sacremoses import MosesTokenizer
 
 from workbench.data.corpora import load_splits
-from workbench.data.tokenizer import clear_memo, preprocess_many
+from workbench.data import moses
+from workbench.data.tokenizer import preprocess_many
 from workbench.encoders import named_encoder, NAMED_ENCODERS
 from workbench.checks import WorkbenchError
 from workbench.models.folder import load, shipped
@@ -52,11 +57,19 @@ def _sacremoses(sentence: str) -> str:
     return _moses.tokenize(sentence, escape=False, return_str=True).lower()
 
 
+def _regular_expressions(sentences: list[str]) -> list[str]:
+    """:func:`preprocess_many` by the regular expressions, as where the C rules were not built."""
+    compiled, moses._compiled = moses._compiled, None
+    try:
+        return preprocess_many(sentences)
+    finally:
+        moses._compiled = compiled
+
+
 def rate(n: int, call, repeat: int = 3) -> float:
-    """Sentences per second of ``call`` (``n`` sentences), the best of ``repeat`` timings from a cleared memo."""
+    """Sentences per second of ``call`` (``n`` sentences), the best of ``repeat`` timings."""
     seconds = []
     for _ in range(repeat):
-        clear_memo()
         start = time.perf_counter()
         call()
         seconds.append(time.perf_counter() - start)
@@ -99,7 +112,9 @@ def main():
     tokenizer = next((e.tokenizer for e in encoders if hasattr(e, "tokenizer")), None)
     sample = sentences[:5000]  # sacremoses one sentence at a time (the preprocessing before the batched rules)
     stages = {"moses (sacremoses, per sentence)": rate(len(sample), lambda: [_sacremoses(s) for s in sample]),
-              "moses (batched rules)": rate(len(sentences), lambda: preprocess_many(sentences))}
+              "moses (regular expressions)": rate(len(sentences), lambda: _regular_expressions(sentences))}
+    if moses._compiled is not None:
+        stages["moses (compiled)"] = rate(len(sentences), lambda: preprocess_many(sentences))
     if tokenizer is not None:
         lowered = preprocess_many(sentences)
         stages["sentencepiece"] = rate(len(sentences), lambda: tokenizer.sp.encode(lowered))

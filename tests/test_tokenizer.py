@@ -10,25 +10,49 @@ def test_preprocess_is_moses_english_then_lowercase():
     assert tk.preprocess("I don't want to leave, Marie!") == "i don 't want to leave , marie !"
 
 
-def test_batched_moses_rules_give_sacremoses_output_on_real_and_adversarial_text():
+@pytest.fixture(params=["compiled", "regular expressions"])
+def rules(request, monkeypatch):
+    """The Moses rules as the install built them (C) and as regular expressions (where no C compiler was found):
+    both must give sacremoses' output."""
+    from workbench.data import moses
+    if request.param == "compiled":
+        assert moses._compiled is not None, "workbench/data/_moses.c was not built: pip install -e . with a C compiler"
+    else:
+        monkeypatch.setattr(moses, "_compiled", None)
+    return moses.tokenise_many
+
+
+def test_moses_rules_give_sacremoses_output_on_real_and_adversarial_text(rules):
     import random
 
     from sacremoses import MosesTokenizer
 
     from workbench.data.corpora import PAIRS, load_splits
-    from workbench.data.moses import tokenise_many
     moses = MosesTokenizer(lang="en")
     real = [s for pair in PAIRS for en_xx in load_splits(pair)["train"][:5000] for s in en_xx]  # 50,000 sentences
     rng = random.Random(0)  # the characters every rule keys on, whitespace and control characters, markers
-    alphabet = [*"ab AZ.,'\"`-!?()[]{}<>;:@#$%&/0123456789sdt\t\n\x00\x01\x1f\u00a0\u2028é€", "DOTMULTI", "n't",
-                "Mr.", "No.", "'s", "..."]
+    alphabet = [*"ab AZ.,'\"`-!?()[]{}<>;:@#$%&/0123456789sdt\t\n\x00\x01\x1f\u00a0\u2028é€ΣİÀ", "DOTMULTI",
+                "n't", "Mr.", "No.", "'s", "..."]
     odd = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 25))) for _ in range(20000)]
     for sentences in (real, odd):
         expected = [moses.tokenize(s, escape=False, return_str=True) for s in sentences]
-        assert tokenise_many(sentences) == expected
-    assert tokenise_many([]) == []
-    tk.clear_memo()
-    assert tk.preprocess_many(odd[:50] * 2) == [e.lower() for e in expected[:50] * 2]  # memo hits read the same
+        assert rules(sentences) == expected
+        assert rules(sentences, lower=True) == [e.lower() for e in expected]
+    assert rules([]) == []
+    with pytest.raises(TypeError, match="str"):
+        rules(["a", 3])
+
+
+def test_the_compiled_rules_give_the_same_sentences_in_any_number_of_threads():
+    from workbench.data import moses
+    from workbench.data.corpora import load_splits
+    if moses._compiled is None:
+        pytest.fail("workbench/data/_moses.c was not built: pip install -e . with a C compiler")
+    sentences = [s for en_xx in load_splits("en-ja")["train"][:3000] for s in en_xx]  # non-Latin-1: str.lower
+    one = moses._compiled.tokenise(sentences, True, 1)
+    assert one == [moses._compiled.tokenise([s], True, 1)[0] for s in sentences[:300]] + one[300:]
+    for threads in (2, 3, 64):
+        assert moses._compiled.tokenise(sentences, True, threads) == one
 
 
 def test_the_rules_character_classes_are_sacremoses_data_and_its_import_waits_for_a_sentence_that_needs_it():
@@ -47,9 +71,10 @@ def test_the_rules_character_classes_are_sacremoses_data_and_its_import_waits_fo
         assert re.findall(f"[{_class(_TABLES[name])}]", every) == sorted(set(getattr(moses, name)))
     special = "a-b]^\\"  # characters that mean something inside [...]
     assert re.findall(f"[{_class([[ord(c), ord(c)] for c in special])}]", f"x{special}y") == list(special)
-    code = ("import sys; from workbench.data.moses import tokenise_many; assert tokenise_many(['Hi, Mr. Li.']) == "
-            "['Hi , Mr. Li .']; assert 'sacremoses' not in sys.modules; tokenise_many(['a\\nb']); "
-            "assert 'sacremoses' in sys.modules")  # a sentence holding the separator takes sacremoses' own path
+    code = ("import sys; from workbench.data import moses; moses._compiled = None; "  # the regular expressions:
+            "assert moses.tokenise_many(['Hi, Mr. Li.']) == ['Hi , Mr. Li .']; "  # sacremoses only for a sentence
+            "assert 'sacremoses' not in sys.modules; moses.tokenise_many(['a\\nb']); "  # holding the separator
+            "assert 'sacremoses' in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

@@ -2,22 +2,24 @@
 (:func:`detokenise_many`).
 
 The output is that of ``sacremoses.MosesTokenizer("en").tokenize(s, escape=False, return_str=True)`` for every
-sentence (tested on real sentences of every pair), but each rule runs once over all sentences joined by
-newlines instead of once per sentence, which is several times faster in Python. A sentence never contains the
-separator after the first rule (whitespace becomes a space), so every rule below is the Moses rule with
-``\\n`` kept out of its character classes and ``$`` read per line: no match crosses from one sentence into the
-next. Sentences with whitespace other than spaces have it normalised one by one (rare: a soft hyphen in 2 of 50,000
-real sentences), so that the others skip that slower step; sentences with control characters (which Moses drops
-only after whitespace became spaces) take a pass of their own, and those that contain a newline themselves the
-per-sentence path. The character classes and
-the non-breaking prefixes are sacremoses' data, read from ``moses_en.json`` (written from sacremoses by
-``tools/moses_tables.py`` and checked against it by the tests): importing sacremoses compiles hundreds of patterns
-(a third of a second in every process that tokenised), so it is imported only for the rare sentences that take
-its own path.
+sentence (tested on real sentences of every pair and on adversarial text). The install compiles the rules in C
+(``_moses.c``: each rule a pass over a sentence's code points, the sentences shared among threads; 2.3 million
+sentences/s on 2 cores against sacremoses' 23 thousand). Where it could not (no C compiler), the rules below run as
+regular expressions, each once over all sentences joined by newlines instead of once per sentence (340 thousand
+sentences/s). A sentence never contains the separator after the first rule (whitespace becomes a space), so every
+rule below is the Moses rule with ``\\n`` kept out of its character classes and ``$`` read per line: no match crosses
+from one sentence into the next. Sentences with whitespace other than spaces have it normalised one by one (rare: a
+soft hyphen in 2 of 50,000 real sentences), so that the others skip that slower step; sentences with control
+characters (which Moses drops only after whitespace became spaces) take a pass of their own, and those that contain
+a newline themselves the per-sentence path. The character classes and the non-breaking prefixes are sacremoses'
+data, read from ``moses_en.json`` (written from sacremoses by ``tools/moses_tables.py`` and checked against it by
+the tests): importing sacremoses compiles hundreds of patterns (a third of a second in every process that
+tokenised), so it is imported only for the rare sentences that take its own path.
 """
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Sequence
 from functools import cache
@@ -79,6 +81,17 @@ _PERIOD_INSIDE = re.compile(r"\.(?<=[^ \n]\.) +(?=([^ \n]+))")
 _NUMBER_START = re.compile(r"[0-9]")
 _TRAILING_DOT_APOSTROPHE = re.compile(r"\.' ?$", re.M)
 _MULTIDOT_MARKER = re.compile(r"DOT(?:DOT)*MULTI")
+
+try:  # the same rules in C (_moses.c), built by the install where a C compiler is found: several times faster
+    from . import _moses as _compiled
+except ImportError:
+    _compiled = None
+else:
+    _compiled.configure({name: [tuple(r) for r in _TABLES[name]] for name in ("IsAlnum", "IsN", "IsAlpha", "IsLower")},
+                        _NONBREAKING, _NUMERIC_ONLY)
+# its threads: as many as OpenMP's (OMP_NUM_THREADS, which the test workers set to share the cores), else a core each
+_THREADS = int(os.environ.get("OMP_NUM_THREADS", "").strip() or 0) or (
+    len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 
 
 def _single_spaces(text: str) -> str:
@@ -148,10 +161,13 @@ def _line_end(text: str, at: int) -> int:
     return len(text) if end < 0 else end
 
 
-def tokenise_many(sentences: Sequence[str]) -> list[str]:
-    """Moses-tokenised sentences (English rules, no escaping), tokens joined by single spaces."""
+def tokenise_many(sentences: Sequence[str], lower: bool = False) -> list[str]:
+    """Moses-tokenised sentences (English rules, no escaping), tokens joined by single spaces; ``lower``: then
+    lower-cased (``str.lower``)."""
+    if _compiled is not None:
+        return _compiled.tokenise(sentences, lower, _THREADS)
     if "".join(sentences).isprintable():  # the common case: no whitespace but " ", no control characters
-        return _spaced_rules(sentences)
+        return _spaced_rules(sentences, lower)
     out, plain, texts, junk = [""] * len(sentences), [], [], []
     for i, sentence in enumerate(sentences):
         if sentence.isprintable():
@@ -168,14 +184,15 @@ def tokenise_many(sentences: Sequence[str]) -> list[str]:
         text = _EDGES.sub("\n", _JUNK.sub("", _SPACES.sub(" ", "\n".join(sentences[i] for i in junk))))
         for i, line in zip(junk, _rules(text.strip(" "))):
             out[i] = line
-    return out
+    return [line.lower() for line in out] if lower else out
 
 
-def _spaced_rules(sentences: Sequence[str]) -> list[str]:
+def _spaced_rules(sentences: Sequence[str], lower: bool = False) -> list[str]:
     """The rules on sentences whose only whitespace is " " and that hold no control character."""
     text = "\n".join(sentences)
     text = (_single_spaces(text) if "  " in text else text).replace(" \n", "\n").replace("\n ", "\n").strip(" ")
-    return _rules(text) if sentences else []
+    lines = _rules(text) if sentences else []
+    return [line.lower() for line in lines] if lower else lines
 
 
 def _rules(text: str) -> list[str]:

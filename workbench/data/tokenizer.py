@@ -37,8 +37,6 @@ TOKENIZER_VERSION = 2
 # a run of punctuation marks as style transfer counts them (the form it measures, the source it strips, the marks
 # hide_punctuation hides from z_sem): anything but letters, digits, spaces and the apostrophe (n't, 's, l')
 PUNCTUATION = re.compile(r"[^\w\s']+")
-MEMO_SIZE = 1 << 18  # preprocessed sentences remembered (a session encodes the same ones with several encoders)
-_memo: dict[str, str] = {}
 
 
 def tokenise(sentence: str) -> str:
@@ -53,29 +51,13 @@ def detokenise(tokens: str) -> str:
 
 
 def preprocess_many(sentences: Sequence[str]) -> list[str]:
-    """What the models see: :func:`tokenise`, then lower case — for many sentences at once (the fast path;
-    memoised; safe to call from several threads)."""
-    global _memo
-    memo = _memo
-    new = [s for s in dict.fromkeys(sentences) if s not in memo]
-    done = dict(zip(new, (t.lower() for t in tokenise_many(new))))
-    out = [done[s] if s in done else memo[s] for s in sentences]
-    if len(memo) + len(done) > MEMO_SIZE:
-        _memo = memo = {}
-    if len(done) <= MEMO_SIZE:
-        memo.update(done)
-    return out
+    """What the models see: :func:`tokenise`, then lower case — for many sentences at once (the fast path)."""
+    return tokenise_many(sentences, lower=True)
 
 
 def preprocess(sentence: str) -> str:
     """:func:`preprocess_many` of one sentence."""
     return preprocess_many([sentence])[0]
-
-
-def clear_memo() -> None:
-    """Forget the preprocessed sentences (benchmarks time preprocessing from scratch)."""
-    global _memo
-    _memo = {}
 
 
 class Tokenizer:
