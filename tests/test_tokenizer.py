@@ -22,7 +22,10 @@ def rules(request, monkeypatch):
     return moses.tokenise_many
 
 
-def test_moses_rules_give_sacremoses_output_on_real_and_adversarial_text(rules):
+@pytest.fixture(scope="module")
+def sacremoses_output():
+    """Real sentences of every pair and adversarial text, each with sacremoses' tokenisation (computed once for
+    both forms of the rules)."""
     import random
 
     from sacremoses import MosesTokenizer
@@ -34,8 +37,12 @@ def test_moses_rules_give_sacremoses_output_on_real_and_adversarial_text(rules):
     alphabet = [*"ab AZ.,'\"`-!?()[]{}<>;:@#$%&/0123456789sdt\t\n\x00\x01\x1f\u00a0\u2028é€ΣİÀ", "DOTMULTI",
                 "n't", "Mr.", "No.", "'s", "..."]
     odd = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 25))) for _ in range(20000)]
-    for sentences in (real, odd):
-        expected = [moses.tokenize(s, escape=False, return_str=True) for s in sentences]
+    return [(sentences, [moses.tokenize(s, escape=False, return_str=True) for s in sentences])
+            for sentences in (real, odd)]
+
+
+def test_moses_rules_give_sacremoses_output_on_real_and_adversarial_text(rules, sacremoses_output):
+    for sentences, expected in sacremoses_output:
         assert rules(sentences) == expected
         assert rules(sentences, lower=True) == [e.lower() for e in expected]
     assert rules([]) == []
