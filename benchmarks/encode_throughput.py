@@ -15,14 +15,15 @@ encoders, and all-MiniLM-L6-v2 when the 'minilm' extra is installed. Two rates p
 best of three (a single timing of a fraction of a second varied by ±10% between runs here). Then the
 preprocessing alone: sacremoses one sentence at a time (how it was done before), the rules of
 :mod:`workbench.data.moses` as regular expressions over the batch and compiled (the same output), and
-sentencepiece.
+sentencepiece; last, each SP-style encoder (a bag of pieces) from raw text against its own sentencepiece model
+alone, timed in turn (``--rounds``).
 
 Where SP's time from raw text goes (2 cores, nothing else running, 20,000 en-fr sentences, 2026-12-06, best of 9,
 one call of each part): the compiled Moses rules with lower-casing 0.009 s (0.015 s in one thread; the regular
 expressions took 0.058 s), sentencepiece's batch call 0.036-0.037 s (two threads; 0.059 s in one), turning its id
 lists into one array 0.0065 s and freeing them 0.003 s, the averaging 0.021 s (a gather of 348k rows of 2 KB:
-memory-bound, 0.032 s in one thread); raw text runs at 0.43x bare sentencepiece (0.24x with the regular
-expressions). Sentencepiece and the averaging alone come to ~0.5x, so the target of 0.5x would need a cheaper
+memory-bound, 0.032 s in one thread); raw text runs at 0.41-0.43x bare sentencepiece side by side (0.24x with the
+regular expressions; three runs of the old best-of-three ratio gave 0.34x, 0.35x and 0.44x within minutes). Sentencepiece and the averaging alone come to ~0.5x, so the target of 0.5x would need a cheaper
 average (a smaller or half-precision table changes the vectors). Running sentencepiece on the next chunk in a
 thread while this chunk is averaged was slower (0.26-0.36x: both want both cores).
 
@@ -76,6 +77,21 @@ def rate(n: int, call, repeat: int = 3) -> float:
     return n / min(seconds)
 
 
+def against_sentencepiece(encoder, sentences: list[str], batch_size: int, rounds: int) -> float:
+    """Raw text through ``encoder`` against its sentencepiece model alone on the same sentences (preprocessed), timed
+    in turn ``rounds`` times so that both see the same machine (here its speed drifts by ±20% within minutes): the
+    best bare time over the best encoding time."""
+    lowered = preprocess_many(sentences)
+    bare, text = [], []
+    for _ in range(rounds):
+        for times, call in ((bare, lambda: encoder.tokenizer.sp.encode(lowered)),
+                            (text, lambda: encoder.encode(sentences, batch_size=batch_size))):
+            start = time.perf_counter()
+            call()
+            times.append(time.perf_counter() - start)
+    return min(bare) / min(text)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=20000, help="number of real sentences to encode (en-fr training "
@@ -86,6 +102,8 @@ def main():
                         help="named encoders to time beside them (default: all; the untrained 512-d Transformer and "
                              "MiniLM run at tens of sentences/s here, so they dominate the run)")
     parser.add_argument("--batch-size", type=int, default=1024)
+    parser.add_argument("--rounds", type=int, default=9, help="turns of the side-by-side timing against "
+                        "sentencepiece (default 9)")
     args = parser.parse_args()
     sentences = [s for pair in load_splits("en-fr")["train"][: (args.n + 1) // 2] for s in pair][: args.n]
     models = args.models if args.models is not None else [m for m in DEFAULT_MODELS if m in shipped()]
@@ -122,9 +140,10 @@ def main():
           f"ratios against {base.encoder}\n")
     print(df.round(2).to_string(index=False))
     print("\npreprocessing alone (sentences/s): " + ", ".join(f"{k} {v:,.0f}" for k, v in stages.items()))
-    if "sentencepiece" in stages:  # #78's measure: raw text through an SP-style encoder against sentencepiece alone
-        print("\nfrom raw text / bare sentencepiece: " + ", ".join(
-            f"{row.encoder} {row.text_per_s / stages['sentencepiece']:.2f}x" for row in df.itertuples()))
+    bag = [e for e in encoders if hasattr(getattr(e, "module", None), "pooled_flat")]  # SP-style: a bag of pieces
+    if bag:
+        print("\nfrom raw text / bare sentencepiece, side by side: " + ", ".join(
+            f"{e.name} {against_sentencepiece(e, sentences, args.batch_size, args.rounds):.2f}x" for e in bag))
 
 
 if __name__ == "__main__":

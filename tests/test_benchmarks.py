@@ -10,8 +10,8 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 
 CASES = {
-    "encode_throughput.py": (["--n", "300", "--models", "sp-en-fr", "bgt-en-fr", "--named", "random-sp-average"],
-                             "ids_per_s"),
+    "encode_throughput.py": (["--n", "300", "--models", "sp-en-fr", "bgt-en-fr", "--named", "random-sp-average",
+                              "--rounds", "2"], "side by side: sp-en-fr:semantic"),
     "eval_suite.py": (["--encoders", "random-sp-average", "--throughput-sentences", "300"], "sentences_per_s"),
     "layer_encoding.py": (["--n", "8"], "one_pass_s"),
     "layer_memory.py": (["--n", "300", "--width", "32", "--layers", "1"], "growth / (model + layer)"),
