@@ -20,12 +20,13 @@ alone, timed in turn (``--rounds``).
 
 Where SP's time from raw text goes (2 cores, nothing else running, 20,000 en-fr sentences, 2026-12-06, best of 9,
 one call of each part): the compiled Moses rules with lower-casing 0.009 s (0.015 s in one thread; the regular
-expressions took 0.058 s), sentencepiece's batch call 0.036-0.037 s (two threads; 0.059 s in one), turning its id
-lists into one array 0.0065 s and freeing them 0.003 s, the averaging 0.021 s (a gather of 348k rows of 2 KB:
-memory-bound, 0.032 s in one thread); raw text runs at 0.41-0.43x bare sentencepiece side by side (0.24x with the
-regular expressions; three runs of the old best-of-three ratio gave 0.34x, 0.35x and 0.44x within minutes). Sentencepiece and the averaging alone come to ~0.5x, so the target of 0.5x would need a cheaper
-average (a smaller or half-precision table changes the vectors). Running sentencepiece on the next chunk in a
-thread while this chunk is averaged was slower (0.26-0.36x: both want both cores).
+expressions took 0.058 s), sentencepiece's batch call 0.035-0.040 s (two threads; 0.059 s in one), its id lists
+into one array 0.0009 s in C (``encode_bags``; 0.0115 s in numpy, and the lists with EOS took 0.0065 s and masks
+0.003 s more), freeing the lists 0.003 s, the averaging 0.007-0.013 s in batches of 1,024 (a gather of 2 KB rows:
+memory-bound, so it varies most with the machine's neighbours) and the output's first touch 0.003-0.005 s. Raw
+text runs at 0.45-0.63x bare sentencepiece side by side, most runs 0.52-0.60x (6520b3b, before the compiled
+rules and bags: 0.24-0.27x in the same minutes). Running sentencepiece on the next chunk in a thread while this chunk
+is averaged was slower (0.26-0.36x: both want both cores).
 
 A cache of each word's ids (Moses reads a word's neighbours only through whether it starts or ends the sentence
 and, after a period, the next word's first character; sentencepiece never cuts across a space) was tried and

@@ -51,17 +51,24 @@ def test_sp_averages_embeddings_without_eos_and_bilstm_pools_over_real_tokens():
 
 
 def test_sp_encodes_id_lists_unpadded_to_the_vectors_of_its_padded_forward():
-    """The encoder's bag path (no padding, batches in the input's order) gives bit for bit what the module's own
-    forward gives each sentence padded, on real sentences and on odd id lists (EOS alone, pads inside, a repeated
-    EOS), and a torchrun rank's share of the batches is those rows of the whole."""
+    """The encoder's bag paths (no padding, batches in the input's order; from raw text, the tokenizer's bags
+    without EOS) give bit for bit what the module's own forward gives each sentence padded, on real sentences and on
+    odd id lists (EOS alone, pads inside, a repeated EOS), and a torchrun rank's share of the batches is those rows
+    of the whole."""
     encoder = load("sp-en-fr").encoder("semantic")
-    sentences = ["A man is playing a guitar.", "", "Un homme joue de la guitare.", "?", "The cat sat on the mat ."]
+    sentences = ["A man is playing a guitar.", "", "Un homme joue de la guitare.", "?", "The cat sat on the mat .",
+                 "a very long one " * 60]  # more pieces than max_len: cut
     ids = encoder.tokenizer.encode(sentences * 5, max_len=encoder.max_len) + [[3], [5, 3, 3], [0, 0, 3], [3, 7, 3]]
     with torch.no_grad():
         padded = np.stack([encoder.module(torch.tensor([i + [0] * 3]))[0][0].numpy() for i in ids])
     np.testing.assert_array_equal(encoder.encode_ids(ids, batch_size=4), padded)
+    np.testing.assert_array_equal(encoder.encode(sentences * 5, batch_size=4), padded[:30])  # raw text: the bags
     share = encoder._encode_ids(ids, (-1,), 3, False, part=(1, 2))[-1]
     rows = [j for start in range(3, len(ids), 6) for j in range(start, min(start + 3, len(ids)))]
+    np.testing.assert_array_equal(share[rows], padded[rows])
+    share = encoder.encode_layers(sentences * 5, [-1], 3, out={-1: np.zeros((30, encoder.dim), np.float32)},
+                                  part=(1, 2))[-1]
+    rows = [j for j in rows if j < 30]
     np.testing.assert_array_equal(share[rows], padded[rows])
 
 

@@ -1,5 +1,6 @@
 import re
 
+import numpy as np
 import pytest
 
 from workbench.data import tokenizer as tk
@@ -181,3 +182,24 @@ def test_two_callers_asking_for_a_new_tokenizer_at_once_train_it_once(monkeypatc
         thread.join()
     assert len(calls) == 1 and len(results) == 2 and results[0].digest == results[1].digest
     tk.pair_tokenizer.cache_clear()
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "numpy"])
+def test_bags_are_the_ids_less_eos_as_arrays(compiled, monkeypatch):
+    """encode_bags (what an average of piece embeddings reads) is encode's ids without EOS, cut where encode cuts,
+    an empty sentence its EOS alone: from the C helper and from numpy alike."""
+    from workbench.data.corpora import load_splits
+    from workbench.models.folder import load
+    if compiled:
+        assert tk._pieces is not None, "workbench/data/_pieces.c was not built: pip install -e . with a C compiler"
+    else:
+        monkeypatch.setattr(tk, "_pieces", None)
+    tokenizer = load("sp-en-fr").encoder("semantic").tokenizer
+    sentences = [s for pair in load_splits("en-fr")["valid"][:500] for s in pair] + ["", "  ", "word " * 300]
+    for max_len in (None, 128, 5, 2, 1):
+        flat, lengths = tokenizer.encode_bags(sentences, max_len)
+        assert flat.dtype == lengths.dtype == np.int64 and flat.flags.writeable
+        bags = np.split(flat, np.cumsum(lengths)[:-1])
+        expected = [ids[:-1] or [tk.EOS] for ids in tokenizer.encode(sentences, max_len=max_len)]
+        assert [bag.tolist() for bag in bags] == expected
+    assert [a.tolist() for a in tokenizer.encode_bags([])] == [[], []]

@@ -18,10 +18,13 @@ import io
 import json
 import logging
 import re
+import sys
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
+from itertools import chain
 from pathlib import Path
 
+import numpy as np
 import sentencepiece as spm
 from filelock import FileLock
 
@@ -29,6 +32,11 @@ from ..paths import atomic_write, home_dir, read_json, trained_dir
 from .corpora import corpus_digest, inherited_digests, language_of, languages_of, load_splits, pairs_of
 from .splitting import SplitConfig
 from .moses import detokenise_many, tokenise_many
+
+try:  # sentencepiece's id lists into one array in C (_pieces.c), built by the install where a C compiler is found
+    from . import _pieces
+except ImportError:
+    _pieces = None
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +106,20 @@ class Tokenizer:
             for i in [i for i, n in enumerate(map(len, pieces)) if n > max_len]:
                 pieces[i] = pieces[i][:max_len - 1] + [EOS]
         return pieces
+
+    def encode_bags(self, sentences: Sequence[str], max_len: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """What an average of piece embeddings reads, as two int64 arrays: every sentence's pieces one after another
+        (no EOS; the first ``max_len - 1``, those :meth:`encode` keeps beside its EOS) and how many each has; an empty
+        sentence reads as its EOS alone. The bags of :meth:`encode`'s ids less EOS, without a list per sentence (SP
+        from raw text spent a sixth of its time turning the lists into an array)."""
+        pieces = self.sp.encode(preprocess_many(sentences))
+        limit = sys.maxsize if max_len is None else max(max_len - 1, 0)
+        if _pieces is not None:
+            flat, lengths = _pieces.flatten(pieces, limit, EOS)
+            return np.frombuffer(flat, dtype=np.int64), np.frombuffer(lengths, dtype=np.int64)
+        pieces = [ids[:limit] or [EOS] for ids in pieces]
+        lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
+        return np.fromiter(chain.from_iterable(pieces), dtype=np.int64, count=int(lengths.sum())), lengths
 
     def decode(self, ids: Iterable[int]) -> str:
         return self.sp.decode([i for i in ids if i not in (PAD, BOS, EOS)])

@@ -267,8 +267,7 @@ class NetworkEncoder(NamedEncoder):
         return other
 
     def encode(self, sentences: Sequence[str], batch_size: int = 256, show_progress: bool = False) -> np.ndarray:
-        return self.encode_ids(self.tokenizer.encode(check_sentences(sentences), max_len=self.max_len), batch_size,
-                               show_progress)
+        return self.encode_layers(sentences, (self.layer,), batch_size, show_progress)[self.layer]
 
     def encode_ids(self, ids: Sequence[Sequence[int]], batch_size: int = 256, show_progress: bool = False
                    ) -> np.ndarray:
@@ -285,21 +284,33 @@ class NetworkEncoder(NamedEncoder):
         for layer in layers:
             _check_layer(self.module, layer, self.base_name)
         check_parts(out, part, len(set(layers)) < len(layers))
-        ids = self.tokenizer.encode(check_sentences(sentences), max_len=self.max_len)
-        return self._encode_ids(ids, tuple(dict.fromkeys(layers)), batch_size, show_progress, out, part)
+        sentences, layers = check_sentences(sentences), tuple(dict.fromkeys(layers))
+        if layers == (-1,) and hasattr(self.module, "pooled_bags"):  # an average of piece embeddings
+            flat, lengths = self.tokenizer.encode_bags(sentences, self.max_len)
+            return self._encode_arrays(flat, lengths, layers, batch_size, show_progress, out, part, bags=True)
+        ids = self.tokenizer.encode(sentences, max_len=self.max_len)
+        return self._encode_ids(ids, layers, batch_size, show_progress, out, part)
 
-    @torch.no_grad()
     def _encode_ids(self, ids: Sequence[Sequence[int]], layers: tuple[int, ...], batch_size: int,
                     show_progress: bool, out: Mapping | None = None, part: tuple[int, int] = (0, 1)) -> Mapping:
         lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
         flat = np.fromiter(chain.from_iterable(ids), dtype=np.int64, count=int(lengths.sum()))
-        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]) if len(ids) else lengths
+        return self._encode_arrays(flat, lengths, layers, batch_size, show_progress, out, part)
+
+    @torch.no_grad()
+    def _encode_arrays(self, flat: np.ndarray, lengths: np.ndarray, layers: tuple[int, ...], batch_size: int,
+                       show_progress: bool, out: Mapping | None = None, part: tuple[int, int] = (0, 1),
+                       bags: bool = False) -> Mapping:
+        """:meth:`_encode_ids` of the ids as one array and each sentence's length; ``bags``: the tokenizer's
+        ``encode_bags`` (pieces without EOS) for a module's ``pooled_bags``."""
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]) if len(lengths) else lengths
         if out is None:
-            out = {layer: np.empty((len(ids), self._dim(layer)), dtype=np.float32) for layer in layers}
+            out = {layer: np.empty((len(lengths), self._dim(layer)), dtype=np.float32) for layer in layers}
         device = next(self.module.parameters()).device
         self.module.eval()
-        if layers == (-1,) and hasattr(self.module, "pooled_flat") and lengths.all():  # a bag: no padding
-            return self._encode_flat(flat, lengths, starts, batch_size, show_progress, out, part, device)
+        if bags or (layers == (-1,) and hasattr(self.module, "pooled_flat") and lengths.all()):  # no padding
+            pool = self.module.pooled_bags if bags else self.module.pooled_flat
+            return self._encode_flat(flat, lengths, starts, batch_size, show_progress, out, part, device, pool)
         batches = _length_sorted_batches(lengths, batch_size)[part[0]::part[1]]
         for index in progress_bar(batches, desc=f"encode {self.name}", disable=not show_progress, unit="batch"):
             width = int(lengths[index].max())
@@ -319,14 +330,15 @@ class NetworkEncoder(NamedEncoder):
         return out
 
     def _encode_flat(self, flat: np.ndarray, lengths: np.ndarray, starts: np.ndarray, batch_size: int,
-                     show_progress: bool, out: Mapping, part: tuple[int, int], device) -> Mapping:
-        """:meth:`_encode_ids` of a module that pools a bag of its ids (``pooled_flat``): consecutive batches
-        straight from the flat id array (SP on raw text spent a third of its time padding batches)."""
+                     show_progress: bool, out: Mapping, part: tuple[int, int], device, pool) -> Mapping:
+        """:meth:`_encode_arrays` of a module that pools a bag of its ids (``pool``: its ``pooled_flat`` or
+        ``pooled_bags``): consecutive batches straight from the flat id array (SP on raw text spent a third of its
+        time padding batches)."""
         chunks = range(0, len(lengths), check_batch_size(batch_size))[part[0]::part[1]]
         for start in progress_bar(chunks, desc=f"encode {self.name}", disable=not show_progress, unit="batch"):
             end = min(start + batch_size, len(lengths))
             first, last = int(starts[start]), int(starts[end - 1] + lengths[end - 1])
-            vectors = self.module.pooled_flat(torch.from_numpy(flat[first:last]).to(device),
-                                              torch.from_numpy(starts[start:end] - first).to(device))
+            vectors = pool(torch.from_numpy(flat[first:last]).to(device),
+                           torch.from_numpy(starts[start:end] - first).to(device))
             out[-1][start:end] = vectors.float().cpu().numpy()
         return out

@@ -91,7 +91,12 @@ class EmbeddingAverage(nn.Module):
         keep = (ids != self.cfg.pad_id) & (ids != self.cfg.eos_id)
         keep[starts] |= ids[starts] == self.cfg.eos_id  # an empty sentence keeps its EOS
         offsets = keep.cumsum(0)[starts] - keep[starts].long()  # kept ids before each sentence
-        return F.embedding_bag(ids[keep], self.embed.weight, offsets, mode="mean")
+        return self.pooled_bags(ids[keep], offsets)
+
+    def pooled_bags(self, ids: torch.Tensor, starts: torch.Tensor) -> torch.Tensor:
+        """The mean embedding of each bag: ``ids`` the bags one after another, ``starts`` where each begins — what
+        :meth:`pooled_flat` averages, as the tokenizer's ``encode_bags`` gives it (no EOS to drop)."""
+        return F.embedding_bag(ids, self.embed.weight, starts, mode="mean")
 
 
 class BiLSTMEncoder(nn.Module):
