@@ -183,7 +183,8 @@ enum { PAD = 1, DOTS = 2, COMMA = 4, APOSTROPHE = 8, MULTI = 16 };
  * flags of the sentence hold throughout. */
 static int rules(Buffer *a, Buffer *b, int flags) {
     Buffer t;
-#define STEP(growth, call) do { if (reserve(b, (growth) * a->n + 8) < 0) return -1; call; t = *a, *a = *b, *b = t; } while (0)
+#define STEP(growth, call) \
+    do { if (reserve(b, (growth) * a->n + 8) < 0) return -1; call; t = *a, *a = *b, *b = t; } while (0)
     if (flags & PAD) STEP(3, pad_not_alnum(a->s, a->n, b));
     if (flags & DOTS) STEP(7, multidots(a->s, a->n, b));
     if (flags & COMMA) {
@@ -377,14 +378,15 @@ static int add_prefixes(PyObject *set, int numeric, Py_ssize_t *size) {
     return PyErr_Occurred() ? -1 : 0;
 }
 
-/* configure(ranges: {class name: [(first, last), ...]}, nonbreaking: frozenset, numeric_only: frozenset): once,
- * before any tokenise */
+/* configure(ranges: {class name: [(first, last), ...]}, nonbreaking: frozenset, numeric_only: frozenset): before
+ * any tokenise; a later call changes nothing */
 static PyObject *configure(PyObject *Py_UNUSED(self), PyObject *args) {
     static const char *names[N_CLASSES] = {"IsAlnum", "IsN", "IsAlpha", "IsLower"};
     PyObject *ranges, *breaking, *numeric;
     if (!PyArg_ParseTuple(args, "O!O!O!:configure", &PyDict_Type, &ranges, &PyFrozenSet_Type, &breaking,
                           &PyFrozenSet_Type, &numeric)) return NULL;
-    if (classes[0] != NULL) return PyErr_Format(PyExc_RuntimeError, "_moses is configured already");
+    if (classes[0] != NULL) Py_RETURN_NONE;  /* the first tables stay: a reloaded moses.py gives the same, and
+                                                a tokenise running without the lock may be reading them */
     for (int c = 0; c < N_CLASSES; c++) {
         PyObject *list = PyDict_GetItemString(ranges, names[c]);
         if (list == NULL || !PyList_Check(list)) return PyErr_Format(PyExc_ValueError, "no %s ranges", names[c]);
@@ -407,7 +409,7 @@ static PyObject *configure(PyObject *Py_UNUSED(self), PyObject *args) {
 }
 
 static PyMethodDef methods[] = {
-    {"configure", configure, METH_VARARGS, "Set the character classes and the non-breaking prefixes (once)."},
+    {"configure", configure, METH_VARARGS, "Set the character classes and the non-breaking prefixes (the first call)."},
     {"tokenise", (PyCFunction)(void (*)(void))tokenise, METH_VARARGS | METH_KEYWORDS,
      "tokenise(sentences, lower=False, threads=1): the Moses-tokenised sentences (tokens joined by single spaces)."},
     {NULL, NULL, 0, NULL}};
