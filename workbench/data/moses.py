@@ -166,8 +166,13 @@ def tokenise_many(sentences: Sequence[str], lower: bool = False) -> list[str]:
     lower-cased (``str.lower``)."""
     if _compiled is not None:
         return _compiled.tokenise(sentences, lower, _THREADS)
-    if "".join(sentences).isprintable():  # the common case: no whitespace but " ", no control characters
-        return _spaced_rules(sentences, lower)
+    common = "".join(sentences).isprintable()  # no whitespace but " ", no control characters
+    out = _spaced_rules(sentences) if common else _mixed_rules(sentences)
+    return [line.lower() for line in out] if lower else out
+
+
+def _mixed_rules(sentences: Sequence[str]) -> list[str]:
+    """The rules on sentences some of which hold other whitespace or control characters."""
     out, plain, texts, junk = [""] * len(sentences), [], [], []
     for i, sentence in enumerate(sentences):
         if sentence.isprintable():
@@ -184,15 +189,14 @@ def tokenise_many(sentences: Sequence[str], lower: bool = False) -> list[str]:
         text = _EDGES.sub("\n", _JUNK.sub("", _SPACES.sub(" ", "\n".join(sentences[i] for i in junk))))
         for i, line in zip(junk, _rules(text.strip(" "))):
             out[i] = line
-    return [line.lower() for line in out] if lower else out
+    return out
 
 
-def _spaced_rules(sentences: Sequence[str], lower: bool = False) -> list[str]:
+def _spaced_rules(sentences: Sequence[str]) -> list[str]:
     """The rules on sentences whose only whitespace is " " and that hold no control character."""
     text = "\n".join(sentences)
     text = (_single_spaces(text) if "  " in text else text).replace(" \n", "\n").replace("\n ", "\n").strip(" ")
-    lines = _rules(text) if sentences else []
-    return [line.lower() for line in lines] if lower else lines
+    return _rules(text) if sentences else []
 
 
 def _rules(text: str) -> list[str]:
