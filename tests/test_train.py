@@ -190,7 +190,8 @@ def test_an_export_that_keeps_its_decoders_continues_training_when_the_run_is_lo
     from workbench.zoo.packaging import export
     _, run_dir = tiny_run
     folder = export(run_dir, name="bgt-tiny", keep_decoders=True, root=tmp_path, hardware_text="1 × H100 (lent)",
-                    sizes={"train": 600, "valid": 200, "test": 200}, show_progress=False)
+                    sizes={"train": 600, "valid": 200, "test": 200}, show_progress=False, transfer_pairs=10)
+    assert "style_transfer" in json.loads((folder / "card.json").read_text())  # measured: it kept its decoders
     assert "`workbench train --init-from bgt-tiny` continues its training" in (folder / "card.md").read_text()
     best = json.loads((run_dir / "best" / "config.json").read_text())["update"]
     cfg = TrainConfig.from_preset("tiny", max_updates=best + 3, valid_every=10, save_every=10, eval_every=0)

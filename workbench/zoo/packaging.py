@@ -165,9 +165,10 @@ def _install(name: str, root: Path, state: dict, config: dict, spm_model: bytes 
 
 def export(run: str | Path, name: str, keep_decoders: bool | None = None, root: str | Path | None = None,
            hardware_text: str | None = None, sizes: dict[str, int] = CARD_SIZES, show_progress: bool = True,
-           checkpoint: str = "best", force: bool = False) -> Path:
+           checkpoint: str = "best", force: bool = False, transfer_pairs: int = 200) -> Path:
     """Copy a run into ``trained/<name>`` (float16 weights, decoders dropped unless needed), then measure it
-    (probes at ``sizes``) and write its card; an existing model of that name is replaced only with ``force``.
+    (probes at ``sizes``; a model with decoders also transfers style on ``transfer_pairs`` held-out pairs) and
+    write its card; an existing model of that name is replaced only with ``force``.
     ``checkpoint="best"`` takes the run's ``best/`` (best semantic dev score) where it has one; a run started
     ``--init-from`` a trained model that none of its updates beat ships that model (with this run's curve and
     length); else the latest checkpoint (``"latest"``: always that). The run's learning curve goes with it
@@ -178,7 +179,7 @@ def export(run: str | Path, name: str, keep_decoders: bool | None = None, root: 
     check_model_name(name)  # before reading the run
     name, state, config, spm_model, curve = _exported(run, name, keep_decoders, checkpoint, hardware_text)
     return _install(name, Path(root) if root else trained_dir(), state, config, spm_model, curve, sizes,
-                    show_progress, force)
+                    show_progress, force, transfer_pairs)
 
 
 def export_shards(run: str | Path, out: str | Path, name: str | None = None, keep_decoders: bool = False,
