@@ -38,6 +38,7 @@ GENDER_TASKS = {"fr": "gender_fr", "es": "gender_es"}
 TABLE3_MODELS = ("bgt", "bilingual_trans")
 CARD_SUITES = ("sts", "hard_sts", "tatoeba")
 CARD_SIZES = DEFAULT_SIZES  # probing sizes for cards, demo and reproduction: every probe's default
+CARD_TRANSFER_PAIRS = 200  # held-out pairs a card's style transfer is judged on
 # Table 3's form tasks: the paper's English language encoder beats its semantic encoder on each (BGT's other half)
 FORM_TASKS = ("length", "punct_num", "punct_first")
 
@@ -208,7 +209,7 @@ def summarise_views(df: pd.DataFrame) -> dict:
 
 
 def write_card(name: str, root: str | Path | None = None, sizes: dict[str, int] = CARD_SIZES,
-               show_progress: bool = False, folder: Path | None = None, transfer_pairs: int = 200) -> dict:
+               show_progress: bool = False, folder: Path | None = None, transfer_pairs: int = CARD_TRANSFER_PAIRS) -> dict:
     """Measure the shipped model ``name`` (in ``root``, or in ``folder``) and write its ``card.json`` and
     ``card.md``."""
     folder = folder or (Path(root) if root else trained_dir()) / name
@@ -233,7 +234,7 @@ def write_card(name: str, root: str | Path | None = None, sizes: dict[str, int] 
     return _save(folder, info, config)
 
 
-def remeasure_transfer(name: str, root: str | Path | None = None, transfer_pairs: int = 200) -> dict:
+def remeasure_transfer(name: str, root: str | Path | None = None, transfer_pairs: int = CARD_TRANSFER_PAIRS) -> dict:
     """Measure only the style-transfer section of a shipped BGT's card again (after the evaluation changed; the
     other numbers stay as measured)."""
     folder = (Path(root) if root else trained_dir()) / name

@@ -33,7 +33,7 @@ from ..paths import only_writer, read_json, sealed_config, swap_folder, temp_sib
 from ..training import train
 from ..training.recipes import TrainConfig
 from ..training.trainer import hardware
-from .cards import CARD_SIZES, write_card
+from .cards import CARD_SIZES, CARD_TRANSFER_PAIRS, write_card
 from .transport import PRECISIONS, fingerprint, pack_tensors, restore_tensors
 
 WITH_DECODERS = ("bgt-en-fr",)  # the style-transfer model (paper §5.3 uses the en–fr model)
@@ -137,7 +137,7 @@ def _exported(run: str | Path, name: str | None, keep_decoders: bool | None, che
 
 def _install(name: str, root: Path, state: dict, config: dict, spm_model: bytes | None,
              curve: pd.DataFrame | None, sizes: dict[str, int], show_progress: bool, force: bool,
-             transfer_pairs: int = 200) -> Path:
+             transfer_pairs: int = CARD_TRANSFER_PAIRS) -> Path:
     """Write the model into a temporary folder beside ``root/name``, measure its card there, then swap it in:
     an existing model is replaced only with ``force`` and only once the new one is complete."""
     dest = root / name
@@ -165,7 +165,7 @@ def _install(name: str, root: Path, state: dict, config: dict, spm_model: bytes 
 
 def export(run: str | Path, name: str, keep_decoders: bool | None = None, root: str | Path | None = None,
            hardware_text: str | None = None, sizes: dict[str, int] = CARD_SIZES, show_progress: bool = True,
-           checkpoint: str = "best", force: bool = False, transfer_pairs: int = 200) -> Path:
+           checkpoint: str = "best", force: bool = False, transfer_pairs: int = CARD_TRANSFER_PAIRS) -> Path:
     """Copy a run into ``trained/<name>`` (float16 weights, decoders dropped unless needed), then measure it
     (probes at ``sizes``; a model with decoders also transfers style on ``transfer_pairs`` held-out pairs) and
     write its card; an existing model of that name is replaced only with ``force``.
@@ -317,7 +317,7 @@ def _restored(package: Path) -> tuple[str, dict, dict, bytes, pd.DataFrame | Non
 
 def import_shards(package: str | Path, name: str | None = None, root: str | Path | None = None,
                   sizes: dict[str, int] = CARD_SIZES, show_progress: bool = True, force: bool = False,
-                  transfer_pairs: int = 200) -> Path:
+                  transfer_pairs: int = CARD_TRANSFER_PAIRS) -> Path:
     """Rebuild ``trained/<name>`` (default: the package's name) from a package of :func:`export_shards` (every
     file's sha256 and the restored weights' fingerprint checked first), then measure it here for its card,
     exactly as :func:`export` does (and, like it, replace an existing model only with ``force``). Returns the
