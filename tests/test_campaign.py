@@ -79,7 +79,8 @@ def test_train_stops_its_jobs_at_the_calls_deadline_and_still_returns_them(tmp_p
     campaign_jobs.job_config(FIRST, 1).tokenizer()  # stored: the call trains, not this
     started = time.time()
     env = {"CAMPAIGN_CALL_START": str(started),  # the deadline passes before the job has imported torch
-           "CAMPAIGN_CALL_SECONDS": str(campaign.AFTER_TRAINING_SECONDS + 2)}
+           "CAMPAIGN_CALL_SECONDS": str(campaign.AFTER_TRAINING_SECONDS + 2),
+           "CAMPAIGN_COMPILE": "off"}  # the signals are tested here; ``trained`` captures the graphs
     result = step("train", tmp_path / "out", tmp_path / "runs", "--seconds", "1000", jobs=FIRST, env=env,
                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))  # as `nohup CMD &` leaves it
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
@@ -113,6 +114,14 @@ def test_every_job_is_a_gpu_scale_bgt_with_decoders_whose_int8_package_fits_one_
         assert {k for k in model.to_dict() if getattr(model, k) != getattr(toy.model_config(), k)} <= {
             "vocab_size", "d_model", "ffn_dim", "n_heads", "enc_layers", "latent_dim", "dropout", "max_len"}
     assert campaign_jobs.JOBS[0] == FIRST  # en-fr comes back first
+    monkeypatch.setenv("CAMPAIGN_COMPILE", "off")  # eager everywhere, when a compiled update fails on the device
+    for name in ("tiny", "recipes"):
+        monkeypatch.setenv("CAMPAIGN_PRESET", name)
+        assert {campaign_jobs.job_config(job, 400).compile for job in campaign_jobs.JOBS} == {"off"}
+    monkeypatch.setenv("CAMPAIGN_COMPILE", "inductor")
+    with pytest.raises(WorkbenchError, match="CAMPAIGN_COMPILE='inductor': valid: off"):
+        campaign_jobs.job_config(FIRST, 400)
+    monkeypatch.delenv("CAMPAIGN_COMPILE")
     monkeypatch.setenv("CAMPAIGN_JOBS", "bgt-en-xx")
     with pytest.raises(WorkbenchError, match="CAMPAIGN_JOBS: unknown jobs bgt-en-xx; valid: bgt-small-en-"):
         campaign_jobs.chosen()
@@ -221,6 +230,7 @@ def test_a_later_loan_continues_an_uploaded_int8_package(trained, tmp_path, monk
     monkeypatch.setattr(carry, "PACK", tmp_path / "checkout" / ".campaign")
     monkeypatch.setenv("CAMPAIGN_PRESET", "tiny")
     monkeypatch.setenv("CAMPAIGN_JOBS", FIRST)
+    monkeypatch.setenv("CAMPAIGN_COMPILE", "off")  # the continuation is tested here; ``trained`` captures the graphs
     calls = carry.pack(download_wheels=False, continuing=[str(back)])
     assert calls[-1]["steps"].endswith("train") and (tmp_path / "checkout" / ".campaign" / "upload" /
                                                      "bundle.json").is_file()

@@ -22,7 +22,8 @@ come back in ``$OUT`` within the device's return limits (:data:`RETURN_LIMITS`):
 Steps can be chained in one call (``check train``); ``train`` stops its jobs early (SIGINT: a clean stop) when the
 call's limit would otherwise cut off its export (:func:`_call_deadline`). ``CAMPAIGN_PRESET=tiny`` runs the same
 jobs with the tiny preset's sizes and every other setting of their recipes, on CPU (the dry run of the test
-suite); ``CAMPAIGN_SECONDS`` is the time budget, ``CAMPAIGN_JOBS`` a comma-separated subset of :data:`JOBS`.
+suite); ``CAMPAIGN_SECONDS`` is the time budget, ``CAMPAIGN_JOBS`` a comma-separated subset of :data:`JOBS`,
+``CAMPAIGN_COMPILE=off`` trains every job eager.
 """
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from workbench.checks import check_keys
+from workbench.checks import WorkbenchError, check_keys
 from workbench.paths import REPO_ROOT
 
 # In order of priority for the return: en-fr (the paper's style-transfer pair, Table 3), then by corpus size (the
@@ -17,6 +17,15 @@ TOY_FIELDS = ("vocab_size", "max_pairs", "tokenizer_pairs", "max_sentence_len", 
 
 def preset() -> str:
     return os.environ.get("CAMPAIGN_PRESET", "recipes")
+
+
+def eager() -> bool:
+    """``CAMPAIGN_COMPILE=off``: every job eager — where a compiled update fails on the device in a way the
+    per-part fallback does not catch, or a dry run tests what compiling has no part in."""
+    value = os.environ.get("CAMPAIGN_COMPILE", "")
+    if value not in ("", "off"):
+        raise WorkbenchError(f"CAMPAIGN_COMPILE={value!r}: valid: off (every job eager), or unset (the recipes')")
+    return value == "off"
 
 
 def chosen() -> tuple[str, ...]:
@@ -35,12 +44,12 @@ def job_config(job: str, seconds: float):
     from workbench.models.kinds import KINDS
     from workbench.training.recipes import PRESETS, TrainConfig
     cfg = TrainConfig.from_file(RECIPES / f"{job}.toml")
-    changes = {"max_seconds": seconds}
+    changes = {"max_seconds": seconds, **({"compile": "off"} if eager() else {})}
     if preset() != "recipes":
         toy = PRESETS[preset()]
         changes.update({k: toy[k] for k in TOY_FIELDS if k in toy}, eval_every=10, valid_every=10, save_every=10,
                        overrides={**cfg.overrides, **KINDS[cfg.model].presets[preset()]["model"]},
-                       compile="aot_eager" if cfg.compile != "off" and job == chosen()[0] else "off")
+                       compile="aot_eager" if cfg.compile != "off" and job == chosen()[0] and not eager() else "off")
     return TrainConfig(**{**cfg.__dict__, **changes})
 
 
