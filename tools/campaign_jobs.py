@@ -44,12 +44,14 @@ def job_config(job: str, seconds: float):
     from workbench.models.kinds import KINDS
     from workbench.training.recipes import PRESETS, TrainConfig
     cfg = TrainConfig.from_file(RECIPES / f"{job}.toml")
-    changes = {"max_seconds": seconds, **({"compile": "off"} if eager() else {})}
+    changes = {"max_seconds": seconds}
     if preset() != "recipes":
         toy = PRESETS[preset()]
         changes.update({k: toy[k] for k in TOY_FIELDS if k in toy}, eval_every=10, valid_every=10, save_every=10,
                        overrides={**cfg.overrides, **KINDS[cfg.model].presets[preset()]["model"]},
-                       compile="aot_eager" if cfg.compile != "off" and job == chosen()[0] and not eager() else "off")
+                       compile="aot_eager" if cfg.compile != "off" and job == chosen()[0] else "off")
+    if eager():
+        changes["compile"] = "off"
     return TrainConfig(**{**cfg.__dict__, **changes})
 
 

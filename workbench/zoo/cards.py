@@ -209,7 +209,8 @@ def summarise_views(df: pd.DataFrame) -> dict:
 
 
 def write_card(name: str, root: str | Path | None = None, sizes: dict[str, int] = CARD_SIZES,
-               show_progress: bool = False, folder: Path | None = None, transfer_pairs: int = CARD_TRANSFER_PAIRS) -> dict:
+               show_progress: bool = False, folder: Path | None = None,
+               transfer_pairs: int = CARD_TRANSFER_PAIRS) -> dict:
     """Measure the shipped model ``name`` (in ``root``, or in ``folder``) and write its ``card.json`` and
     ``card.md``."""
     folder = folder or (Path(root) if root else trained_dir()) / name

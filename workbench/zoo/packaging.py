@@ -137,7 +137,7 @@ def _exported(run: str | Path, name: str | None, keep_decoders: bool | None, che
 
 def _install(name: str, root: Path, state: dict, config: dict, spm_model: bytes | None,
              curve: pd.DataFrame | None, sizes: dict[str, int], show_progress: bool, force: bool,
-             transfer_pairs: int = CARD_TRANSFER_PAIRS) -> Path:
+             transfer_pairs: int) -> Path:
     """Write the model into a temporary folder beside ``root/name``, measure its card there, then swap it in:
     an existing model is replaced only with ``force`` and only once the new one is complete."""
     dest = root / name
