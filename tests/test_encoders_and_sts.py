@@ -23,6 +23,24 @@ def test_random_transformer_is_padding_invariant_and_deterministic(small_tokeniz
     assert random_transformer(small_tokenizer, seed=4).fingerprint != enc.fingerprint
 
 
+def test_cpu_batches_are_capped_in_padded_positions_and_give_the_vectors_of_uncapped_ones(small_tokenizer):
+    from workbench.data.corpora import probe_pool
+    from workbench.models import base
+    sentences = list(probe_pool()[:300])  # a few long ones among many short: the last uncapped batch is mostly padding
+    lengths = np.array([len(ids) for ids in small_tokenizer.encode(sentences)])
+    batches = base.length_sorted_batches(lengths, 256, max_tokens=512)
+    assert sorted(np.concatenate(batches).tolist()) == list(range(len(sentences)))
+    assert all(len(b) == 1 or (len(b) <= 256 and len(b) * lengths[b].max() <= 512) for b in batches)
+    assert [lengths[b].max() for b in batches] == sorted(lengths[b].max() for b in batches)  # sorted by length
+    padded = lambda cut: sum(len(b) * lengths[b].max() for b in cut)  # noqa: E731
+    assert padded(batches) < 0.5 * padded(base.length_sorted_batches(lengths, 256))
+    assert [len(b) for b in base.length_sorted_batches(np.array([5, 3000, 4]), 256, max_tokens=512)] == [2, 1]
+    enc = random_transformer(small_tokenizer, seed=3)  # on the CPU: capped at CPU_BATCH_TOKENS
+    assert len(base.length_sorted_batches(lengths, 256, base.CPU_BATCH_TOKENS)) > 2
+    one_by_one = np.concatenate([enc.encode(sentences[i:i + 1]) for i in range(0, 300, 30)])
+    np.testing.assert_allclose(enc.encode(sentences)[::30], one_by_one, rtol=1e-5, atol=1e-5)
+
+
 def test_embedding_average_matches_manual_mean(small_tokenizer):
     enc = RandomEmbeddingAverage(small_tokenizer, dim=16)
     ids = small_tokenizer.encode(["hello world"])[0][:-1]
