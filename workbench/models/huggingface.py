@@ -254,8 +254,8 @@ class HFEncoder(NamedEncoder):
         # NetworkEncoder's are; the tokenizer runs twice, a small share of a forward pass
         counted = self.tokenizer(sentences, truncation=True, max_length=self.max_len)["input_ids"] if sentences else []
         lengths = np.fromiter(map(len, counted), dtype=np.int64, count=len(counted))
-        batches = length_sorted_batches(lengths, batch_size, CPU_BATCH_TOKENS if torch.device(self.device).type ==
-                                        "cpu" else None)[part[0]::part[1]]
+        batches = length_sorted_batches(lengths, batch_size, CPU_BATCH_TOKENS if self.device == "cpu" else None)
+        batches = batches[part[0]::part[1]]
         for index in progress_bar(batches, desc=f"encode {self.name}", unit="batch", disable=not show_progress):
             batch = self.tokenizer([sentences[i] for i in index], padding=True, truncation=True,
                                    max_length=self.max_len, return_tensors="pt").to(self.device)
