@@ -209,6 +209,11 @@ def check_parts(out, part, repeated: bool) -> None:
 CPU_BATCH_TOKENS = 2048
 
 
+def batch_tokens(device: str | torch.device) -> int | None:
+    """The cap :func:`length_sorted_batches` puts on a batch's padded positions on ``device``."""
+    return CPU_BATCH_TOKENS if torch.device(device).type == "cpu" else None
+
+
 def length_sorted_batches(lengths: np.ndarray, batch_size: int, max_tokens: int | None = None
                            ) -> list[np.ndarray]:
     """The indices of ``lengths`` sorted by length, cut into batches of at most ``batch_size`` sentences and (if
@@ -330,8 +335,7 @@ class NetworkEncoder(NamedEncoder):
         if bags or (layers == (-1,) and hasattr(self.module, "pooled_flat") and lengths.all()):  # no padding
             pool = self.module.pooled_bags if bags else self.module.pooled_flat
             return self._encode_flat(flat, lengths, starts, batch_size, show_progress, out, part, device, pool)
-        batches = length_sorted_batches(lengths, batch_size, CPU_BATCH_TOKENS if device.type == "cpu" else None)
-        batches = batches[part[0]::part[1]]
+        batches = length_sorted_batches(lengths, batch_size, batch_tokens(device))[part[0]::part[1]]
         for index in progress_bar(batches, desc=f"encode {self.name}", disable=not show_progress, unit="batch"):
             width = int(lengths[index].max())
             columns = np.arange(width)

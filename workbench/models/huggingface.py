@@ -31,7 +31,7 @@ from safetensors import SafetensorError
 from ..encoders import HF_DTYPES, HF_POOLINGS
 from ..checks import WorkbenchError, check_batch_size, check_name, check_sentences, whole
 from ..progress import progress_bar
-from .base import CPU_BATCH_TOKENS, NamedEncoder, check_parts, length_sorted_batches
+from .base import NamedEncoder, batch_tokens, check_parts, length_sorted_batches
 from .hf_folder import (WEIGHTS, check_architecture, check_files_inside, check_loaded, check_tokenizer, check_vocabulary,
                         declared_languages, declared_size, display_name, folder_digest, model_folder,
                         refuse_foreign_code, sentence_transformers_head)
@@ -254,8 +254,7 @@ class HFEncoder(NamedEncoder):
         # NetworkEncoder's are; the tokenizer runs twice, a small share of a forward pass
         counted = self.tokenizer(sentences, truncation=True, max_length=self.max_len)["input_ids"] if sentences else []
         lengths = np.fromiter(map(len, counted), dtype=np.int64, count=len(counted))
-        batches = length_sorted_batches(lengths, batch_size, CPU_BATCH_TOKENS if self.device == "cpu" else None)
-        batches = batches[part[0]::part[1]]
+        batches = length_sorted_batches(lengths, batch_size, batch_tokens(self.device))[part[0]::part[1]]
         for index in progress_bar(batches, desc=f"encode {self.name}", unit="batch", disable=not show_progress):
             batch = self.tokenizer([sentences[i] for i in index], padding=True, truncation=True,
                                    max_length=self.max_len, return_tensors="pt").to(self.device)
