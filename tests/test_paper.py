@@ -166,11 +166,12 @@ def test_training_budgets_say_which_pairs_had_shorter_runs():
 @pytest.mark.slow
 def test_reproduce_writes_the_report(tmp_path):
     # every section and branch on the smallest data: STS16 alone (a tenth of STS12-16's pairs) in the ~30 paired
-    # bootstraps of ~30 encoders, 200 resamples (1,000 by default), one disentanglement pair, two transfers; no
-    # PNG/PDF (export_figures draws them in tests/test_browser.py)
-    path = reproduce(tmp_path / "reproduction.html", transfer_examples=2, show_progress=False,
-                     disentangle=("en-fr",), n_boot=200, years=(2016,), static=False)
+    # bootstraps of ~30 encoders, 200 resamples (1,000 by default), one disentanglement pair probed at 600/200/200
+    # (6,000/1,000/1,000 by default), two transfers; no PNG/PDF (export_figures draws them in tests/test_browser.py)
+    path = reproduce(tmp_path / "reproduction.html", transfer_examples=2, show_progress=False, disentangle=("en-fr",),
+                     n_boot=200, years=(2016,), static=False, sizes={"train": 600, "valid": 200, "test": 200})
     text = path.read_text()
+    assert "the Tatoeba error does not rise. Probing at 600/200/200." in text
     assert "STS over STS16), beside the paper's difference (on STS12–16)" in text
     for heading in ("Table 2", "Table 3", "Figure 3", "Figure 4", "Table 4", "Language distance", "Tatoeba"):
         assert heading in text
@@ -215,6 +216,19 @@ def test_reproduce_writes_the_report(tmp_path):
     assert "STS16" in set(panel["metric"])  # the report's years (STS16 alone here) in its STS, too
     identity = panel[panel["metric"] == "language_id_en_fr accuracy"].set_index("encoder")
     assert (identity["after"] < identity["before"]).all()
+
+
+def test_the_reproduce_command_passes_its_probing_sizes_and_refuses_bad_ones(tmp_path, monkeypatch, capsys):
+    from workbench.cli import main, reporting
+    asked = []
+    monkeypatch.setattr(reporting, "reproduce", lambda out, **options: asked.append(options) or out)
+    assert main(["reproduce", "--out", str(tmp_path / "r.html"), "--years", "2016", "--train-size", "600",
+                 "--valid-size", "200", "--test-size", "200"]) == 0
+    assert asked[0]["sizes"] == {"train": 600, "valid": 200, "test": 200} and asked[0]["years"] == [2016]
+    assert main(["reproduce", "--out", str(tmp_path / "r.html")]) == 0
+    assert asked[1]["sizes"] == {"train": 6000, "valid": 1000, "test": 1000}  # the cards' sizes
+    assert main(["reproduce", "--out", str(tmp_path / "r.html"), "--test-size", "0"]) == 2 and len(asked) == 2
+    assert "probing sizes must give train, valid, test as whole numbers" in capsys.readouterr().err
 
 
 def test_reproduce_refuses_years_outside_sts12_16_before_any_work(tmp_path):

@@ -301,6 +301,7 @@ def _reproduce_arguments(p: argparse.ArgumentParser) -> None:
                         "them is most of the report's time, and --years 2016 alone is a quick look)")
     p.add_argument("--no-static", action="store_true", help="skip the figures' PNG/PDF export (needs Chromium; "
                                                             "the HTML and the CSVs are complete without it)")
+    size_args(p, 6000, 1000, 1000)  # of the probes it fits itself: the disentanglement's (every one with --recompute)
 
 
 REPRODUCE_COMMAND = Command(

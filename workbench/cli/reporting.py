@@ -27,8 +27,9 @@ def demo_command(args) -> None:
 
 
 def reproduce_command(args) -> None:
+    sizes = check_sizes({"train": args.train_size, "valid": args.valid_size, "test": args.test_size})
     path = reproduce(args.out, recompute=args.recompute, disentangle=() if args.no_disentanglement else None,
-                     years=args.years, static=not args.no_static)
+                     years=args.years, static=not args.no_static, sizes=sizes)
     print(f"report: {Path(path).resolve()}")
 
 

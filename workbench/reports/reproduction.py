@@ -17,7 +17,7 @@ import pandas as pd
 import torch
 
 from ..cache import cached
-from ..checks import WorkbenchError
+from ..checks import WorkbenchError, check_sizes
 from ..data.corpora import language_of, load_splits
 from ..data.sts import STS_DATASETS, TATOEBA_CODES
 from ..evaluation import compare_sts, evaluate
@@ -25,6 +25,7 @@ from ..evaluation.sts import evaluate_sts, years_task
 from ..models.kinds import build_model
 from ..models.folder import load, shipped
 from ..paths import REPO_ROOT, atomic_write
+from ..probing.build import default_sizes
 from ..probing.erase import erasure_effects
 from ..style_transfer.generation import GUIDANCE, latent_ablation, transfer_table
 from ..zoo.cards import CARD_SIZES, TABLE3_MODELS, card, measure, summarise_views
@@ -62,14 +63,14 @@ def _uriel_section(gaps: pd.DataFrame, paper_gaps: pd.DataFrame, figures: dict, 
                       for df in (data["uriel_distances"], rho)))
 
 
-def _disentanglement_section(pairs: list[str], figures: dict, data: dict, years: Sequence[int]) -> str:
-    """Per pair, for each shared view (BGT and BILINGUALTRANS semantic): language-ID accuracy, and what erasing
-    language identity (LEACE) costs STS over ``years`` and Tatoeba."""
+def _disentanglement_section(pairs: list[str], figures: dict, data: dict, years: Sequence[int], sizes: dict) -> str:
+    """Per pair, for each shared view (BGT and BILINGUALTRANS semantic): language-ID accuracy (probed at
+    ``sizes``), and what erasing language identity (LEACE) costs STS over ``years`` and Tatoeba."""
     frames, label = [], years_task(years)
     for pair in pairs:
         language = language_of(pair)
         encoders = [load(f"{m}-{pair}").encoder("semantic") for m in TABLE3_MODELS if f"{m}-{pair}" in shipped()]
-        frames.append(erasure_effects(encoders, [f"language_id_en_{language}"], sizes=CARD_SIZES, years=years,
+        frames.append(erasure_effects(encoders, [f"language_id_en_{language}"], sizes=sizes, years=years,
                                       tatoeba=[language] if language in TATOEBA_CODES else [],  # where it has
                                       show_progress=False).assign(pair=pair))  # the language
     effects = data["disentanglement"] = pd.concat(frames, ignore_index=True)
@@ -81,7 +82,7 @@ def _disentanglement_section(pairs: list[str], figures: dict, data: dict, years:
             "accuracy on <code>language_id_en_xx</code> (one sentence of each held-out translation pair; 50% = no "
             "linearly readable language), then the same encoder with language identity erased by LEACE: if "
             "meaning is language-free, STS barely moves and the Tatoeba error does not rise. Probing at "
-            f"{CARD_SIZES['train']}/{CARD_SIZES['valid']}/{CARD_SIZES['test']}.</p>"
+            f"{sizes['train']}/{sizes['valid']}/{sizes['test']}.</p>"
             + effects.pivot_table(index=["pair", "encoder"], columns="metric", values=["before", "after"],
                                   sort=False).to_html(float_format=lambda v: f"{v:.2f}", border=0, na_rep="–"))
 
@@ -354,9 +355,9 @@ def _table4_section(bgt, cards: dict, transfer_examples: int, data: dict) -> str
 
 
 def reproduce(out: str | Path = REPO_ROOT / "reports" / "reproduction.html", recompute: bool = False,
-              transfer_examples: int = 5, show_progress: bool = True,
-              disentangle: tuple[str, ...] | None = None, n_boot: int = 1000,
-              years: Sequence[int] = tuple(STS_DATASETS), static: bool = True) -> Path:
+              transfer_examples: int = 5, show_progress: bool = True, disentangle: tuple[str, ...] | None = None,
+              n_boot: int = 1000, years: Sequence[int] = tuple(STS_DATASETS), static: bool = True,
+              sizes: dict[str, int] | None = None) -> Path:
     """Write the reproduction report (HTML + the numbers as CSV, figures as PNG/PDF where Chromium exists and
     ``static``: drawing them takes a browser and ~20 s).
     ``disentangle``: the pairs of the disentanglement section (default: every pair with both shared models;
@@ -364,10 +365,10 @@ def reproduce(out: str | Path = REPO_ROOT / "reports" / "reproduction.html", rec
     resamples of each paired bootstrap that tests one of the paper's orderings (Table 2, Figure 3). ``years``:
     the STS years those bootstraps, Table 2's random-init row and the disentanglement's STS encode (default all
     five, the paper's STS12–16; each ordering judged against the paper's STS12–16 difference). Encoding them is
-    most of the report's time: STS16 alone (a tenth of the pairs) is a quick look."""
-    start = time.perf_counter()
-    out = Path(out)
-    years = tuple(sorted(set(years)))
+    most of the report's time: STS16 alone (a tenth of the pairs) is a quick look. ``sizes``: of the probes it
+    fits itself (the disentanglement; every view with ``recompute``), by default every probe's (the cards')."""
+    start, out = time.perf_counter(), Path(out)
+    years, sizes = tuple(sorted(set(years))), check_sizes(sizes or default_sizes())
     if not years or not set(years) <= set(STS_DATASETS):
         raise WorkbenchError(f"years: one or more of {', '.join(map(str, STS_DATASETS))}; got {list(years)}")
     names = shipped()
@@ -376,7 +377,7 @@ def reproduce(out: str | Path = REPO_ROOT / "reports" / "reproduction.html", rec
     cards = {name: card(name) for name in names}
     if recompute:
         for name in names:
-            cards[name]["views"] = summarise_views(measure(load(name), show_progress=show_progress))
+            cards[name]["views"] = summarise_views(measure(load(name), sizes=sizes, show_progress=show_progress))
     figures, data = {}, {}
     bgt = load("bgt-en-fr")
     table3, ours = _table3_section(cards, figures, data)
@@ -385,10 +386,9 @@ def reproduce(out: str | Path = REPO_ROOT / "reports" / "reproduction.html", rec
                             if all(f"{m}-{p}" in cards for m in TABLE3_MODELS))
     sections = [_introduction(cards), _table2_section(bgt, cards, data, n_boot, years), table3,
                 _distance_section(ours, cards, figures, data),
-                _disentanglement_section(list(disentangle), figures, data, years) if disentangle else "",
+                _disentanglement_section(list(disentangle), figures, data, years, sizes) if disentangle else "",
                 _figure3_section(cards, data, n_boot, years), _tatoeba_section(cards, data),
-                _figure4_section(cards, data),
-                _table4_section(bgt, cards, transfer_examples, data)]
+                _figure4_section(cards, data), _table4_section(bgt, cards, transfer_examples, data)]
     problems = export_figures(figures, out.parent, stem=out.stem, formats=("png", "pdf") if static else ())
     for name, frame in data.items():
         spreadsheet_safe(frame).to_csv(out.parent / f"{out.stem}-{name}.csv", index=False)
