@@ -231,11 +231,14 @@ def test_the_reproduce_command_passes_its_probing_sizes_and_refuses_bad_ones(tmp
     assert "probing sizes must give train, valid, test as whole numbers" in capsys.readouterr().err
 
 
-def test_reproduce_refuses_years_outside_sts12_16_before_any_work(tmp_path):
+def test_reproduce_refuses_years_outside_sts12_16_or_bad_sizes_before_any_work(tmp_path):
     from workbench.checks import WorkbenchError
     for years in ((), (2011, 2016)):
         with pytest.raises(WorkbenchError, match=r"years: one or more of 2012, 2013, 2014, 2015, 2016; got \["):
             reproduce(tmp_path / "r.html", years=years)
+    for sizes in ({}, {"train": 600, "valid": 200}):  # an empty dict is not "the default"
+        with pytest.raises(WorkbenchError, match="probing sizes must give train, valid, test"):
+            reproduce(tmp_path / "r.html", sizes=sizes)
     assert not list(tmp_path.iterdir())
 
 

@@ -368,7 +368,7 @@ def reproduce(out: str | Path = REPO_ROOT / "reports" / "reproduction.html", rec
     most of the report's time: STS16 alone (a tenth of the pairs) is a quick look. ``sizes``: of the probes it
     fits itself (the disentanglement; every view with ``recompute``), by default every probe's (the cards')."""
     start, out = time.perf_counter(), Path(out)
-    years, sizes = tuple(sorted(set(years))), check_sizes(sizes or default_sizes())
+    years, sizes = tuple(sorted(set(years))), check_sizes(default_sizes() if sizes is None else sizes)
     if not years or not set(years) <= set(STS_DATASETS):
         raise WorkbenchError(f"years: one or more of {', '.join(map(str, STS_DATASETS))}; got {list(years)}")
     names = shipped()
