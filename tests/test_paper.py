@@ -171,7 +171,8 @@ def test_reproduce_writes_the_report(tmp_path):
     path = reproduce(tmp_path / "reproduction.html", transfer_examples=2, show_progress=False, disentangle=("en-fr",),
                      n_boot=200, years=(2016,), static=False, sizes={"train": 600, "valid": 200, "test": 200})
     text = path.read_text()
-    assert "the Tatoeba error does not rise. Probing at 600/200/200." in text
+    assert "the Tatoeba error does not rise. Probing at 600/200/200." in text  # its own probes at those sizes
+    assert "Probing at 6000/1000/1000 sentences (the paper" in text  # the cards' numbers at the cards' sizes
     assert "STS over STS16), beside the paper's difference (on STS12–16)" in text
     for heading in ("Table 2", "Table 3", "Figure 3", "Figure 4", "Table 4", "Language distance", "Tatoeba"):
         assert heading in text

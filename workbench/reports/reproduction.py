@@ -94,7 +94,7 @@ def _introduction(cards: dict) -> str:
             f"preset; {html.escape(bgt['training']['hardware'])}; see each <code>card.md</code>). The paper trained "
             f"on 1M (Figure 3) or full OpenSubtitles (Table 3) pairs with 20k updates of 25k tokens; ours saw "
             f"{bgt['training']['pairs_seen']:,} pairs. Compare patterns, not absolute values. Probing at "
-            f"{CARD_SIZES['train']}/{CARD_SIZES['valid']}/{CARD_SIZES['test']} sentences (the paper: "
+            f"{'/'.join(str(bgt.get('probing_sizes', CARD_SIZES)[k]) for k in ('train', 'valid', 'test'))} sentences (the paper: "
             "100k/10k/10k); TreeDepth/TopConst are dependency-based analogues.</p>"
             + "".join(f"<p>{html.escape(why_shown(name))}</p>" for name in cards if name == f"bgt-{cards[name]['pair']}"))
 
@@ -375,9 +375,9 @@ def reproduce(out: str | Path = REPO_ROOT / "reports" / "reproduction.html", rec
     if "bgt-en-fr" not in names:
         raise WorkbenchError(f"the reproduction needs the shipped bgt-en-fr model; shipped: {', '.join(names) or 'none'}")
     cards = {name: card(name) for name in names}
-    if recompute:
-        for name in names:
-            cards[name]["views"] = summarise_views(measure(load(name), sizes=sizes, show_progress=show_progress))
+    for name in names if recompute else ():  # measured again, at ``sizes``
+        cards[name].update(views=summarise_views(measure(load(name), sizes=sizes, show_progress=show_progress)),
+                           probing_sizes=sizes)
     figures, data = {}, {}
     bgt = load("bgt-en-fr")
     table3, ours = _table3_section(cards, figures, data)
