@@ -89,12 +89,12 @@ def _disentanglement_section(pairs: list[str], figures: dict, data: dict, years:
 
 def _introduction(cards: dict) -> str:
     """What our models are and how far they are from the paper's."""
-    bgt = cards["bgt-en-fr"]
+    bgt, sizes = cards["bgt-en-fr"], cards["bgt-en-fr"].get("probing_sizes", CARD_SIZES)  # recomputed: its own
     return (f"<p>Our models: {len(cards)} shipped in <code>trained/</code> ({html.escape(bgt['preset'] or '')} "
             f"preset; {html.escape(bgt['training']['hardware'])}; see each <code>card.md</code>). The paper trained "
             f"on 1M (Figure 3) or full OpenSubtitles (Table 3) pairs with 20k updates of 25k tokens; ours saw "
             f"{bgt['training']['pairs_seen']:,} pairs. Compare patterns, not absolute values. Probing at "
-            f"{'/'.join(str(bgt.get('probing_sizes', CARD_SIZES)[k]) for k in ('train', 'valid', 'test'))} sentences (the paper: "
+            f"{sizes['train']}/{sizes['valid']}/{sizes['test']} sentences (the paper: "
             "100k/10k/10k); TreeDepth/TopConst are dependency-based analogues.</p>"
             + "".join(f"<p>{html.escape(why_shown(name))}</p>" for name in cards if name == f"bgt-{cards[name]['pair']}"))
 
