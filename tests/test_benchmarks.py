@@ -51,10 +51,10 @@ BUSY = "sum(i * i for i in range(4_000_000))"  # about a third of a CPU second
 
 
 def test_the_cpu_plugin_charges_each_test_its_own_and_its_childrens_cpu(tmp_path):
-    """tools.test_cpu, as `bash scripts/test -p tools.test_cpu --cpu-log DIR` runs it: in two xdist workers, a test
+    """tools.test_cpu, as `bash scripts/test -p tools.test_cpu --cpu-log=DIR` runs it: in two xdist workers, a test
     that computes is charged its own CPU, one that waits for a computing child process that child's, and the run
-    ends with the totals over both workers; an earlier run's records are dropped, and without --cpu-log it says
-    what to give."""
+    ends with the totals over both workers; an earlier run's records are dropped, and without --cpu-log=DIR it
+    says what to give."""
     (tmp_path / "test_busy.py").write_text(
         f"import subprocess, sys\n\ndef test_computes():\n    {BUSY}\n\n\ndef test_waits_for_a_child():\n"
         f"    subprocess.run([sys.executable, '-c', {BUSY!r}], check=True)\n")
@@ -64,7 +64,7 @@ def test_the_cpu_plugin_charges_each_test_its_own_and_its_childrens_cpu(tmp_path
     (log / "gw7.jsonl").write_text('{"test": "stale", "wall": 1, "own": 99, "children": 0}\n')
     pytest_run = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tools.test_cpu"]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    done = subprocess.run([*pytest_run, "-n", "2", "--cpu-log", str(log), "test_busy.py"], cwd=tmp_path, env=env,
+    done = subprocess.run([*pytest_run, "-n", "2", f"--cpu-log={log}", "test_busy.py"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert sorted(p.name for p in log.iterdir()) == ["gw0.jsonl", "gw1.jsonl"]
@@ -76,6 +76,7 @@ def test_the_cpu_plugin_charges_each_test_its_own_and_its_childrens_cpu(tmp_path
     assert waits["children"] > 0.1 and waits["children"] > 2 * waits["own"]
     assert "CPU time (tools.test_cpu)" in done.stdout and "test_busy.py::test_computes" in done.stdout
     assert "stale" not in done.stdout
-    refused = subprocess.run([*pytest_run, "test_busy.py"], cwd=tmp_path, env=env, capture_output=True, text=True,
-                             timeout=120)
-    assert refused.returncode == 4 and "give --cpu-log DIR" in refused.stderr
+    for wrong in ([], ["--cpu-log", str(log)]):  # none, or one pytest would read DIR of as a test path
+        refused = subprocess.run([*pytest_run, *wrong, "test_busy.py"], cwd=tmp_path, env=env, capture_output=True,
+                                 text=True, timeout=120)
+        assert refused.returncode == 4 and "give --cpu-log=DIR" in refused.stderr, refused.stderr

@@ -1,7 +1,7 @@
 """Where the test suite's CPU goes: a pytest plugin that charges each test the CPU time it used, in its own process
 and in the child processes it waited for (the CLI, training and notebook kernels the end-to-end tests start).
 
-    bash scripts/test -p tools.test_cpu --cpu-log DIR
+    bash scripts/test -p tools.test_cpu --cpu-log=DIR
 
 On two cores the suite keeps both busy, so its wall time is its CPU time over the cores: ``--durations`` (wall
 time, stretched by whatever the other worker runs meanwhile) cannot say which test to make cheaper, and the
@@ -51,11 +51,13 @@ _KEY = pytest.StashKey[_Log]()
 
 def pytest_configure(config):
     folder = config.getoption("--cpu-log")
-    if folder is None:
-        raise pytest.UsageError("tools.test_cpu: give --cpu-log DIR (the folder each process writes its records to)")
-    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if folder is None or "--cpu-log" in config.invocation_params.args:
+        raise pytest.UsageError("tools.test_cpu: give --cpu-log=DIR, the folder each process writes its records to "
+                                "(with '=': pytest takes a DIR after a space for a test path before it knows the "
+                                "option)")
+    worker = getattr(config, "workerinput", {}).get("workerid")  # an xdist worker's; None in the run's own process
     log = config.stash[_KEY] = _Log(Path(folder), worker or "main")
-    if worker is None:  # the process that starts the run: an earlier run's records are not this one's
+    if worker is None:  # an earlier run's records are not this one's
         log.folder.mkdir(parents=True, exist_ok=True)
         for old in log.folder.glob("*.jsonl"):
             old.unlink()
