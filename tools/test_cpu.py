@@ -4,10 +4,11 @@ and in the child processes it waited for (the CLI, training and notebook kernels
     bash scripts/test -p tools.test_cpu --cpu-log=DIR
 
 On two cores the suite keeps both busy, so its wall time is its CPU time over the cores: ``--durations`` (wall
-time, stretched by whatever the other worker runs meanwhile) cannot say which test to make cheaper, and the
-CPU of child processes appears in no test's own process. Each process (each pytest-xdist worker) appends a JSON
-line per test to ``DIR/<worker>.jsonl`` (nodeid, wall, own and children's CPU seconds) and one for its start-up and
-collection; the process that started the run prints the totals and the tests that cost the most CPU."""
+time, stretched by whatever the other worker runs meanwhile) cannot say which test to make cheaper, nor does a
+process's own CPU time hold what its children spent. Each process that runs tests (each pytest-xdist worker, or
+the one process without them) appends a JSON line per test to ``DIR/<worker>.jsonl`` (nodeid, wall, own and
+children's CPU seconds) and one for its start-up and collection; the run's own process prints the totals and the
+tests that cost the most CPU (the xdist controller's own second or so is in neither)."""
 from __future__ import annotations
 
 import json
