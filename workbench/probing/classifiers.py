@@ -15,6 +15,7 @@ tenth of the training data is held out to choose them (none when the grid has on
 """
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 
 import numpy as np
@@ -121,17 +122,34 @@ class LogisticProbe(_TorchProbe):
 
     def _lbfgs(self, model, X, target, l2: float) -> int:
         """L-BFGS on the loss at ``l2`` from the model's current weights; returns the iterations it took."""
-        optimiser = torch.optim.LBFGS(model.parameters(), lr=1.0, max_iter=self.max_iter, history_size=10,
-                                      tolerance_grad=1e-6, tolerance_change=1e-9, line_search_fn="strong_wolfe")
+        optimiser = _uncompiled(torch.optim.LBFGS, model.parameters(), lr=1.0, max_iter=self.max_iter,
+                                history_size=10, tolerance_grad=1e-6, tolerance_change=1e-9,
+                                line_search_fn="strong_wolfe")
 
         def closure():
-            optimiser.zero_grad()
+            model.zero_grad()  # the module's: the optimizer's own would import the compiler too
             loss = torch.nn.functional.cross_entropy(model(X), target) + 0.5 * l2 * model.weight.pow(2).sum()
             loss.backward()
             return loss
 
         optimiser.step(closure)
         return int(optimiser.state[model.weight]["n_iter"])
+
+
+def _uncompiled(optimizer, params, **options) -> torch.optim.Optimizer:
+    """``optimizer(params, **options)`` without importing torch's compiler: an optimizer's constructor imports
+    torch._dynamo (about a second of every process that probes) only to mark ``add_param_group`` as never traced,
+    a mark that matters only inside ``torch.compile``, where no probe runs. The mark is the function itself for
+    the construction (torch reads it from there), and taken away after."""
+    add = getattr(torch.optim.Optimizer.add_param_group, "__wrapped__", None)
+    if add is None or "torch._dynamo" in sys.modules:  # another torch, or the compiler is here already
+        return optimizer(params, **options)
+    setattr(add, "__dynamo_disable", add)
+    try:
+        return optimizer(params, **options)
+    finally:
+        if getattr(add, "__dynamo_disable", None) is add:  # not the compiler's own, set meanwhile
+            delattr(add, "__dynamo_disable")
 
 
 MLP_GRID = {"hidden": (50,), "dropout": (0.0, 0.1, 0.2), "l2": (1e-5, 1e-3)}  # SentEval's probing MLP
