@@ -53,11 +53,12 @@ BUSY = "sum(i * i for i in range(4_000_000))"  # about a third of a CPU second
 def test_the_cpu_plugin_charges_each_test_its_own_and_its_childrens_cpu(tmp_path):
     """tools.test_cpu, as `bash scripts/test -p tools.test_cpu --cpu-log=DIR` runs it: in two xdist workers, a test
     that computes is charged its own CPU, one that waits for a computing child process that child's, and the run
-    ends with the totals over both workers; an earlier run's records are dropped, and without --cpu-log=DIR it
-    says what to give."""
+    ends with the totals over both workers and the test that waited without computing (a sleep) first among those
+    that left a core idle; an earlier run's records are dropped, and without --cpu-log=DIR it says what to give."""
     (tmp_path / "test_busy.py").write_text(
-        f"import subprocess, sys\n\ndef test_computes():\n    {BUSY}\n\n\ndef test_waits_for_a_child():\n"
-        f"    subprocess.run([sys.executable, '-c', {BUSY!r}], check=True)\n")
+        f"import subprocess, sys, time\n\ndef test_computes():\n    {BUSY}\n\n\ndef test_waits_for_a_child():\n"
+        f"    subprocess.run([sys.executable, '-c', {BUSY!r}], check=True)\n\n\ndef test_sleeps():\n"
+        "    time.sleep(1)\n")
     (tmp_path / "pytest.ini").write_text("[pytest]\n")  # not the repository's settings
     log = tmp_path / "cpu"
     log.mkdir()
@@ -70,12 +71,15 @@ def test_the_cpu_plugin_charges_each_test_its_own_and_its_childrens_cpu(tmp_path
     assert sorted(p.name for p in log.iterdir()) == ["gw0.jsonl", "gw1.jsonl"]
     records = {r["test"]: r for path in log.iterdir() for r in map(json.loads, path.read_text().splitlines())}
     assert set(records) == {"<start-up and collection: gw0>", "<start-up and collection: gw1>",
-                            "test_busy.py::test_computes", "test_busy.py::test_waits_for_a_child"}
+                            "test_busy.py::test_computes", "test_busy.py::test_waits_for_a_child",
+                            "test_busy.py::test_sleeps"}
     computes, waits = records["test_busy.py::test_computes"], records["test_busy.py::test_waits_for_a_child"]
     assert computes["own"] > 0.1 and computes["children"] == 0
     assert waits["children"] > 0.1 and waits["children"] > 2 * waits["own"]
     assert "CPU time (tools.test_cpu)" in done.stdout and "test_busy.py::test_computes" in done.stdout
     assert "stale" not in done.stdout
+    waited = done.stdout.split("the tests that waited longest:\n")[1].splitlines()
+    assert waited[0].endswith("test_busy.py::test_sleeps") and 0.9 < float(waited[0].split()[0]) < 2
     for wrong in ([], ["--cpu-log", str(log)]):  # none, or one pytest would read DIR of as a test path
         refused = subprocess.run([*pytest_run, *wrong, "test_busy.py"], cwd=tmp_path, env=env, capture_output=True,
                                  text=True, timeout=120)

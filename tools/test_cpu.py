@@ -7,8 +7,9 @@ On two cores the suite keeps both busy, so its wall time is its CPU time over th
 time, stretched by whatever the other worker runs meanwhile) cannot say which test to make cheaper, nor does a
 process's own CPU time hold what its children spent. Each process that runs tests (each pytest-xdist worker, or
 the one process without them) appends a JSON line per test to ``DIR/<worker>.jsonl`` (nodeid, wall, own and
-children's CPU seconds) and one for its start-up and collection; the run's own process prints the totals and the
-tests that cost the most CPU (the xdist controller's own second or so is in neither)."""
+children's CPU seconds) and one for its start-up and collection; the run's own process prints the totals, the
+tests that cost the most CPU (the xdist controller's own second or so is in neither) and those whose wall time most
+exceeded their CPU time (a core the suite paid for and left idle)."""
 from __future__ import annotations
 
 import json
@@ -19,6 +20,7 @@ from pathlib import Path
 import pytest
 
 TOP = 15  # tests listed at the end
+WAITED = 5  # and the tests that waited longest
 _STARTED = time.time()  # this module is imported as pytest starts, before the conftest and the test modules
 
 
@@ -91,3 +93,9 @@ def pytest_terminal_summary(terminalreporter, config):
         f"for; on {cores} cores no less than {(own + children) / cores:.0f} s of wall time")
     for r in sorted(records, key=lambda r: -(r["own"] + r["children"]))[:TOP]:
         terminalreporter.write_line(f"{r['own'] + r['children']:8.1f} s  {r['test']}")
+    idle = {r["test"]: r["wall"] - r["own"] - r["children"] for r in records}  # waiting: a lock, a child's start
+    terminalreporter.write_line(f"{sum(idle.values()):.0f} s of the tests' wall time went to no CPU of theirs "
+                                "(a lock another worker held, a kernel or browser starting, a child not waited for); "
+                                "the tests that waited longest:")
+    for test, seconds in sorted(idle.items(), key=lambda kv: -kv[1])[:WAITED]:
+        terminalreporter.write_line(f"{seconds:8.1f} s  {test}")
