@@ -16,6 +16,7 @@ tenth of the training data is held out to choose them (none when the grid has on
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Sequence
 
 import numpy as np
@@ -136,6 +137,9 @@ class LogisticProbe(_TorchProbe):
         return int(optimiser.state[model.weight]["n_iter"])
 
 
+_MARKING = threading.Lock()  # probes fit in threads (the demo, layer sweeps): one construction marks at a time
+
+
 def _uncompiled(optimizer, params, **options) -> torch.optim.Optimizer:
     """``optimizer(params, **options)`` without importing torch's compiler: an optimizer's constructor imports
     torch._dynamo (about a second of every process that probes) only to mark ``add_param_group`` as never traced,
@@ -144,12 +148,13 @@ def _uncompiled(optimizer, params, **options) -> torch.optim.Optimizer:
     add = getattr(torch.optim.Optimizer.add_param_group, "__wrapped__", None)
     if add is None or "torch._dynamo" in sys.modules:  # another torch, or the compiler is here already
         return optimizer(params, **options)
-    setattr(add, "__dynamo_disable", add)
-    try:
-        return optimizer(params, **options)
-    finally:
-        if getattr(add, "__dynamo_disable", None) is add:  # not the compiler's own, set meanwhile
-            delattr(add, "__dynamo_disable")
+    with _MARKING:
+        setattr(add, "__dynamo_disable", add)
+        try:
+            return optimizer(params, **options)
+        finally:
+            if getattr(add, "__dynamo_disable", None) is add:  # not the compiler's own, set meanwhile
+                delattr(add, "__dynamo_disable")
 
 
 MLP_GRID = {"hidden": (50,), "dropout": (0.0, 0.1, 0.2), "l2": (1e-5, 1e-3)}  # SentEval's probing MLP
