@@ -52,7 +52,8 @@ def test_a_logistic_probe_leaves_the_compiler_unimported_and_fits_as_it_does_bes
             "add = torch.optim.Optimizer.add_param_group.__wrapped__\n"
             "for _ in 'alone', 'beside the compiler':\n"
             "    p = LogisticProbe(l2_grid=(1e-2, 1e-4)).fit(X, y).predict_proba(X)\n"
-            "    print('torch._dynamo' in sys.modules, getattr(add, '__dynamo_disable', None) is add, p.tobytes().hex())\n"
+            "    marked = getattr(add, '__dynamo_disable', None) is add\n"
+            "    print('torch._dynamo' in sys.modules, marked, p.tobytes().hex())\n"
             "    import torch._dynamo")
     alone, beside = (line.split() for line in subprocess.run([sys.executable, "-c", code], capture_output=True,
                                                              text=True, check=True).stdout.splitlines())
