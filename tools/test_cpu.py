@@ -81,7 +81,8 @@ def pytest_runtest_protocol(item, nextitem):
 
 
 def pytest_terminal_summary(terminalreporter, config):
-    """The totals over every process's records, and the tests that cost the most CPU."""
+    """The totals over every process's records, the tests that cost the most CPU, and those that waited longest
+    (start-up and collection apart: a worker's start is not a test waiting)."""
     records = config.stash[_KEY].records()
     if not records:
         return
@@ -93,7 +94,8 @@ def pytest_terminal_summary(terminalreporter, config):
         f"for; on {cores} cores no less than {(own + children) / cores:.0f} s of wall time")
     for r in sorted(records, key=lambda r: -(r["own"] + r["children"]))[:TOP]:
         terminalreporter.write_line(f"{r['own'] + r['children']:8.1f} s  {r['test']}")
-    idle = {r["test"]: r["wall"] - r["own"] - r["children"] for r in records}  # waiting: a lock, a child's start
+    idle = {r["test"]: r["wall"] - r["own"] - r["children"] for r in records  # waiting: a lock, a child's start
+            if not r["test"].startswith("<start-up")}
     terminalreporter.write_line(f"{sum(idle.values()):.0f} s of the tests' wall time went to no CPU of theirs "
                                 "(a lock another worker held, a kernel or browser starting, a child not waited for); "
                                 "the tests that waited longest:")
