@@ -108,8 +108,6 @@ def report_command(args) -> None:
     print(f"report: {path.resolve()}")
 
 
-
-
 def results_command(args) -> None:
     table = cached_probes(task=args.task, encoder=args.encoder, layer=args.layer)
     if table.empty:

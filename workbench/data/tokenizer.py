@@ -149,7 +149,6 @@ def train_sentencepiece(sentences: Iterable[str], out_dir: str | Path, vocab_siz
     return Tokenizer(out_dir / "spm.model")
 
 
-
 @lru_cache(maxsize=8)
 def pair_tokenizer(pair: str, vocab_size: int = 8000, split: SplitConfig = SplitConfig(),
                    language_tags: bool = False, max_pairs: int | None = None) -> Tokenizer:

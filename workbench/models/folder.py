@@ -274,8 +274,6 @@ def shipped(root: str | Path | None = None) -> list[str]:
     return sorted(p.name for p in root.iterdir() if (p / "card.json").is_file())
 
 
-
-
 def migrate(path_or_name: str | Path) -> list[Path]:
     """Check each older-format model or checkpoint folder under ``path_or_name`` (a folder, a run directory's
     checkpoints and best/, or a name in ``trained/``) as written — its seal and every file's sha256 — and write its

@@ -44,7 +44,6 @@ class ErasedEncoder(NamedEncoder):
         return self.eraser(torch.from_numpy(np.asarray(x, dtype=np.float64))).float().numpy()
 
 
-
 def erase(encoder: Encoder, task, sizes: dict[str, int] | str | None = None, seed: int = 0) -> ErasedEncoder:
     """``encoder`` with the concept of probing task ``task`` (a name, or an own task as :func:`probe` takes)
     linearly erased (LEACE fitted on the task's train split at ``sizes``, as for :func:`.probe.probe`)."""

@@ -115,7 +115,6 @@ def bigram_shift(sentences: Sequence[str], language: str, seed: int = 0) -> list
     return out
 
 
-
 @builder
 def language_identity(pairs: Sequence[tuple[str, str]], language: str, seed: int = 0) -> list[Candidate]:
     """LanguageID (a pair's task, ``language = "en-xx"``): each held-out translation pair gives *one* of its two
