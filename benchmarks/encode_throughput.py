@@ -47,7 +47,8 @@ from workbench.data import moses
 from workbench.data.tokenizer import preprocess_many
 from workbench.encoders import named_encoder, NAMED_ENCODERS
 from workbench.checks import WorkbenchError
-from workbench.models.folder import load, shipped
+from workbench.models.folder import load
+from workbench.models.pins import shipped
 
 DEFAULT_MODELS = ("sp-en-fr", "bilstm-en-fr", "wmf-en-fr", "nmt-all", "bgt-en-fr")
 

@@ -188,10 +188,9 @@ def test_a_registered_pair_joins_the_language_tables_by_its_bgt_named_for_the_pa
     and models of another pair under that name stay out, and so does one whose corpus is not registered here (its
     vocabulary overlap reads it). The shipped en–ar card stands in for an own en–arb model's (measuring one takes
     minutes)."""
-    from workbench.models.folder import shipped
+    from workbench.models.pins import card, shipped
     from workbench.probing.pair_tasks import add_pair
     from workbench.reports.paper import language_gaps, our_table3, pair_languages, table3_cells, training_budgets
-    from workbench.zoo.cards import card
     cards = {name: card(name) for name in shipped()}
     assert pair_languages(cards) == ["fr", "es", "ar", "tr", "ja"]  # no bgt-en-fr-warm, bgt-en-ar-lang16, ...
     own = {**cards["bgt-en-ar"], "name": "bgt-en-arb", "pair": "en-arb"}

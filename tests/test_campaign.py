@@ -17,7 +17,7 @@ from safetensors.torch import load_file, save_file
 from conftest import made_once
 from tools import bundle as bundle_module
 from tools import campaign, campaign_jobs, carry
-from workbench.zoo.cards import card
+from workbench.models.pins import card
 from workbench.checks import WorkbenchError
 from workbench.models.folder import load
 from workbench.zoo.packaging import export_shards, import_shards

@@ -29,7 +29,7 @@ def test_demo_end_to_end_on_reduced_sizes(tmp_path):
     assert set(sts.task) == {"STS16"} and len(sts) == 3
     assert (tmp_path / "demo" / "results.csv").is_file()
     # the style-transfer lines: the card's evaluation beside held-out examples
-    from workbench.zoo.cards import card
+    from workbench.models.pins import card
     closer = next(v for m, v in card("bgt-en-fr")["style_transfer"].items() if m.startswith("closer_to_source"))
     assert "Style transfer with bgt-en-fr" in html and f"in {closer[0]}% of pairs" in html
     assert html.count("<tr><td>") >= 3
@@ -88,17 +88,17 @@ def test_help_lists_every_subcommand(capsys):
         assert command in out
 
 
-def test_help_argument_errors_and_the_task_list_answer_without_torch_scikit_learn_or_the_models():
+def test_help_argument_errors_and_the_lists_answer_without_torch_scikit_learn_or_the_models():
     """Only the command given is built, and its work is imported when it runs (#78): --help, a bad choice and a
-    missing argument import neither torch nor scikit-learn, and neither does ``probes list`` (the task cards
-    alone); ``train`` lists the model kinds and presets by the names the registry is checked against."""
+    missing argument import neither torch nor scikit-learn, and neither do ``probes list`` and ``models list``
+    (the cards alone); ``train`` lists the model kinds and presets by the names the registry is checked against."""
     from workbench.cli.commands import COMMANDS
     code = ("import sys; from workbench.cli import main\n"
             "try: code = main(sys.argv[1:])\n"
             "except SystemExit as exit_: code = exit_.code\n"
             "print('torch' in sys.modules or 'sklearn' in sys.modules, code)")
     lines = [[], ["--help"], ["probe", "--classifier", "nope"], ["encode"], ["train", "--model", "nope"],
-             ["probes", "list"], *[[command.name, "--help"] for command in COMMANDS]]
+             ["probes", "list"], ["models", "list"], *[[command.name, "--help"] for command in COMMANDS]]
     for argv in lines:
         out = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, check=True).stdout
         loaded, status = out.split()[-2:]  # after the help text

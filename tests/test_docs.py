@@ -146,7 +146,7 @@ def test_recorded_control_types_are_the_uninformative_rules_count_and_refused_on
 
 
 def test_a_card_number_in_prose_is_the_cards_and_a_wrong_key_names_what_is_there(tmp_path):
-    from workbench.zoo.cards import card
+    from workbench.models.pins import card
     doc = tmp_path / "doc.md"
     doc.write_text("<!-- fact: card bgt-en-fr views.semantic.sts.STS12-16 -->0<!-- /fact --> after "
                    "<!-- fact: card bgt-en-fr training.updates -->0<!-- /fact --> updates")
@@ -162,7 +162,7 @@ def test_a_card_number_in_prose_is_the_cards_and_a_wrong_key_names_what_is_there
 def test_a_cards_item_and_a_curves_point_in_prose_are_the_shipped_ones(tmp_path):
     import pandas as pd
     from workbench.models.folder import model_path
-    from workbench.zoo.cards import card
+    from workbench.models.pins import card
     doc = tmp_path / "doc.md"
     doc.write_text("<!-- fact: card bgt-en-fr style_transfer.form_follows_style.0 -->0<!-- /fact -->, "
                    "<!-- fact: card nmt-all views.semantic.tatoeba.fr.xx->en -->0<!-- /fact -->, "
@@ -181,7 +181,7 @@ def test_a_cards_item_and_a_curves_point_in_prose_are_the_shipped_ones(tmp_path)
 
 def test_the_tatoeba_table_gives_each_pairs_models_one_row_from_their_cards():
     from tools import docfacts
-    from workbench.zoo.cards import card
+    from workbench.models.pins import card
     rows = {row.split(" |")[0]: row for row in docfacts._tatoeba_table().splitlines() if row.startswith("| `")}
     ar = card("bgt-en-ar")["views"]["semantic"]["tatoeba"]["ar"]
     assert f"{ar['xx->en']:.1f} / {ar['en->xx']:.1f}" in rows["| `bgt-en-XX` (each pair's own model)"]

@@ -132,7 +132,8 @@ def test_workbench_transfer_eval_scores_a_pairs_file_and_writes_the_summary_and_
 
 def test_a_cards_style_transfer_section_can_be_measured_again_and_the_card_stays_sealed(tmp_path):
     import shutil
-    from workbench.zoo.cards import card, remeasure_transfer
+    from workbench.zoo.cards import remeasure_transfer
+    from workbench.models.pins import card
     from workbench.paths import trained_dir
     for name in ("bgt-en-fr", "sp-en-fr"):
         shutil.copytree(trained_dir() / name, tmp_path / name)

@@ -9,11 +9,11 @@ import pandas as pd
 import pytest
 from safetensors.torch import load_file, save_file
 
-from workbench.zoo.cards import card
 from workbench.cli import main
 from workbench.data import sha256_of
 from workbench.checks import WorkbenchError
-from workbench.models.folder import DIGESTED, load, migrate, model_path, shipped
+from workbench.models.folder import DIGESTED, load, migrate, model_path
+from workbench.models.pins import card, shipped
 from workbench.paths import FORMAT, config_digest, sealed_config, trained_dir
 from workbench.training.recipes import TrainConfig
 from workbench.training.trainer import Trainer

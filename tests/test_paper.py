@@ -15,9 +15,8 @@ from workbench.reports.paper import (
     unequal_budgets,
     vocabulary_overlap,
 )
-from workbench.zoo.cards import card
+from workbench.models.pins import card, shipped
 from workbench.reports.reproduction import reproduce
-from workbench.models.folder import shipped
 
 
 def test_paper_tables_carry_the_spec_numbers():

@@ -9,12 +9,11 @@ import workbench as wb
 from conftest import own_home, registered_pivot
 from workbench import cli
 from workbench.models.kinds import KINDS
-from workbench.zoo.cards import card
+from workbench.models.pins import card, shipped
 from workbench.cache import cached
 from workbench.data.sts import STS_DATASETS
 from workbench.evaluation import evaluate_tatoeba
 from workbench.evaluation.sts import evaluate_sts, years_task
-from workbench.models.folder import shipped
 from workbench.paths import trained_dir
 from workbench.zoo.packaging import WITH_DECODERS
 

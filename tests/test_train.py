@@ -489,8 +489,7 @@ def test_cli_probes_a_view_of_a_trained_model(tiny_run, capsys):
 def test_export_writes_an_fp16_encoder_only_model_whose_card_matches(tiny_run, tmp_path):
     from safetensors import safe_open
 
-    from workbench.zoo.cards import card
-    from workbench.models.folder import shipped
+    from workbench.models.pins import card, shipped
     from workbench.zoo.packaging import export
     _, run_dir = tiny_run
     folder = export(run_dir, name="bgt-tiny", root=tmp_path, sizes={"train": 600, "valid": 200, "test": 200},

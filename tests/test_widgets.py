@@ -147,7 +147,8 @@ def test_a_comparison_report_opens_with_the_table3_layout(results):
 def test_each_pairs_plain_bgt_shows_both_halves_best_of_the_shipped_bgts_with_decoders():
     """What reads ``bgt-en-XX`` (the demo, the notebooks, the reproduction) shows the pair's best model, and says why."""
     from workbench.reports import why_shown
-    from workbench.zoo.cards import card, halves_rank, with_decoders
+    from workbench.zoo.cards import halves_rank, with_decoders
+    from workbench.models.pins import card
     for name in with_decoders():
         info = card(name)
         plain = card(f"bgt-{info['pair']}")

@@ -20,13 +20,13 @@ from workbench.checks import WorkbenchError
 from workbench.data.corpora import probe_pool, split_summary
 from workbench.data.languages import LANGUAGES, PAIRS
 from workbench.data.sts import load_sts_hard
-from workbench.models.folder import shipped
+from workbench.models.pins import card, shipped
 from workbench.models.runlog import learning_curve
 from workbench.paths import REPO_ROOT, atomic_write, trained_dir
 from workbench.probing.parse import SHIPPED as PARSES
 from workbench.probing.tasks import get_task, task_names
 from workbench.reports.paper import our_table3, table3_cells
-from workbench.zoo.cards import card, summary_markdown
+from workbench.zoo.catalog import summary_markdown
 from tools.bundle import PART_BYTES
 from tools.measured_facts import (built, control_types, figure3, minilm_layers, pair_contrasts, text_baseline,
                                   text_baselines)

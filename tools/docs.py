@@ -11,7 +11,7 @@ from pathlib import Path
 from workbench.checks import WorkbenchError
 from workbench.paths import REPO_ROOT
 from workbench.reports.figures import halves_figure
-from workbench.zoo.cards import card
+from workbench.models.pins import card
 from tools.docfacts import FACTS, documents, refresh
 from tools.measurements import MEASURES
 

@@ -8,13 +8,13 @@ from collections import Counter
 import pandas as pd
 
 from workbench.checks import WorkbenchError
-from workbench.models.folder import shipped
+from workbench.models.pins import card, shipped
 from workbench.probing.build import build_task, shipped_manifest
 from workbench.probing.control import FEW_TYPES
 from workbench.probing.layers import layer_profile
 from workbench.probing.tasks import get_task
 from workbench.reports.paper import FIGURE3_MODELS, GPU_FIGURE3_MODELS
-from workbench.zoo.cards import CARD_SIZES, card
+from workbench.zoo.cards import CARD_SIZES
 from tools.measurements import MEASUREMENTS, measured
 
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from datetime import date
 
 from workbench.checks import WorkbenchError
-from workbench.models.folder import shipped
+from workbench.models.pins import card, shipped
 from workbench.models.huggingface import minilm
 from workbench.paths import REPO_ROOT, atomic_write, read_json
 from workbench.probing.baselines import text_baselines
@@ -18,7 +18,7 @@ from workbench.probing.build import build_task
 from workbench.probing.control import effective_types, training_word_counts
 from workbench.probing.layers import probe_layers
 from workbench.probing.tasks import task_names
-from workbench.zoo.cards import CARD_SIZES, card
+from workbench.zoo.cards import CARD_SIZES
 from workbench.reports.paper import FIGURE3_MODELS, GPU_FIGURE3_MODELS, figure3_differences, figure3_orderings, pair_contrasts
 
 MEASUREMENTS = REPO_ROOT / "docs" / "measurements.json"

@@ -47,7 +47,7 @@ _PUBLIC = {
     "load": ".models.folder",
     "learning_curve": ".models.runlog",
     "cached": ".cache",
-    "shipped": ".models.folder",
+    "shipped": ".models.pins",
     "transfer": ".style_transfer.generation",
     "transfer_scores": ".style_transfer.evaluation",
     "hf_encoder": ".models.huggingface",
@@ -68,7 +68,7 @@ _PUBLIC = {
     "GUIDANCE": ".style_transfer.generation",
     "PAPER_DECODING": ".style_transfer.generation",
     "without_punctuation": ".style_transfer.generation",
-    "card": ".zoo.cards",
+    "card": ".models.pins",
     "with_decoders": ".zoo.cards",
     "CARD_SIZES": ".zoo.cards",
 }

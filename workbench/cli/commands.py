@@ -203,7 +203,7 @@ def _models_arguments(p: argparse.ArgumentParser) -> None:
 
 MODELS_COMMAND = Command(
     "models", "list the shipped models, export a training run into trained/, or retrain them",
-    _models_arguments, "models:models_command")
+    _models_arguments, "models:models_command", actions={"list": "listing:models_list"})
 
 
 def _curve_arguments(p: argparse.ArgumentParser) -> None:

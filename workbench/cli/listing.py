@@ -1,10 +1,12 @@
-"""What ``probes list`` prints: read from the task cards alone, so that it answers in about half a second instead of
-waiting for the torch and model stack the command's other actions import (3 s on 2 cores)."""
+"""What ``probes list`` and ``models list`` print: read from the task cards and the models' cards alone, so that
+each answers in about half a second instead of waiting for the torch and model stack their commands' other actions
+import (3 s on 2 cores)."""
 from __future__ import annotations
 
 import pandas as pd
 
 from ..probing.tasks import get_task, task_names
+from ..zoo.catalog import model_rows, summary_markdown
 
 
 def probes_list(args) -> None:
@@ -14,3 +16,11 @@ def probes_list(args) -> None:
                          "analogue": c.analogue} for c in cards]).to_string(index=False, max_colwidth=60))
     for why in sorted({c.unavailable for c in cards if c.unavailable}):
         print(f"not available: {', '.join(c.name for c in cards if c.unavailable == why)} — {why}")
+
+
+def models_list(args) -> None:
+    if args.markdown:
+        print(summary_markdown())
+        return
+    rows = model_rows()
+    print(rows.to_string(index=False) if len(rows) else "no shipped models in trained/")

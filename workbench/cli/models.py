@@ -8,13 +8,13 @@ from pathlib import Path
 import pandas as pd
 
 from ..checks import WorkbenchError
-from ..models.folder import migrate, shipped
+from ..models.folder import migrate
+from ..models.pins import shipped
 from ..models.runlog import DEV_METRICS, learning_curve
 from ..paths import trained_dir
 from ..progress import progress_bar
 from ..reports.pages import curve_report
-from ..zoo.cards import (card, halves_won, remeasure_halves, remeasure_languages, remeasure_transfer, rename,
-                         summary_markdown)
+from ..zoo.cards import halves_won, remeasure_halves, remeasure_languages, remeasure_transfer, rename
 from ..zoo.packaging import export, import_shards, retrain, retrain_plan
 
 
@@ -36,6 +36,7 @@ def _remeasure(names: list[str], section: str) -> None:
 
 
 def models_command(args) -> None:
+    """Every ``models`` action but ``list`` (:mod:`.listing`)."""
     if args.action == "retrain":
         if Path(args.runs).exists() and not Path(args.runs).is_dir():
             raise WorkbenchError(f"--runs {args.runs} is a file; give the folder the runs go to (runs/shipped)")
@@ -63,20 +64,6 @@ def models_command(args) -> None:
                        force=args.force)
                 if args.action == "export" else import_shards(args.package, name=args.name, force=args.force))
         print(f"shipped: {path.resolve()}\ncard: {(path / 'card.md').resolve()}")
-        return
-    if args.markdown:
-        print(summary_markdown())
-        return
-    rows = []
-    for name in shipped():
-        info = card(name)
-        sem = info["views"].get("semantic", {})
-        tatoeba = [v for errors in sem.get("tatoeba", {}).values() for v in errors.values()]
-        rows.append({"name": name, "model": info["model"], "pair": info["pair"], "MB": info["megabytes"],
-                     "updates": info["training"]["updates"], "STS12-16": sem.get("sts", {}).get("STS12-16"),
-                     "Hard STS": sem.get("hard_sts", {}).get("avg"),
-                     "Tatoeba err %": sum(tatoeba) / len(tatoeba) if tatoeba else None, "decoders": info["decoders"]})
-    print(pd.DataFrame(rows).to_string(index=False) if rows else "no shipped models in trained/")
 
 
 def curve_command(args) -> None:

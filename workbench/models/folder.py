@@ -34,7 +34,7 @@ from ..data import sha256_of
 from ..data.tokenizer import Tokenizer
 from ..paths import CONFIG_SEAL, FORMAT, atomic_write, config_digest, current_format, sealed_config, trained_dir
 from .kinds import build_model, fitted
-from .pins import check_pinned, is_pinned, pin, remember_verified
+from .pins import NONE_SHIPPED, check_pinned, is_pinned, pin, remember_verified, shipped
 
 log = logging.getLogger(__name__)
 
@@ -189,11 +189,11 @@ class ModelFolder:
     def __init__(self, path_or_name: str | Path, trust_unverified: bool = False):
         if not isinstance(path_or_name, Path) and not str(path_or_name).strip():
             raise WorkbenchError(f"an empty model name ({path_or_name!r}): give a run directory, a checkpoint "
-                                 f"folder, or a name in {trained_dir()} ({', '.join(shipped()) or _NONE_SHIPPED})")
+                                 f"folder, or a name in {trained_dir()} ({', '.join(shipped()) or NONE_SHIPPED})")
         path = model_path(path_or_name)
         if not path.exists():
             raise WorkbenchError(f"no model at {path_or_name!r}: give a run directory, a checkpoint folder, or a "
-                                 f"name in {trained_dir()} ({', '.join(shipped()) or _NONE_SHIPPED})")
+                                 f"name in {trained_dir()} ({', '.join(shipped()) or NONE_SHIPPED})")
         self.path = path if (path / "config.json").is_file() else latest_checkpoint(path)
         self.name = folder_name(path)
         self._bytes: dict[str, bytes] = {}
@@ -258,20 +258,6 @@ def load(path_or_name: str | Path, device: str | torch.device = "cpu", trust_unv
     ``trust_unverified``."""
     as_path(path_or_name, "the model to load (a shipped name or a folder)")  # of a type a path can be
     return ModelFolder(path_or_name, trust_unverified).model(device)
-
-
-_NONE_SHIPPED = ("none there: outside a checkout, set WORKBENCH_MODELS to a folder of models, such as the "
-                 "repository's trained/")
-
-
-def shipped(root: str | Path | None = None) -> list[str]:
-    """Names of the models in ``trained/`` (folders with a ``card.json``); none, with a warning that says where
-    they were looked for and how to point there, when that folder does not exist."""
-    root = Path(root) if root else trained_dir()
-    if not root.is_dir():
-        log.warning("no shipped models: %s is not a folder (%s)", root, _NONE_SHIPPED)
-        return []
-    return sorted(p.name for p in root.iterdir() if (p / "card.json").is_file())
 
 
 def migrate(path_or_name: str | Path) -> list[Path]:

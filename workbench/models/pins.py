@@ -1,4 +1,5 @@
-"""The shipped models' identities, pinned in one committed file: ``trained/pins.json`` maps each model's name to
+"""The shipped models: which there are (:func:`shipped`), their cards (:func:`card`, checked against their
+config) and their identities, pinned in one committed file: ``trained/pins.json`` maps each model's name to
 the sha256 of its ``config.json``, which records the sha256 of every other file of the folder and is sealed; and,
 for every other folder, what it was when this home first verified it (trust on first use, as SSH's known hosts).
 
@@ -19,6 +20,8 @@ from ..data import sha256_of
 from ..paths import atomic_write, home_dir, read_json, trained_dir
 
 PINS = "pins.json"
+NONE_SHIPPED = ("none there: outside a checkout, set WORKBENCH_MODELS to a folder of models, such as the "
+                "repository's trained/")
 KNOWN = "known_folders.json"  # under the workbench home: folder path -> its config.json sha256 when first verified
 log = logging.getLogger(__name__)
 
@@ -92,3 +95,27 @@ def remember_verified(folder: Path, digest: str) -> None:
         atomic_write(path, json.dumps(known, indent=1))
     except OSError:  # a read-only home: nothing remembered, nothing refused
         pass
+
+
+def shipped(root: str | Path | None = None) -> list[str]:
+    """Names of the models in ``trained/`` (folders with a ``card.json``); none, with a warning that says where
+    they were looked for and how to point there, when that folder does not exist."""
+    root = Path(root) if root else trained_dir()
+    if not root.is_dir():
+        log.warning("no shipped models: %s is not a folder (%s)", root, NONE_SHIPPED)
+        return []
+    return sorted(p.name for p in root.iterdir() if (p / "card.json").is_file())
+
+
+def card(name: str, root: str | Path | None = None) -> dict:
+    """The ``card.json`` of a shipped model, once its sha256 matches the one its ``config.json`` records (a card
+    is measured from the weights when the model is exported; an edited card is refused, not shown)."""
+    folder = (Path(root) if root else trained_dir()) / name
+    path = folder / "card.json"
+    if not path.is_file():
+        raise WorkbenchError(f"no shipped model {name!r}; shipped: {', '.join(shipped(root)) or 'none'}")
+    recorded = read_json(folder / "config.json").get("files_sha256", {}).get("card.json")
+    if recorded != sha256_of(path):
+        raise WorkbenchError(f"{path} does not match the sha256 recorded in {folder / 'config.json'} (edited or "
+                             f"replaced); restore it (git checkout), or measure it again with workbench.zoo.cards.write_card({name!r})")
+    return json.loads(path.read_text(encoding="utf-8"))

@@ -22,7 +22,8 @@ from ..checks import WorkbenchError, check_sizes, whole
 from ..data.corpora import language_of
 from ..data.sts import STS_DATASETS
 from ..evaluation.sts import evaluate_sts
-from ..models.folder import load, shipped
+from ..models.folder import load
+from ..models.pins import card, shipped
 from ..paths import home_dir
 from ..probing.background import SetBuilder
 from ..probing.build import pending
@@ -31,7 +32,7 @@ from ..progress import progress_bar
 from ..style_transfer.evaluation import transfer_pairs
 from ..style_transfer.generation import GUIDANCE, transfer_table
 from ..probing.tasks import get_task
-from ..zoo.cards import CARD_SIZES, GENDER_TASKS, TABLE3_TASKS, card, halves_won
+from ..zoo.cards import CARD_SIZES, GENDER_TASKS, TABLE3_TASKS, halves_won
 from .pages import report
 
 log = logging.getLogger(__name__)

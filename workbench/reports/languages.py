@@ -11,9 +11,8 @@ import html
 
 import pandas as pd
 
-from ..models.folder import shipped
+from ..models.pins import card, shipped
 from ..probing.tasks import get_task
-from ..zoo.cards import card
 from .distance import gap_correlations, language_distances
 from .figures import gap_figure
 from .pages import html_table

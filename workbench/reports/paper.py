@@ -17,11 +17,12 @@ from ..data.sts import STS_DATASETS
 from ..data.tokenizer import Tokenizer
 from ..evaluation import compare_hard_sts, compare_sts
 from ..evaluation.sts import years_task
-from ..models.folder import load, shipped
+from ..models.folder import load
+from ..models.pins import card, shipped
 from ..paths import trained_dir
 from ..probing.build import shipped_manifest
 from ..progress import progress_bar
-from ..zoo.cards import CARD_SIZES, TABLE3_MODELS, card
+from ..zoo.cards import CARD_SIZES, TABLE3_MODELS
 
 log = logging.getLogger(__name__)
 

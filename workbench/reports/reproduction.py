@@ -3,8 +3,7 @@ numbers (:mod:`workbench.reports.paper`) beside the paper's, with the pattern ch
 
 :func:`reproduce` writes ``reports/reproduction.html``, the numbers as CSV and the figures. Our numbers come from
 the shipped models' cards (which the tests recompute from the weights) or, with ``recompute=True``, are measured
-afresh.
-"""
+afresh."""
 from __future__ import annotations
 
 import html
@@ -23,12 +22,13 @@ from ..data.sts import STS_DATASETS, TATOEBA_CODES
 from ..evaluation import compare_sts, evaluate
 from ..evaluation.sts import evaluate_sts, years_task
 from ..models.kinds import build_model
-from ..models.folder import load, shipped
+from ..models.folder import load
+from ..models.pins import card, shipped
 from ..paths import REPO_ROOT, atomic_write
 from ..probing.build import default_sizes
 from ..probing.erase import erasure_effects
 from ..style_transfer.generation import GUIDANCE, latent_ablation, transfer_table
-from ..zoo.cards import CARD_SIZES, TABLE3_MODELS, card, measure, summarise_views
+from ..zoo.cards import CARD_SIZES, TABLE3_MODELS, measure, summarise_views
 from .demo import why_shown
 from .distance import METRIC, gap_correlations, language_distances, missing_features
 from .figures import gap_figure, pair_figure, table3_figure

@@ -16,13 +16,12 @@ import numpy as np
 import pandas as pd
 
 from ..checks import WorkbenchError, plain_name
-from ..data import sha256_of
 from ..data.sts import STS17_TRACKS
 from ..encoders import unread
 from ..evaluation import SUITES, compare_sts, evaluate, evaluate_held_out_retrieval
 from ..models.kinds import can
-from ..models.folder import file_digests, load, shipped
-from ..models.pins import pin, unpin
+from ..models.folder import file_digests, load
+from ..models.pins import card, pin, shipped, unpin
 from ..paths import atomic_write, read_json, sealed_config, trained_dir
 from ..probing.across import english_version, probe_across
 from ..probing.build import DEFAULT_SIZES
@@ -41,20 +40,6 @@ CARD_SIZES = DEFAULT_SIZES  # probing sizes for cards, demo and reproduction: ev
 CARD_TRANSFER_PAIRS = 200  # held-out pairs a card's style transfer is judged on
 # Table 3's form tasks: the paper's English language encoder beats its semantic encoder on each (BGT's other half)
 FORM_TASKS = ("length", "punct_num", "punct_first")
-
-
-def card(name: str, root: str | Path | None = None) -> dict:
-    """The ``card.json`` of a shipped model, once its sha256 matches the one its ``config.json`` records (a card
-    is measured from the weights when the model is exported; an edited card is refused, not shown)."""
-    folder = (Path(root) if root else trained_dir()) / name
-    path = folder / "card.json"
-    if not path.is_file():
-        raise WorkbenchError(f"no shipped model {name!r}; shipped: {', '.join(shipped(root)) or 'none'}")
-    recorded = read_json(folder / "config.json").get("files_sha256", {}).get("card.json")
-    if recorded != sha256_of(path):
-        raise WorkbenchError(f"{path} does not match the sha256 recorded in {folder / 'config.json'} (edited or "
-                             f"replaced); restore it (git checkout), or measure it again with workbench.zoo.cards.write_card({name!r})")
-    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def model_pair(model) -> str:
@@ -306,26 +291,3 @@ def _transfer_summary(model, n: int) -> dict:
     return {row.metric: ([round(100 * row.value, 1), round(100 * row.ci_low, 1), round(100 * row.ci_high, 1)]
                          if not row.metric.startswith("kl_") else round(row.value, 2))
             for row in summary.itertuples()}
-
-
-SUMMARY_PROBES = {"subj_num": "SubjNum", "word_content": "WordContent", "length": "Length", "punct_num": "PunctNum"}
-
-
-def summary_markdown(root: str | Path | None = None) -> str:
-    """``trained/README.md``'s table of the shipped models, written from their cards (the test suite compares
-    the README with it, so the stated numbers cannot drift from the weights' cards)."""
-    lines = ["| name | MB | updates | pairs seen | update time | hardware | STS12–16 (semantic) | STS12–16 (en "
-             "encoder) | Hard STS avg | " + " | ".join(SUMMARY_PROBES.values()) + " |",
-             "|---|---:|---:|---:|---:|---|---:|---:|---:|" + "---:|" * len(SUMMARY_PROBES)]
-    for name in shipped(root):
-        info = card(name, root)
-        sem, en, record = info["views"]["semantic"], info["views"].get("en", {}), info["training"]
-
-        def number(value) -> str:  # blank where the model has nothing to read it (a pair without English)
-            return "" if value is None else f"{value:.1f}"
-        cells = [f"`{name}`", f"{info['megabytes']:.1f}", f"{record['updates']:,}", f"{record['pairs_seen']:,}",
-                 f"{record['train_seconds']:,.0f} s", record["hardware"], number(sem.get("sts", {}).get("STS12-16")),
-                 number(en.get("sts", {}).get("STS12-16")), number(sem.get("hard_sts", {}).get("avg")),
-                 *(number(sem["probing"].get(task)) for task in SUMMARY_PROBES)]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)

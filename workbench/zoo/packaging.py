@@ -25,8 +25,8 @@ from ..checks import WorkbenchError, check_keys, plain_name, sha256_hex, whole
 from ..data import sha256_of
 from ..models.kinds import KINDS, checked_config, fitted
 from ..models.checkpoint import checkpoint_update, kept_checkpoint, run_and_checkpoint
-from ..models.folder import ModelFolder, file_digests, latest_checkpoint, read_weights, shipped
-from ..models.pins import pin
+from ..models.folder import ModelFolder, file_digests, latest_checkpoint, read_weights
+from ..models.pins import pin, shipped
 from ..models.runlog import (CURVE_COLUMNS, DEV_METRICS, lacking_curve_columns, learning_curve, metrics_curve,
                              read_metrics)
 from ..paths import only_writer, read_json, sealed_config, swap_folder, temp_sibling, trained_dir
