@@ -90,15 +90,16 @@ def test_help_lists_every_subcommand(capsys):
 
 def test_help_argument_errors_and_the_lists_answer_without_torch_scikit_learn_or_the_models():
     """Only the command given is built, and its work is imported when it runs (#78): --help, a bad choice and a
-    missing argument import neither torch nor scikit-learn, and neither do ``probes list`` and ``models list``
-    (the cards alone); ``train`` lists the model kinds and presets by the names the registry is checked against."""
+    missing argument import neither torch nor scikit-learn, and neither do ``probes list``, ``models list`` and
+    ``data info`` (the cards and the corpora alone); ``train`` lists the model kinds and presets by the names the registry is checked against."""
     from workbench.cli.commands import COMMANDS
     code = ("import sys; from workbench.cli import main\n"
             "try: code = main(sys.argv[1:])\n"
             "except SystemExit as exit_: code = exit_.code\n"
             "print('torch' in sys.modules or 'sklearn' in sys.modules, code)")
     lines = [[], ["--help"], ["probe", "--classifier", "nope"], ["encode"], ["train", "--model", "nope"],
-             ["probes", "list"], ["models", "list"], *[[command.name, "--help"] for command in COMMANDS]]
+             ["probes", "list"], ["models", "list"], ["data", "info", "--pair", "en-tr"],
+             *[[command.name, "--help"] for command in COMMANDS]]
     for argv in lines:
         out = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, check=True).stdout
         loaded, status = out.split()[-2:]  # after the help text

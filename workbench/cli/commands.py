@@ -275,7 +275,7 @@ def _data_arguments(p: argparse.ArgumentParser) -> None:
 
 DATA_COMMAND = Command(
     "data", "inspect the corpora, register your own bitext, or download public data",
-    _data_arguments, "training:data_command")
+    _data_arguments, "training:data_command", actions={"info": "listing:data_info"})
 
 
 def _demo_arguments(p: argparse.ArgumentParser) -> None:

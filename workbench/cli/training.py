@@ -3,10 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pandas as pd
-
 from ..checks import WorkbenchError
-from ..data.corpora import PAIRS, known_pairs, split_summary
+from ..data.corpora import PAIRS
 from ..data.languages import pair_name
 from ..data.download import OPUS_URL, STS_URLS, download, opus_moses_to_tsv, sts_archive_to_tsv
 from ..models.kinds import KINDS
@@ -86,10 +84,7 @@ def train_command(args) -> None:
 
 
 def data_command(args) -> None:
-    if args.action == "info":
-        rows = {pair: split_summary(pair) for pair in (args.pair or known_pairs())}
-        print(pd.DataFrame(rows).T.to_string())
-        return
+    """Every ``data`` action but ``info`` (:mod:`.listing`)."""
     if args.action == "add-pair":
         _print_added(pivot_pair(args.pair, force=args.force) if args.pivot else
                      add_pair(args.pair, *_corpus_files(args.corpus), force=args.force))
