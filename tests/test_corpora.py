@@ -140,6 +140,29 @@ def test_the_shipped_splits_are_each_pairs_split_computed_afresh_and_a_damaged_o
     assert all((copy / f).read_bytes() == (original / f).read_bytes() for f in manifest["files"])  # the same bytes
 
 
+def test_data_info_counts_each_split_from_the_stored_split_and_reads_a_corpus_only_without_one(monkeypatch, tmp_path):
+    """The pairs per split (``workbench data info``) as :func:`load_splits` gives them, counted from the split stored
+    for the corpus (the package's, or the home's) without reading it; a pair with none (or a damaged one) is read
+    and split, and its split stored for the next time."""
+    monkeypatch.setenv("WORKBENCH_HOME", str(tmp_path / "home"))
+    splits = corpora.load_splits("en-ar")
+    expected = {name: len(rows) for name, rows in splits.items()} | {"total": sum(map(len, splits.values()))}
+    assert list(expected) == [*splitting.SPLITS, "total"] and min(expected.values()) > 0
+    real, read = corpora.read_pairs, []
+    monkeypatch.setattr(corpora, "read_pairs", lambda path: read.append(path) or real(path))
+    corpora._load_splits.cache_clear()
+    assert corpora.split_summary("en-ar") == expected and read == []  # the package's split
+    (tmp_path / "none").mkdir()
+    monkeypatch.setattr(corpora, "SHIPPED_SPLITS", tmp_path / "none")
+    assert corpora.split_summary("en-ar") == expected and read == [corpora.corpus_path("en-ar")]  # split afresh
+    corpora._load_splits.cache_clear()
+    assert corpora.split_summary("en-ar") == expected and len(read) == 1  # ... and stored in the home
+    stored = corpora._split_file("en-ar", 3, 100, splitting.SplitConfig())
+    stored.write_bytes(stored.read_bytes()[:-7])  # cut short
+    assert corpora.split_summary("en-ar") == expected and len(read) == 2
+    corpora._load_splits.cache_clear()
+
+
 def _regex_key(sentence: str) -> str:
     return re.sub(r"\W+", "", unicodedata.normalize("NFKC", sentence).lower())
 

@@ -1,6 +1,6 @@
 """What ``probes list``, ``models list`` and ``data info`` print: read from the task cards, the models' cards and
-the corpora alone, without the torch and model stack their commands' other actions import (2 to 2.5 s on 2 cores
-before they can start)."""
+the stored splits alone, without the torch and model stack their commands' other actions import (2 to 2.5 s on 2
+cores before they can start)."""
 from __future__ import annotations
 
 import pandas as pd
