@@ -163,6 +163,14 @@ def test_data_info_counts_each_split_from_the_stored_split_and_reads_a_corpus_on
     corpora._load_splits.cache_clear()
 
 
+def test_counting_a_pair_whose_corpus_is_missing_says_where_it_was_looked_for(monkeypatch, tmp_path):
+    for folder in ("parallel", "eval"):
+        (tmp_path / "data" / folder).mkdir(parents=True)
+    monkeypatch.setenv("WORKBENCH_DATA", str(tmp_path / "data"))
+    with pytest.raises(FileNotFoundError, match="no corpus file at .*en-ar.tsv.gz .*workbench data download opus"):
+        corpora.split_summary("en-ar")
+
+
 def _regex_key(sentence: str) -> str:
     return re.sub(r"\W+", "", unicodedata.normalize("NFKC", sentence).lower())
 

@@ -121,11 +121,18 @@ def corpus_digest(pair: str) -> str:
     """sha256 of the pair's corpus file: what is built from it is keyed on its bytes, so a copied or touched file
     keeps its builds. Hashed once per process for each (path, size, modification time)."""
     path = corpus_path(pair)
+    if not path.is_file():
+        raise _no_corpus(path)
     stat = path.stat()
     stamp = (str(path), stat.st_size, stat.st_mtime_ns)
     if stamp not in _DIGESTS:
         _DIGESTS[stamp] = sha256_of(path)
     return _DIGESTS[stamp]
+
+
+def _no_corpus(path: Path) -> FileNotFoundError:
+    return FileNotFoundError(f"no corpus file at {path} (data root: {data_dir()}; set WORKBENCH_DATA to a folder "
+                             "with parallel/ and eval/, or run `workbench data download opus`)")
 
 
 def read_pairs(path: str | Path) -> list[Pair]:
@@ -136,8 +143,7 @@ def read_pairs(path: str | Path) -> list[Pair]:
     """
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"no corpus file at {path} (data root: {data_dir()}; set WORKBENCH_DATA to a folder "
-                                "with parallel/ and eval/, or run `workbench data download opus`)")
+        raise _no_corpus(path)
     pairs = []
     for number, line in utf8_lines(path):
         fields = line.split("\t")
