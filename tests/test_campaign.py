@@ -55,7 +55,7 @@ def trained():
 
 
 @pytest.mark.slow
-def test_check_runs_the_gpu_tests_and_bench_the_steady_state_throughput_with_its_phases(tmp_path):
+def test_check_runs_the_gpu_tests_bench_the_steady_state_throughput_and_layers_a_language_model(tmp_path):
     result = step("check", tmp_path / "out", tmp_path / "runs")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     log = (tmp_path / "out" / "check.log").read_text()
@@ -67,7 +67,11 @@ def test_check_runs_the_gpu_tests_and_bench_the_steady_state_throughput_with_its
     assert "tokens_per_s" in log and "tiny" in log and "MFU_%" in log and "warmup_updates" in log
     assert "current / as-it-was" in log  # the update before v3 beside the update now, in one run
     assert "share of the update" in log and "backward" in log  # the profiler's per-phase split
-    assert campaign.check_return(tmp_path / "out")["files"] == 2
+    result = step("layers", tmp_path / "out", tmp_path / "runs")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    log = (tmp_path / "out" / "layers.log").read_text()
+    assert "hf:llama" in log and "plain loop" in log and "ratio" in log  # a language model's layers, side by side
+    assert campaign.check_return(tmp_path / "out")["files"] == 3
 
 
 @pytest.mark.slow
@@ -244,6 +248,15 @@ def test_a_later_loan_continues_an_uploaded_int8_package(trained, tmp_path, monk
     record = [json.loads(line) for line in (tmp_path / "device" / FIRST / "metrics.jsonl").read_text().splitlines()]
     assert record[0]["update"] <= started < record[-1]["update"]  # the curve carried over, then trained on
     assert campaign.unbundle([tmp_path / "out"], tmp_path / "again")[0].name == FIRST
+
+
+def test_pack_says_where_it_looked_for_a_missing_corpus(tmp_path, monkeypatch):
+    monkeypatch.setattr(carry, "PACK", tmp_path / "checkout" / ".campaign")
+    (tmp_path / "data").mkdir()
+    monkeypatch.setenv("WORKBENCH_DATA", str(tmp_path / "data"))
+    monkeypatch.setenv("CAMPAIGN_JOBS", FIRST)
+    with pytest.raises(WorkbenchError, match=r"no corpus for en-fr at .*data/parallel/en-fr.tsv.gz .*WORKBENCH_DATA"):
+        carry.pack(download_wheels=False)
 
 
 @ON_THE_TRAINED_WORKER

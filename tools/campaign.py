@@ -15,6 +15,8 @@ come back in ``$OUT`` within the device's return limits (:data:`RETURN_LIMITS`):
   one — stopped by a shared time budget or the call's deadline, STS-B-dev checkpoint selection, each exported
   *with decoders* in int8 (:mod:`workbench.zoo.transport`) and bundled per package, the first packages in this
   call's return;
+- ``layers`` (when a loan has time left after the campaign): a ~1-billion-parameter language model's every layer
+  read by the workbench beside a plain transformers loop, in bfloat16;
 - ``fetch``: return the next packages that wait (call it at once: the machine goes back ~30 s after a call);
 - ``unbundle`` (here): join every package whose parts came back, check each file's sha256, and write the
   packages for ``workbench models import``.
@@ -136,6 +138,16 @@ def bench() -> None:
                                                    "--profile-updates", "1"])
     _run_logged("throughput", [sys.executable, str(REPO_ROOT / "benchmarks" / "train_throughput.py"), *sizes,
                                "--profile"], "bench.log")
+
+
+def layers() -> None:
+    """After the campaign, when a loan has time left: a random-weight ~1-billion-parameter Llama-style model's every
+    layer through the workbench beside a plain transformers loop, in bfloat16 (``benchmarks/hf_throughput.py``,
+    about 2 minutes on a GPU; the dry run: its tiny model on 64 sentences)."""
+    import torch
+    sizes = (["--random-llama", "1b", "--device", "cuda", "--dtype", "bfloat16", "--n", "4000", "--batch-size", "128"]
+             if torch.cuda.is_available() else ["--random-llama", "tiny", "--n", "64"])
+    _run_logged("layers", [sys.executable, str(REPO_ROOT / "benchmarks" / "hf_throughput.py"), *sizes], "layers.log")
 
 
 def receive() -> None:
@@ -292,9 +304,10 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
         steps, actions = ["unbundle"], {"unbundle": lambda: unbundle(args.returns, args.to, args.force)}
     else:
-        parser.add_argument("steps", nargs="+", choices=("pack", "check", "bench", "receive", "train", "fetch"),
-                            metavar="STEP", help="pack | check | bench | receive | train | fetch (several in one "
-                                                 "device call: check train) | unbundle RETURN... --to DIR")
+        steps = ("pack", "check", "bench", "layers", "receive", "train", "fetch")
+        parser.add_argument("steps", nargs="+", choices=steps, metavar="STEP",
+                            help=f"{' | '.join(steps)} (several in one device call: check train) | unbundle "
+                                 "RETURN... --to DIR")
         parser.add_argument("--seconds", type=float, help=f"train: each job's time budget (default {DEFAULT_SECONDS})")
         parser.add_argument("--no-wheels", action="store_true", help="pack: skip downloading the device's wheels")
         parser.add_argument("--continue", dest="continuing", nargs="+", metavar="DIR",
@@ -302,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
         steps = args.steps
         actions = {"pack": lambda: pack(not args.no_wheels, args.continuing), "check": check, "bench": bench,
-                   "receive": receive, "train": lambda: train(args.seconds), "fetch": fetch}
+                   "layers": layers, "receive": receive, "train": lambda: train(args.seconds), "fetch": fetch}
     for name in steps:
         try:
             actions[name]()

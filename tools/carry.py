@@ -41,6 +41,14 @@ def _travelling_bytes(exclude: tuple[str, ...] = ()) -> int:
     return sum((REPO_ROOT / n).stat().st_size for n in names if (REPO_ROOT / n).is_file())
 
 
+def _corpus(source: Path, pair: str) -> Path:
+    corpus = source / "parallel" / f"{pair}.tsv.gz"
+    if not corpus.is_file():
+        raise WorkbenchError(f"pack: no corpus for {pair} at {corpus} (the data root {source}: set WORKBENCH_DATA to "
+                             "the folder with parallel/ and eval/)")
+    return corpus
+
+
 def pack(download_wheels: bool = True, continuing: list[str] | None = None) -> list[dict]:
     """Build ``.campaign/`` (data, tokenizers, wheels) and, with ``continuing`` (folders of packages an earlier loan
     brought back, unbundled), the upload folders that carry them; print the device calls to make. Returns the
@@ -54,7 +62,7 @@ def pack(download_wheels: bool = True, continuing: list[str] | None = None) -> l
     jobs = chosen()
     pairs = sorted({job_config(job, 1).pair for job in jobs})
     for pair in pairs:
-        shutil.copy2(source / "parallel" / f"{pair}.tsv.gz", PACK / "data" / "parallel")
+        shutil.copy2(_corpus(source, pair), PACK / "data" / "parallel")
     shutil.copytree(source / "eval" / "stsb", PACK / "data" / "eval" / "stsb")
     needed = [job_config(job, 1) for job in jobs]
     needed += [TrainConfig.from_preset("tiny")]  # the gpu tests
