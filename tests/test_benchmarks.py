@@ -17,16 +17,17 @@ CASES = {
     "eval_suite.py": (["--encoders", "random-sp-average", "--throughput-sentences", "300"], "sentences_per_s"),
     "layer_encoding.py": (["--n", "8"], "one_pass_s"),
     "layer_memory.py": (["--n", "300", "--width", "32", "--layers", "1"], "growth / (model + layer)"),
-    "hf_throughput.py": (["--n", "64", "--random-llama", "tiny"], "ratio"),
     "own_task.py": (["--n", "200", "--encoder", "random-transformer", "--layers", "0", "1"], "probe + control (cached)"),
     "startup.py": (["--repeats", "1"], "x_python"),
+    "transfer_decoding.py": (["--n", "12", "--repeat", "1"], "x_faster"),
     "probe_suite.py": (["--encoder", "random-sp-average", "--tasks", "length", "--sizes", "300", "60", "60"],
                        "results cached"),
 }
-# Run end to end by another test: the GPU campaign's dry run (its bench step) runs train_throughput.py on the tiny
-# preset, as this test did, and asserts its table.
-ELSEWHERE = {"train_throughput.py": "test_campaign.py::test_check_runs_the_gpu_tests_and_bench_the_steady_state_"
-                                    "throughput_with_its_phases"}
+# Run end to end by another test: the GPU campaign's dry run runs train_throughput.py on the tiny preset (its bench
+# step) and hf_throughput.py on the tiny Llama (its layers step), as this test did, and asserts their output.
+ELSEWHERE = dict.fromkeys(("train_throughput.py", "hf_throughput.py"),
+                          "test_campaign.py::test_check_runs_the_gpu_tests_bench_the_steady_state_throughput_and_"
+                          "layers_a_language_model")
 
 
 @pytest.mark.slow

@@ -218,9 +218,12 @@ def test_guided_decoding_weighs_the_style_latent_up_and_the_away_latent_down():
     toward, away = torch.cat([z_style, z_sem], -1), torch.cat([z_source, z_sem], -1)
     logp = {name: torch.log_softmax(decoder(prefix, cond)[:, -1], -1) for name, cond in (("toward", toward),
                                                                                         ("away", away))}
-    steered = Guided(decoder, 0.5)(prefix, torch.cat([toward, away], -1))[:, -1]
-    torch.testing.assert_close(steered, 1.5 * logp["toward"] - 0.5 * logp["away"])
-    assert torch.equal(Guided(decoder, 0.0)(prefix, torch.cat([toward, away], -1))[:, -1], logp["toward"])
+    def guided(weight):  # its log-probabilities after the prefix, fed position by position
+        decoding = Guided(decoder, weight).incremental(torch.cat([toward, away], -1))
+        return [decoding.step(prefix[:, i]) for i in range(prefix.shape[1])][-1]
+
+    torch.testing.assert_close(guided(0.5), 1.5 * logp["toward"] - 0.5 * logp["away"])
+    torch.testing.assert_close(guided(0.0), logp["toward"])
     plain = model.generate(z_sem, z_style, decoder="en", max_len=6, beam=2)
     assert model.generate(z_sem, z_style, decoder="en", max_len=6, beam=2, z_away=z_source, guidance=0.0) == plain
     assert model.generate(z_sem, z_style, decoder="en", max_len=6, beam=2, z_away=z_style, guidance=0.0) == plain
@@ -228,6 +231,21 @@ def test_guided_decoding_weighs_the_style_latent_up_and_the_away_latent_down():
     assert steered_ids != plain  # a strong push changes what an untrained decoder writes
     with pytest.raises(ValueError, match="guidance needs z_lang and a z_away of the same shape"):
         model.generate(z_sem, z_style, decoder="en", guidance=1.0)
+
+
+def test_decoding_position_by_position_gives_the_whole_prefixs_logits_and_follows_a_search_reordering():
+    torch.manual_seed(0)
+    model = BGT(config()).eval()
+    decoder, tokens = model.decoders["en"], batch().en[:, :5]
+    cond = torch.randn(tokens.shape[0], decoder.cond_dim)
+    decoding = decoder.incremental(cond)
+    for i in range(tokens.shape[1]):
+        torch.testing.assert_close(decoding.step(tokens[:, i]), decoder(tokens[:, :i + 1], cond)[:, -1])
+    rows = torch.tensor([2, 2, 0, 3])  # as a beam search does: row 2 kept twice, row 1 dropped
+    decoding.reorder(rows)
+    following = torch.tensor([5, 6, 7, 8])
+    torch.testing.assert_close(decoding.step(following),
+                               decoder(torch.cat([tokens[rows], following[:, None]], dim=1), cond[rows])[:, -1])
 
 
 def test_bad_configs_are_explained():

@@ -8,6 +8,8 @@ from workbench.checks import WorkbenchError
 from workbench.style_transfer.evaluation import FORM
 from workbench.style_transfer.generation import (NO_REPEAT_NGRAM, PAPER_DECODING, content_words, latent_ablation,
                                                  transfer, transfer_table, truecase, without_punctuation)
+from benchmarks.transfer_decoding import WholePrefix
+from workbench.models import transformer
 from workbench.models.folder import load
 
 
@@ -213,3 +215,15 @@ def test_reading_the_source_without_its_punctuation_is_the_same_as_giving_it_wit
     with pytest.raises(WorkbenchError, match="strip_punctuation must be True or False"):
         transfer(model, sources, styles, strip_punctuation="yes")
 
+
+
+
+def test_decoding_position_by_position_writes_what_decoding_the_whole_prefix_wrote(monkeypatch):
+    """The transfers of the shipped model, plain and guided (the default decoding), are the same sentences when each
+    step reads the kept keys and values as when it reads the whole prefix again."""
+    model = load("bgt-en-fr")
+    sources = ["when water freezes it becomes ice .", "i'm doing this for my family .", "where is the station ?"]
+    styles = ["Bartender, I'd like to have a drink.", "Did you see that?", "the weather is good today ."]
+    kept = {g: transfer(model, sources, styles, guidance=g) for g in (0.0, 0.2)}
+    monkeypatch.setattr(transformer.LatentDecoder, "incremental", lambda self, cond: WholePrefix(self, cond))
+    assert {g: transfer(model, sources, styles, guidance=g) for g in (0.0, 0.2)} == kept

@@ -33,7 +33,7 @@ from .bgt_config import SEM_SIDES, SETTINGS, BGTConfig
 from .bgt_warm_start import from_translation
 from .losses import (direction_overlap, drop_words, free_bits, kl_to_standard_normal, punctuation_pieces, token_loss,
                      without_pieces)
-from .transformer import LatentDecoder, SentenceEncoder, beam_hypotheses, shift_right
+from .transformer import IncrementalDecoding, LatentDecoder, SentenceEncoder, beam_hypotheses, shift_right
 
 
 def semantic_side(batch_size: int, sem_side: str = "example", step: int = 0,
@@ -319,8 +319,23 @@ class Guided:
     def __init__(self, decoder: LatentDecoder, guidance: float):
         self.decoder, self.guidance = decoder, guidance
 
-    def __call__(self, prev: torch.Tensor, cond: torch.Tensor) -> torch.Tensor:
+    def incremental(self, cond: torch.Tensor) -> GuidedDecoding:
+        """Decoding position by position from ``cond = [c_toward ; c_away]`` (B, 2C), for a search."""
         toward, away = cond.chunk(2, dim=-1)
-        logits = self.decoder(prev.repeat(2, 1), torch.cat([toward, away]))[:, -1:].float()
-        logp_toward, logp_away = torch.log_softmax(logits, dim=-1).chunk(2)
+        return GuidedDecoding(self.decoder.incremental(torch.cat([toward, away])), self.guidance)
+
+
+class GuidedDecoding:
+    """:class:`Guided`'s search state: one :class:`~.transformer.IncrementalDecoding` of the B rows conditioned
+    toward (rows 0..B-1) and the same rows conditioned away (rows B..2B-1)."""
+
+    def __init__(self, both: IncrementalDecoding, guidance: float):
+        self.both, self.guidance = both, guidance
+
+    def step(self, token: torch.Tensor) -> torch.Tensor:
+        """token (B,) -> the guided log-probabilities (B, V) of the next position."""
+        logp_toward, logp_away = torch.log_softmax(self.both.step(token.repeat(2)).float(), dim=-1).chunk(2)
         return (1 + self.guidance) * logp_toward - self.guidance * logp_away
+
+    def reorder(self, rows: torch.Tensor) -> None:
+        self.both.reorder(torch.cat([rows, rows + len(rows)]))

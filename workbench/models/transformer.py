@@ -70,6 +70,17 @@ class SelfAttention(nn.Module):
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (B, H, T, d/H)
         return self.out(y.transpose(1, 2).reshape(B, T, d))
 
+    def step(self, x: torch.Tensor, cache: tuple[torch.Tensor, torch.Tensor] | None
+             ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+        """Causal self-attention of one new position, x: (B, 1, d), over the earlier positions' keys and values
+        ``cache`` ((B, H, t, d/H) each, or None at the first): its output and the cache with it appended."""
+        B, _, d = x.shape
+        q, k, v = self.qkv(x).view(B, 1, 3, self.n_heads, d // self.n_heads).permute(2, 0, 3, 1, 4)
+        if cache is not None:
+            k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
+        y = F.scaled_dot_product_attention(q, k, v)  # the new position sees every cached one: all are earlier
+        return self.out(y.transpose(1, 2).reshape(B, 1, d)), (k, v)
+
 
 class EncoderLayer(nn.Module):
     """Post-LN: x = LN(x + Drop(SelfAttn(x))); x = LN(x + Drop(FFN(x)))."""
@@ -176,6 +187,39 @@ class LatentDecoder(nn.Module):
         rows = keep.nonzero(as_tuple=True)[0]  # the sentence of each kept position
         return torch.addmm(per_sentence.index_select(0, rows), x[keep], w_hidden.t())
 
+    def incremental(self, cond: torch.Tensor) -> IncrementalDecoding:
+        """Decoding position by position from ``cond`` (B, C), for a search (:class:`IncrementalDecoding`)."""
+        return IncrementalDecoding(self, cond)
+
+
+class IncrementalDecoding:
+    """A :class:`LatentDecoder` run one position at a time, keeping each layer's keys and values: ``step(token)``
+    gives the next position's logits that ``decoder(prefix, cond)[:, -1]`` gives for the whole prefix (to float
+    rounding), at the cost of one position instead of the prefix's length, and the conditioning's share of the
+    logits is computed once. ``reorder(rows)`` follows a beam search that keeps and copies hypotheses."""
+
+    def __init__(self, decoder: LatentDecoder, cond: torch.Tensor):
+        self.decoder, self.cond, self.length = decoder, cond, 0
+        self.per_sentence = cond @ decoder.out[:, :decoder.cond_dim].t()  # (B, V)
+        self.caches: list = [None] * len(decoder.layers)
+
+    def step(self, token: torch.Tensor) -> torch.Tensor:
+        """token (B,): the last position's input -> logits (B, V) of the one after it."""
+        embedding = self.decoder.embed
+        if self.length >= embedding.positions.shape[0]:
+            raise ValueError(f"sequence of {self.length + 1} tokens is longer than max_len="
+                             f"{embedding.positions.shape[0]}")
+        x = embedding.drop(embedding.scale * embedding.embed(token[:, None])
+                           + embedding.positions[self.length:self.length + 1])
+        for i, layer in enumerate(self.decoder.layers):
+            x, self.caches[i] = layer.step(x, self.cond, self.caches[i])
+        self.length += 1
+        return torch.addmm(self.per_sentence, x[:, 0], self.decoder.out[:, self.decoder.cond_dim:].t())
+
+    def reorder(self, rows: torch.Tensor) -> None:
+        self.cond, self.per_sentence = self.cond[rows], self.per_sentence[rows]
+        self.caches = [(k[rows], v[rows]) for k, v in self.caches]
+
 
 class DecoderLayer(nn.Module):
     compilable = True  # the decoder's selection of real target tokens, outside it, has data-dependent shapes
@@ -192,7 +236,15 @@ class DecoderLayer(nn.Module):
         self.attention_relu = attention_relu
 
     def forward(self, x: torch.Tensor, cond: torch.Tensor) -> torch.Tensor:
-        x = self.norm1(x + self.drop(self.attn(x, causal=True)))
+        return self._after_attention(x, self.attn(x, causal=True), cond)
+
+    def step(self, x: torch.Tensor, cond: torch.Tensor, cache) -> tuple[torch.Tensor, tuple]:
+        """One new position (:meth:`SelfAttention.step`); every sublayer after the attention is per position."""
+        attended, cache = self.attn.step(x, cache)
+        return self._after_attention(x, attended, cond), cache
+
+    def _after_attention(self, x: torch.Tensor, attended: torch.Tensor, cond: torch.Tensor) -> torch.Tensor:
+        x = self.norm1(x + self.drop(attended))
         mixed = self.cond(torch.cat([x, cond[:, None, :].expand(-1, x.shape[1], -1)], dim=-1))
         if self.attention_relu:
             mixed = F.relu(mixed)
@@ -232,7 +284,9 @@ def beam_search(decoder: LatentDecoder, cond: torch.Tensor, eos_id: int, max_len
 def beam_hypotheses(decoder: LatentDecoder, cond: torch.Tensor, eos_id: int, max_len: int, beam: int = 1,
                     no_repeat_ngram: int = 0) -> list[list[tuple[float, list[int]]]]:
     """:func:`beam_search`'s finished hypotheses of each row, best first: ``(log-probability per piece, ids)``
-    (at least ``beam`` of them unless the search ran out), for a caller that re-ranks them."""
+    (at least ``beam`` of them unless the search ran out), for a caller that re-ranks them. ``decoder``: a
+    :class:`LatentDecoder` or anything else whose ``incremental(cond)`` decodes position by position
+    (:class:`~.bgt.Guided`)."""
     B, device = cond.shape[0], cond.device
     cond = cond.repeat_interleave(beam, dim=0)
     prefix = torch.full((B * beam, 1), eos_id, dtype=torch.long, device=device)
@@ -240,8 +294,9 @@ def beam_hypotheses(decoder: LatentDecoder, cond: torch.Tensor, eos_id: int, max
     scores[:, 1:] = -math.inf  # all beams start identical: keep one alive at first
     finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(B)]
     alive = torch.ones(B * beam, dtype=torch.bool, device=device)
+    decoding = decoder.incremental(cond)
     for step in range(max_len):
-        logp = F.log_softmax(decoder(prefix, cond)[:, -1].float(), dim=-1)  # (B*beam, V)
+        logp = F.log_softmax(decoding.step(prefix[:, -1]).float(), dim=-1)  # (B*beam, V)
         V = logp.shape[-1]
         logp[~alive] = -math.inf
         if no_repeat_ngram >= 2:
@@ -252,6 +307,7 @@ def beam_hypotheses(decoder: LatentDecoder, cond: torch.Tensor, eos_id: int, max
         source = index // V + torch.arange(B, device=device)[:, None] * beam
         token = index % V
         prefix = torch.cat([prefix[source.view(-1)], token.view(-1, 1)], dim=1)
+        decoding.reorder(source.view(-1))
         scores = best.clone()
         ended = (token == eos_id) | (step == max_len - 1)
         for b, k in ended.nonzero().tolist():
