@@ -6,7 +6,8 @@ import pytest
 from scipy.stats import pearsonr
 
 from workbench.cache import cached
-from workbench.data.sts import load_sts, load_sts_hard, STS_DATASETS
+from workbench.data.eval_sets import STS_DATASETS
+from workbench.data.sts import load_sts, load_sts_hard
 from workbench.models.untrained import RandomEmbeddingAverage
 from workbench.checks import WorkbenchError
 from workbench.evaluation import SUITES, compare_sts, evaluate, evaluate_tatoeba

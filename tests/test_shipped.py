@@ -11,7 +11,7 @@ from workbench import cli
 from workbench.models.kinds import KINDS
 from workbench.models.pins import card, shipped
 from workbench.cache import cached
-from workbench.data.sts import STS_DATASETS
+from workbench.data.eval_sets import STS_DATASETS
 from workbench.evaluation import evaluate_tatoeba
 from workbench.evaluation.sts import evaluate_sts, years_task
 from workbench.paths import trained_dir

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.data import sts
+from workbench.data import eval_sets, sts
 from workbench.checks import DataFormatError, UnknownNameError
 from workbench.paths import data_dir
 
@@ -15,16 +15,16 @@ def sources_counts() -> dict[str, int]:
 
 def test_row_counts_match_sources():
     counts = sources_counts()
-    for year, names in sts.STS_DATASETS.items():
+    for year, names in eval_sets.STS_DATASETS.items():
         for name, frame in sts.load_sts(year).items():
             assert len(frame) == counts[f"sts/STS{year % 100}/{name}.tsv"], (year, name)
-    for track, (file, _, _) in sts.STS17_TRACKS.items():
+    for track, (file, _, _) in eval_sets.STS17_TRACKS.items():
         assert len(sts.load_sts17(track)[0]) == counts[f"sts17/{file}"]
-    for split in sts.STSB_SPLITS:
+    for split in eval_sets.STSB_SPLITS:
         assert len(sts.load_stsb(split)) == counts[f"stsb/{split}.tsv"]
-    for kind in sts.HARD_STS:
+    for kind in eval_sets.HARD_STS:
         assert len(sts.load_sts_hard(kind)) == counts[f"sts_hard/{kind}.tsv"]
-    for lang, code in sts.TATOEBA_CODES.items():
+    for lang, code in eval_sets.TATOEBA_CODES.items():
         assert len(sts.load_tatoeba(lang)) == counts[f"tatoeba/{code}-eng.tsv"]
 
 

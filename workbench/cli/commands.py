@@ -5,20 +5,15 @@ from __future__ import annotations
 
 import argparse
 
+from ..data.eval_sets import STS17_TRACKS, STS_DATASETS
 from ..data.languages import PAIRS
 from ..encoders import NAMED_ENCODERS
 from ..models import KIND_NAMES, PRESET_NAMES
 from .common import Command, encoder_args, size_args
 
 
-def _sts():
-    """The STS readers' module, for the years and tracks the parsers list (pandas: imported when a parser asks)."""
-    from ..data import sts
-    return sts
-
-
 def _sts_years() -> list[int]:
-    return list(_sts().STS_DATASETS)
+    return list(STS_DATASETS)
 
 
 def _encode_arguments(p: argparse.ArgumentParser) -> None:
@@ -144,7 +139,7 @@ def _evaluate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tracks", nargs="+", metavar="TRACK",
                    help=f"the STS17 tracks to run, separated by spaces or commas (--suite sts17; default every one "
                         f"the encoder reads): "
-                        f"{', '.join(_sts().STS17_TRACKS)}")
+                        f"{', '.join(STS17_TRACKS)}")
     p.add_argument("--mteb", metavar="DIR",
                    help="also write the results in MTEB's results layout (TASK.json per MTEB task) into DIR")
 

@@ -9,7 +9,7 @@ import pandas as pd
 from ..cache import cache_dir, cache_summary, clear_cache, clear_stale, stale_temp_files
 from ..checks import WorkbenchError, check_name, whole
 from ..data.corpora import ship_splits
-from ..data.sts import STS17_TRACKS
+from ..data.eval_sets import STS17_TRACKS
 from ..encoders import check_embeddings
 from ..evaluation import SUITES, compare_hard_sts, compare_sts, evaluate, mteb_view
 from ..evaluation.mteb import check_mteb_folder, write_mteb

@@ -19,7 +19,7 @@ from ..checks import DataFormatError, WorkbenchError
 from ..paths import atomic_write
 from ..progress import progress_bar
 from . import sha256_of
-from .sts import STS_DATASETS
+from .eval_sets import STS_DATASETS
 
 log = logging.getLogger(__name__)
 

@@ -12,28 +12,7 @@ import pandas as pd
 from ..checks import DataFormatError, check_name
 from ..paths import data_dir
 from . import utf8_lines
-
-# STS 2012–2016 sub-datasets. STS13 is FNWN + headlines + OnWN: SMT is not redistributable (SentEval's set).
-STS_DATASETS: dict[int, tuple[str, ...]] = {
-    2012: ("MSRpar", "MSRvid", "SMTeuroparl", "surprise.OnWN", "surprise.SMTnews"),
-    2013: ("FNWN", "headlines", "OnWN"),
-    2014: ("deft-forum", "deft-news", "headlines", "images", "OnWN", "tweet-news"),
-    2015: ("answers-forums", "answers-students", "belief", "headlines", "images"),
-    2016: ("answer-answer", "headlines", "plagiarism", "postediting", "question-question"),
-}
-# SemEval-2017 tracks as (file, language of sentence1, language of sentence2); the paper's Figure 4 names.
-STS17_TRACKS: dict[str, tuple[str, str, str]] = {
-    "ar-ar": ("ar-ar.tsv", "ar", "ar"),
-    "en-ar": ("ar-en.tsv", "en", "ar"),
-    "es-es": ("es-es.tsv", "es", "es"),
-    "en-es": ("es-en.tsv", "es", "en"),  # track 4a (SNLI), the one BGT's evaluate.py uses
-    "en-es-wmt": ("es-en-wmt.tsv", "en", "es"),  # track 4b
-    "en-en": ("en-en.tsv", "en", "en"),
-    "en-tr": ("tr-en.tsv", "en", "tr"),
-}
-TATOEBA_CODES = {"fr": "fra", "es": "spa", "ar": "ara", "tr": "tur", "ja": "jpn"}
-STSB_SPLITS = ("train", "dev", "test")
-HARD_STS = ("hard-pos", "hard-neg")
+from .eval_sets import HARD_STS, STS17_TRACKS, STS_DATASETS, STSB_SPLITS, TATOEBA_CODES
 
 
 def read_tsv(path: str | Path, header: tuple[str, ...]) -> list[list[str]]:

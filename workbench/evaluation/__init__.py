@@ -14,7 +14,8 @@ from ..cache import cached, remember
 from ..checks import WorkbenchError, check_name
 from ..data import sha256_of
 from ..data.corpora import corpus_digest, inherited_digests, languages_of, load_splits
-from ..data.sts import STS17_TRACKS, STS_DATASETS, TATOEBA_CODES, load_sts, load_sts_hard, load_tatoeba
+from ..data.eval_sets import STS17_TRACKS, STS_DATASETS, TATOEBA_CODES
+from ..data.sts import load_sts, load_sts_hard, load_tatoeba
 from ..encoders import Encoder, check_contract, check_embeddings, check_reads, unread
 from ..paths import data_dir
 from .retrieval import distinct_pairs, mteb_scores, retrieval_errors

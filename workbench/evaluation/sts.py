@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 
 from ..checks import check_names
-from ..data.sts import HARD_STS, STS17_TRACKS, STS_DATASETS, load_sts, load_sts17, load_sts_hard, load_stsb
+from ..data.eval_sets import HARD_STS, STS17_TRACKS, STS_DATASETS
+from ..data.sts import load_sts, load_sts17, load_sts_hard, load_stsb
 from ..encoders import Encoder, check_embeddings, check_reads
 
 PAPER_STS17_TRACKS = ("es-es", "ar-ar", "en-es", "en-ar", "en-tr")  # Figure 4

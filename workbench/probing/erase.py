@@ -17,7 +17,7 @@ import torch
 
 from ..cache import cached
 from ..checks import WorkbenchError
-from ..data.sts import STS_DATASETS
+from ..data.eval_sets import STS_DATASETS
 from ..encoders import Encoder
 from ..evaluation import evaluate_tatoeba
 from ..evaluation.sts import evaluate_sts, years_task

@@ -20,7 +20,7 @@ import torch
 from ..cache import cached
 from ..checks import WorkbenchError, check_sizes, whole
 from ..data.corpora import language_of
-from ..data.sts import STS_DATASETS
+from ..data.eval_sets import STS_DATASETS
 from ..evaluation.sts import evaluate_sts
 from ..models.folder import load
 from ..models.pins import card, shipped

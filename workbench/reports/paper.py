@@ -13,7 +13,7 @@ import pandas as pd
 from ..checks import WorkbenchError
 from ..data.corpora import known_pairs, load_splits
 from ..data.languages import LANGUAGES
-from ..data.sts import STS_DATASETS
+from ..data.eval_sets import STS_DATASETS
 from ..data.tokenizer import Tokenizer
 from ..evaluation import compare_hard_sts, compare_sts
 from ..evaluation.sts import years_task

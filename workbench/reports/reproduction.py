@@ -18,7 +18,7 @@ import torch
 from ..cache import cached
 from ..checks import WorkbenchError, check_sizes
 from ..data.corpora import language_of, load_splits
-from ..data.sts import STS_DATASETS, TATOEBA_CODES
+from ..data.eval_sets import STS_DATASETS, TATOEBA_CODES
 from ..evaluation import compare_sts, evaluate
 from ..evaluation.sts import evaluate_sts, years_task
 from ..models.kinds import build_model

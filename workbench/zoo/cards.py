@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..checks import WorkbenchError, plain_name
-from ..data.sts import STS17_TRACKS
+from ..data.eval_sets import STS17_TRACKS
 from ..encoders import unread
 from ..evaluation import SUITES, compare_sts, evaluate, evaluate_held_out_retrieval
 from ..models.kinds import can
