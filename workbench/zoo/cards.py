@@ -10,6 +10,7 @@ the widgets and the reproduction report use the same constants, so their numbers
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +41,8 @@ CARD_SIZES = DEFAULT_SIZES  # probing sizes for cards, demo and reproduction: ev
 CARD_TRANSFER_PAIRS = 200  # held-out pairs a card's style transfer is judged on
 # Table 3's form tasks: the paper's English language encoder beats its semantic encoder on each (BGT's other half)
 FORM_TASKS = ("length", "punct_num", "punct_first")
+
+log = logging.getLogger(__name__)
 
 
 def model_pair(model) -> str:
@@ -287,6 +290,7 @@ def _save(folder: Path, info: dict, config: dict) -> dict:
 def _transfer_summary(model, n: int) -> dict:
     """The style-transfer evaluation of a BGT with decoders (``transfer_scores`` on ``n`` fixed held-out pairs,
     200 for shipped cards; beam 5): each share × 100 with its bootstrap CI, and the KL of each latent in nats."""
+    log.info("style transfer: decoding %d held-out pairs (beam 5, re-ranked) and their latent ablation", n)
     summary, _ = transfer_scores(model, transfer_pairs(n))
     return {row.metric: ([round(100 * row.value, 1), round(100 * row.ci_low, 1), round(100 * row.ci_high, 1)]
                          if not row.metric.startswith("kl_") else round(row.value, 2))
