@@ -271,6 +271,17 @@ def repeated_ngram_tokens(prefix: torch.Tensor, n: int) -> list[list[int]]:
     return banned
 
 
+def _settled(finished: list[list[tuple[float, list[int]]]], scores: torch.Tensor, beam: int, length: int
+             ) -> torch.Tensor:
+    """(B,) bool: the rows whose search is over — ``beam`` finished sentences, the worst of the best ``beam`` scoring
+    at least what the row's best live hypothesis would score if it ended now (its log-probability over its
+    ``length`` pieces). Each row stops by its own state, so what it finds never depends on the rows decoded
+    beside it (stopping only when every row had its beam made a row's result depend on its batch)."""
+    best_alive = (scores.max(dim=-1).values / length).tolist()
+    return torch.tensor([len(found) >= beam and sorted(s for s, _ in found)[-beam] >= hope
+                         for found, hope in zip(finished, best_alive)], device=scores.device)
+
+
 @torch.no_grad()
 def beam_search(decoder: LatentDecoder, cond: torch.Tensor, eos_id: int, max_len: int, beam: int = 1,
                 no_repeat_ngram: int = 0) -> list[list[int]]:
@@ -316,7 +327,8 @@ def beam_hypotheses(decoder: LatentDecoder, cond: torch.Tensor, eos_id: int, max
                 ids = ids[:-1] if ids and ids[-1] == eos_id else ids
                 finished[b].append((best[b, k].item() / max(1, len(ids) + 1), ids))
         scores[ended] = -math.inf
+        scores[_settled(finished, scores, beam, step + 1)] = -math.inf
         alive = torch.isfinite(scores).view(-1)
-        if all(len(f) >= beam for f in finished) or not alive.any():
+        if not alive.any():
             break
     return [sorted(f, key=lambda item: -item[0]) for f in finished]
