@@ -8,9 +8,9 @@ from workbench.checks import WorkbenchError
 from workbench.style_transfer.evaluation import FORM, transfer_pairs
 from workbench.style_transfer.generation import (NO_REPEAT_NGRAM, PAPER_DECODING, content_words, latent_ablation,
                                                  transfer, transfer_table, truecase, without_punctuation)
-from benchmarks.transfer_decoding import WholePrefix
 from workbench.models import transformer
 from workbench.models.folder import load
+from benchmarks.transfer_decoding import WholePrefix
 
 
 def test_content_words_drop_stop_words_contractions_and_possessives():
@@ -216,8 +216,6 @@ def test_reading_the_source_without_its_punctuation_is_the_same_as_giving_it_wit
         transfer(model, sources, styles, strip_punctuation="yes")
 
 
-
-
 def test_decoding_position_by_position_writes_what_decoding_the_whole_prefix_wrote(monkeypatch):
     """The transfers of the shipped model, plain and guided (the default decoding), are the same sentences when each
     step reads the kept keys and values as when it reads the whole prefix again."""
@@ -230,8 +228,8 @@ def test_decoding_position_by_position_writes_what_decoding_the_whole_prefix_wro
 
 
 def test_a_pairs_transfer_does_not_depend_on_the_pairs_decoded_beside_it():
-    """A row of the batched beam search stops once it holds its beam of finished sentences: had it gone on while
-    a longer row did, it could find another sentence in one batch than alone (2 of the cards' first 40 did)."""
+    """Each row of the batched beam search stops on its own state: when a row went on while a longer row did, it
+    could find another sentence in one batch than alone (2 of the cards' first 40 pairs did)."""
     model = load("bgt-en-fr")
     pairs = transfer_pairs(40).iloc[10:20]
     sources, styles = list(pairs["source"]), list(pairs["style"])
