@@ -111,11 +111,12 @@ class TokenEmbedding(nn.Module):
         self.register_buffer("positions", sinusoidal_positions(cfg.max_len, cfg.d_model), persistent=False)
         self.drop = nn.Dropout(cfg.dropout)
 
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        T = tokens.shape[1]
-        if T > self.positions.shape[0]:
-            raise ValueError(f"sequence of {T} tokens is longer than max_len={self.positions.shape[0]}")
-        return self.drop(self.scale * self.embed(tokens) + self.positions[:T])
+    def forward(self, tokens: torch.Tensor, start: int = 0) -> torch.Tensor:
+        """tokens (B, T) at positions ``start`` … ``start + T - 1`` (a search passes one new position at a time)."""
+        end = start + tokens.shape[1]
+        if end > self.positions.shape[0]:
+            raise ValueError(f"sequence of {end} tokens is longer than max_len={self.positions.shape[0]}")
+        return self.drop(self.scale * self.embed(tokens) + self.positions[start:end])
 
 
 def masked_mean(states: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
@@ -205,12 +206,7 @@ class IncrementalDecoding:
 
     def step(self, token: torch.Tensor) -> torch.Tensor:
         """token (B,): the last position's input -> logits (B, V) of the one after it."""
-        embedding = self.decoder.embed
-        if self.length >= embedding.positions.shape[0]:
-            raise ValueError(f"sequence of {self.length + 1} tokens is longer than max_len="
-                             f"{embedding.positions.shape[0]}")
-        x = embedding.drop(embedding.scale * embedding.embed(token[:, None])
-                           + embedding.positions[self.length:self.length + 1])
+        x = self.decoder.embed(token[:, None], start=self.length)
         for i, layer in enumerate(self.decoder.layers):
             x, self.caches[i] = layer.step(x, self.cond, self.caches[i])
         self.length += 1
